@@ -1,0 +1,96 @@
+"""The capability registry: one core function, declared once, served as a CLI command and an MCP tool.
+
+Each concept declares its capabilities in `kernelpilot/capabilities/<concept>.py` as a module-level
+`CAPABILITIES` list. The core function is named by a dotted path (`"kernelpilot.doctor:run_doctor"`)
+so that listing capabilities never imports heavy modules; it is imported on first call.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any, Protocol
+
+from kernelpilot.models import Request, Result
+
+
+class Progress(Protocol):
+    """Progress sink a long core function may call: `progress(done, total, message)`."""
+
+    def __call__(self, done: float, total: float | None = None, message: str = "") -> None: ...
+
+
+def no_progress(done: float, total: float | None = None, message: str = "") -> None:
+    """The default sink: drop progress reports (the CLI and tests do not need them)."""
+
+
+@dataclass(frozen=True)
+class Capability:
+    """A core function with its request/result models and how each adapter names it.
+
+    - `tool`: MCP tool name (snake_case, e.g. `spec_lookup`).
+    - `command`: CLI path (e.g. `("isa", "fit")` for `kernelpilot isa fit`).
+    - `target`: `"module:function"`; the function takes `(request)` or `(request, progress)`
+      and returns an instance of `result`.
+    - `positional`: request fields given positionally on the command line, in order.
+    - `short`: per-field short CLI flags, e.g. `{"kernel": "-k"}`.
+    """
+
+    tool: str
+    command: tuple[str, ...]
+    summary: str
+    description: str
+    request: type[Request]
+    result: type[Result]
+    target: str
+    positional: tuple[str, ...] = ()
+    short: dict[str, str] = field(default_factory=dict)
+    read_only: bool = True
+    long_running: bool = False
+    takes_progress: bool = False
+
+    def resolve(self) -> Callable[..., Any]:
+        module_name, _, func_name = self.target.partition(":")
+        module = importlib.import_module(module_name)
+        fn: Callable[..., Any] = getattr(module, func_name)
+        return fn
+
+    def invoke(self, request: Request, progress: Progress = no_progress) -> Result:
+        """Run the core function; the one place both adapters call through."""
+        fn = self.resolve()
+        out = fn(request, progress) if self.takes_progress else fn(request)
+        if not isinstance(out, self.result):
+            raise TypeError(f"{self.target} returned {type(out).__name__}, expected {self.result.__name__}")
+        return out
+
+
+@cache
+def all_capabilities() -> tuple[Capability, ...]:
+    """Every capability declared under `kernelpilot.capabilities`, sorted by tool name."""
+    import kernelpilot.capabilities as pkg
+
+    found: list[Capability] = []
+    for info in pkgutil.iter_modules(pkg.__path__):
+        if info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"{pkg.__name__}.{info.name}")
+        found.extend(getattr(module, "CAPABILITIES", []))
+    tools = [c.tool for c in found]
+    dupes = {t for t in tools if tools.count(t) > 1}
+    if dupes:
+        raise RuntimeError(f"duplicate MCP tool names: {sorted(dupes)}")
+    commands = [c.command for c in found]
+    cdupes = {c for c in commands if commands.count(c) > 1}
+    if cdupes:
+        raise RuntimeError(f"duplicate CLI commands: {sorted(cdupes)}")
+    return tuple(sorted(found, key=lambda c: c.tool))
+
+
+def by_tool(name: str) -> Capability | None:
+    for cap in all_capabilities():
+        if cap.tool == name:
+            return cap
+    return None

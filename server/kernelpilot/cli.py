@@ -1,0 +1,214 @@
+"""The `kernelpilot` command line: a thin adapter generated from the capability registry.
+
+Each capability's request model becomes a sub-command: fields become `--field-name` options
+(lists repeat, booleans get `--x/--no-x`, nested models take JSON), `positional` fields become
+positional arguments. The result prints as text, or as the model's JSON with `--json`.
+Errors print to stderr with their fix and exit non-zero.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import types
+import typing
+from collections.abc import Sequence
+from enum import Enum
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+from pydantic.fields import FieldInfo
+
+from kernelpilot import __version__
+from kernelpilot.capability import Capability, all_capabilities
+from kernelpilot.errors import InvalidArgumentError, KernelpilotError
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def _unwrap_optional(tp: Any) -> Any:
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        if len(args) == 1:
+            return args[0]
+    if origin is typing.Annotated:
+        return _unwrap_optional(typing.get_args(tp)[0])
+    return tp
+
+
+def _is_list(tp: Any) -> bool:
+    return typing.get_origin(tp) in (list, tuple, set, frozenset)
+
+
+def _choices(tp: Any) -> list[str] | None:
+    if typing.get_origin(tp) is typing.Literal:
+        return [str(a) for a in typing.get_args(tp)]
+    if isinstance(tp, type) and issubclass(tp, Enum):
+        return [str(m.value) for m in tp]
+    return None
+
+
+def _is_json_typed(tp: Any) -> bool:
+    """Nested models and dicts are given as JSON on the command line."""
+    if typing.get_origin(tp) is dict or tp is dict:
+        return True
+    return isinstance(tp, type) and issubclass(tp, BaseModel)
+
+
+def _help(field: FieldInfo) -> str:
+    text = field.description or ""
+    default = field.default
+    if (
+        not field.is_required()
+        and default is not None
+        and not callable(default)
+        and default not in ("", [], ())
+    ):
+        text += f" [default: {default}]"
+    return text
+
+
+def _add_field(parser: argparse.ArgumentParser, cap: Capability, name: str, field: FieldInfo) -> None:
+    tp = _unwrap_optional(field.annotation)
+    listy = _is_list(tp)
+    inner = _unwrap_optional(typing.get_args(tp)[0]) if listy and typing.get_args(tp) else tp
+    choices = _choices(inner)
+    help_text = _help(field)
+    if _is_json_typed(inner):
+        help_text += " (JSON)"
+    if name in cap.positional:
+        nargs: str | None = None
+        if listy:
+            nargs = "+" if field.is_required() else "*"
+        elif not field.is_required():
+            nargs = "?"
+        parser.add_argument(name, nargs=nargs, choices=choices, help=help_text, default=argparse.SUPPRESS)
+        return
+    flags = [_flag(name)]
+    if name in cap.short:
+        flags.insert(0, cap.short[name])
+    if inner is bool and not listy:
+        parser.add_argument(
+            *flags,
+            dest=name,
+            action=argparse.BooleanOptionalAction,
+            default=argparse.SUPPRESS,
+            help=help_text,
+        )
+        return
+    parser.add_argument(
+        *flags,
+        dest=name,
+        action="append" if listy else "store",
+        choices=choices,
+        required=field.is_required(),
+        default=argparse.SUPPRESS,
+        help=help_text + (" (repeatable)" if listy else ""),
+        metavar=name.upper() if choices is None else None,
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kernelpilot",
+        description="GPU-kernel optimization: every number measured or cited.",
+    )
+    parser.add_argument("--version", action="version", version=f"kernelpilot {__version__}")
+    parser.add_argument("--json", action="store_true", help="print the result model as JSON")
+    sub = parser.add_subparsers(dest="_command", metavar="COMMAND")
+    groups: dict[tuple[str, ...], argparse._SubParsersAction[argparse.ArgumentParser]] = {(): sub}
+    for cap in all_capabilities():
+        for depth in range(1, len(cap.command)):
+            prefix = cap.command[:depth]
+            if prefix not in groups:
+                gp = groups[prefix[:-1]].add_parser(prefix[-1], help=f"{prefix[-1]} commands")
+                groups[prefix] = gp.add_subparsers(dest=f"_group_{depth}", metavar="COMMAND")
+        leaf = groups[cap.command[:-1]].add_parser(
+            cap.command[-1], help=cap.summary, description=cap.description
+        )
+        leaf.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print JSON")
+        leaf.set_defaults(_capability=cap)
+        for name, field in cap.request.model_fields.items():
+            _add_field(leaf, cap, name, field)
+    return parser
+
+
+def _coerce(cap: Capability, values: dict[str, Any]) -> dict[str, Any]:
+    """Decode JSON-typed arguments; everything else pydantic coerces from strings."""
+    out: dict[str, Any] = {}
+    for name, value in values.items():
+        field = cap.request.model_fields[name]
+        tp = _unwrap_optional(field.annotation)
+        inner = _unwrap_optional(typing.get_args(tp)[0]) if _is_list(tp) and typing.get_args(tp) else tp
+        if _is_json_typed(inner):
+            try:
+                value = [json.loads(v) for v in value] if isinstance(value, list) else json.loads(value)
+            except json.JSONDecodeError as exc:
+                raise InvalidArgumentError(
+                    f"{_flag(name)} must be JSON: {exc.msg} at position {exc.pos}", "quote a valid JSON value"
+                ) from exc
+        out[name] = value
+    return out
+
+
+def validation_message(exc: ValidationError, style: str = "cli") -> str:
+    """Name each bad argument as the adapter spells it (`--flag` on the CLI, the key over MCP)."""
+    parts = []
+    for err in exc.errors():
+        loc = [str(p) for p in err["loc"]]
+        name = _flag(loc[0]) if style == "cli" and loc else ".".join(loc)
+        if style == "cli" and len(loc) > 1:
+            name += "." + ".".join(loc[1:])
+        parts.append(f"{name}: {err['msg']}")
+    return "invalid arguments: " + "; ".join(parts)
+
+
+def run_capability(cap: Capability, values: dict[str, Any]) -> Any:
+    try:
+        request = cap.request.model_validate(_coerce(cap, values))
+    except ValidationError as exc:
+        raise InvalidArgumentError(
+            validation_message(exc), f"see `kernelpilot {' '.join(cap.command)} --help`"
+        ) from exc
+    return cap.invoke(request)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    cap: Capability | None = getattr(args, "_capability", None)
+    if cap is None:
+        parser.print_help(sys.stderr)
+        return 2
+    as_json = bool(getattr(args, "json", False))
+    values = {k: v for k, v in vars(args).items() if not k.startswith("_") and k != "json"}
+    try:
+        result = run_capability(cap, values)
+    except KernelpilotError as exc:
+        if as_json:
+            print(json.dumps(exc.to_dict(), indent=2), file=sys.stderr)
+        else:
+            print(f"kernelpilot: error: {exc.message}", file=sys.stderr)
+            if exc.hint:
+                print(f"  fix: {exc.hint}", file=sys.stderr)
+            tail = getattr(exc, "stderr_tail", "")
+            if tail:
+                print("  --- tool output tail ---\n" + tail, file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("kernelpilot: interrupted", file=sys.stderr)
+        return 130
+    if as_json:
+        print(result.model_dump_json(indent=2))
+    else:
+        print(result.render_text())
+    code: int = result.cli_exit_code()
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
