@@ -21,8 +21,10 @@ import anyio.to_thread
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.resources import FileResource
+from mcp.server.mcpserver.tools import Tool
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 from mcp.types import ToolAnnotations
-from pydantic import Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError
 
 from kernelpilot import __version__
 from kernelpilot.capability import Capability, all_capabilities
@@ -116,19 +118,32 @@ def _add_resources(server: MCPServer[Any]) -> int:
     return count
 
 
+def _make_tool(cap: Capability) -> Tool:
+    """An SDK Tool for one capability whose argument model rejects unknown arguments (the SDK drops them)."""
+    tool = Tool.from_function(
+        _make_tool_fn(cap),
+        name=cap.tool,
+        title=cap.summary,
+        description=cap.description,
+        annotations=ToolAnnotations(readOnlyHint=cap.read_only, openWorldHint=False),
+        structured_output=True,
+    )
+    base = tool.fn_metadata.arg_model
+    config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
+    strict: type[ArgModelBase] = type(base.__name__, (base,), {"model_config": config})
+    tool.fn_metadata.arg_model = strict
+    tool.parameters = strict.model_json_schema(by_alias=True)
+    return tool
+
+
 def build_server() -> MCPServer[Any]:
     server: MCPServer[Any] = MCPServer(
-        name="kernelpilot", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING"
+        name="kernelpilot",
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        log_level="WARNING",
+        tools=[_make_tool(cap) for cap in all_capabilities()],
     )
-    for cap in all_capabilities():
-        server.add_tool(
-            _make_tool_fn(cap),
-            name=cap.tool,
-            title=cap.summary,
-            description=cap.description,
-            annotations=ToolAnnotations(readOnlyHint=cap.read_only, openWorldHint=False),
-            structured_output=True,
-        )
     _add_resources(server)
     return server
 
