@@ -1,6 +1,6 @@
 """Benchmark: MCP server cold start to a `tools/list` answer over stdio, and import time of the core.
 
-Each run starts a fresh interpreter (cold), so nothing is cached in-process. Prints one summary line per figure;
+Each run starts a fresh interpreter (cold), so nothing is cached in-process. One summary line per figure;
 the last line is the headline figure.
 """
 
