@@ -69,7 +69,7 @@ def _help(field: FieldInfo) -> str:
         and default not in ("", [], ())
     ):
         text += f" [default: {default}]"
-    return text
+    return text.replace("%", "%%")  # argparse %-formats help strings
 
 
 def _add_field(parser: argparse.ArgumentParser, cap: Capability, name: str, field: FieldInfo) -> None:
