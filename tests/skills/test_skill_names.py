@@ -153,18 +153,28 @@ def _clean_flag(tok: str) -> str:
     return tok.split("=", 1)[0]
 
 
-def check_cli(tokens: list[str], reg: Registry) -> str | None:
-    """Problem text for one `kernelpilot ...` mention, or None when it names an existing command and flags."""
+def _leading_words(tokens: list[str]) -> list[str]:
     words: list[str] = []
     for tok in tokens:
         if not _WORD.match(tok):
             break
         words.append(tok)
+    return words
+
+
+def command_of(tokens: list[str], reg: Registry) -> tuple[str, ...] | None:
+    """The longest run of leading words that is a registered command, or None."""
+    words = _leading_words(tokens)
+    prefixes = (tuple(words[:n]) for n in range(len(words), 0, -1))
+    return next((p for p in prefixes if p in reg.commands), None)
+
+
+def check_cli(tokens: list[str], reg: Registry) -> str | None:
+    """Problem text for one `kernelpilot ...` mention, or None when it names an existing command and flags."""
+    words = _leading_words(tokens)
     if not words:
         return None  # a notation such as `kernelpilot <command>` names no command
-    command = next(
-        (tuple(words[:n]) for n in range(len(words), 0, -1) if tuple(words[:n]) in reg.commands), None
-    )
+    command = command_of(tokens, reg)
     if command is None:
         return f"unknown CLI command `kernelpilot {' '.join(words)}`"
     allowed = reg.commands[command] | _GLOBAL_FLAGS
@@ -226,6 +236,22 @@ def test_every_named_tool_and_command_exists() -> None:
     reg = live_registry()
     problems = check_tree(REPO, reg)
     assert not problems, "skills/playbooks/docs name things that do not exist:\n" + "\n".join(problems)
+
+
+def test_every_named_command_has_working_help(run_cli) -> None:  # type: ignore[no-untyped-def]
+    """Skills send agents to `kernelpilot <command> --help` for flags: it must work for each command named."""
+    reg = live_registry()
+    named: set[tuple[str, ...]] = set()
+    for f in markdown_files(REPO):
+        for m in extract_mentions(f.read_text(encoding="utf-8")):
+            command = command_of(m.text.split(), reg) if m.kind == "cli" else None
+            if command is not None:
+                named.add(command)
+    assert ("doctor",) in named
+    for command in sorted(named):
+        res = run_cli(*command, "--help")
+        assert res.code == 0, f"kernelpilot {' '.join(command)} --help failed: {res.err}"
+        assert f"usage: kernelpilot {' '.join(command)}" in res.out
 
 
 def test_the_check_covers_all_skills_commands_and_playbooks() -> None:
