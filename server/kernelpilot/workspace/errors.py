@@ -27,6 +27,7 @@ class MemorySchemaError(FormatError):
     """An iteration memory record does not satisfy `memory.schema.json`; `field_path` names the field."""
 
     kind = "memory_schema"
+    exit_code = 2
 
     def __init__(self, message: str, hint: str = "", *, field_path: str = "", file: str = "") -> None:
         super().__init__(message, hint)
