@@ -138,7 +138,15 @@ def hardware_for(ws_config: dict[str, Any]) -> hardware.HardwareInfo:
 def audit_files(paths: list[Path], wiki_dirs: list[str], hw: hardware.HardwareInfo) -> str:
     """Run the citation audit on written files; raise CitationError on any problem."""
     render.assert_no_uncited_specs(paths, hw)
-    problems = hardware.audit(paths, wiki_dirs)
+    markdown = [p for p in paths if p.suffix.lower() not in (".html", ".htm")]
+    others = [p for p in paths if p not in markdown]
+    with tempfile.TemporaryDirectory(prefix="kp-audit-") as tmpdir:
+        # HTML escapes `<-`; audit its citations through a Markdown extract, one per line.
+        for i, p in enumerate(others):
+            extract = Path(tmpdir) / f"{i}-{p.stem}.md"
+            extract.write_text("".join(f"- {c}\n" for c in render.citation_lines(p)), encoding="utf-8")
+            markdown.append(extract)
+        problems = hardware.audit(markdown, wiki_dirs)
     if problems is None:
         return "skipped: kernelpilot.wiki not installed (no spec lines written)"
     if problems:

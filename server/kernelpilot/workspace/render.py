@@ -7,6 +7,7 @@ did not produce, so a template cannot forge one.
 
 from __future__ import annotations
 
+import html
 import re
 from functools import cache
 from pathlib import Path
@@ -90,6 +91,17 @@ def render_readme(config: dict[str, Any], hw: HardwareInfo) -> tuple[str, list[s
     return text, tbd_fields
 
 
+def readable_text(path: Path) -> str:
+    """File text as a reader sees it: HTML entities decoded (so `&lt;-` citations are checked too)."""
+    text = path.read_text(encoding="utf-8")
+    return html.unescape(text) if path.suffix.lower() in (".html", ".htm", ".svg") else text
+
+
+def citation_lines(path: Path) -> list[str]:
+    """Every citation found in a rendered file, one per entry."""
+    return [m.group(0) for line in readable_text(path).splitlines() for m in CITATION_RE.finditer(line)]
+
+
 def assert_no_uncited_specs(paths: list[Path], hw: HardwareInfo) -> None:
     """Every citation in the rendered files must be one the wiki/roofline produced for this workspace."""
     known = set(hw.spec_citations) | set(hw.roofline_citations)
@@ -98,7 +110,7 @@ def assert_no_uncited_specs(paths: list[Path], hw: HardwareInfo) -> None:
             known.add(peak.citation)
     produced = "\n".join([hw.roofline_text or "", hw.roofline_ascii or "", *hw.stop_conditions])
     for path in paths:
-        text = path.read_text(encoding="utf-8")
+        text = readable_text(path)
         for lineno, line in enumerate(text.splitlines(), start=1):
             for match in CITATION_RE.finditer(line):
                 cite = match.group(0)
