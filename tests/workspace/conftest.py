@@ -20,8 +20,12 @@ from kernelpilot.errors import UnknownSpecError
 
 STUB_ROOT = Path(__file__).resolve().parent.parent / "fixtures" / "workspace" / "stub-wiki"
 STUB_FILE = "gpu-wiki-index/nvidia/stub-gpu.md"
-_LINE = re.compile(r"^- (?P<metric>[a-z0-9_]+): (?P<value>\"[^\"]*\"|\S+) (?P<unit>\S+) \| source: (?P<src>.+)$")
-_CITE = re.compile(r"(?P<metric>[a-z0-9_]+): (?P<value>\"[^\"]*\"|\S+) (?P<unit>\S+) <- (?P<path>\S+?):L(?P<line>\d+)")
+_LINE = re.compile(
+    r"^- (?P<metric>[a-z0-9_]+): (?P<value>\"[^\"]*\"|\S+) (?P<unit>\S+) \| source: (?P<src>.+)$"
+)
+_CITE = re.compile(
+    r"(?P<metric>[a-z0-9_]+): (?P<value>\"[^\"]*\"|\S+) (?P<unit>\S+) <- (?P<path>\S+?):L(?P<line>\d+)"
+)
 
 
 class CitedValue(BaseModel):
@@ -48,8 +52,13 @@ class StubWiki:
                 raw = m["value"]
                 value: float | str = raw.strip('"') if raw.startswith('"') else float(raw)
                 self.values[m["metric"]] = CitedValue(
-                    metric=m["metric"], value=value, unit=m["unit"], path=STUB_FILE, line=n,
-                    source_text=m["src"], value_text=raw,
+                    metric=m["metric"],
+                    value=value,
+                    unit=m["unit"],
+                    path=STUB_FILE,
+                    line=n,
+                    source_text=m["src"],
+                    value_text=raw,
                 )
 
     def resolve_gpu(self, name: str) -> str:
@@ -121,8 +130,13 @@ def analyze(req: RooflineRequest) -> RooflineResult:
         f"stop when time <= {floor_s / req.target_fraction * 1e6:.3g} us "
         f"({req.target_fraction:.0%} of the {bound} roof; {cites[0] if bound == 'compute' else cites[1]})"
     ]
-    return RooflineResult(bound=bound, stop_conditions=stop, svg="<svg xmlns='http://www.w3.org/2000/svg'/>",
-                          ascii_chart="|roof|", citations=cites)
+    return RooflineResult(
+        bound=bound,
+        stop_conditions=stop,
+        svg="<svg xmlns='http://www.w3.org/2000/svg'/>",
+        ascii_chart="|roof|",
+        citations=cites,
+    )
 
 
 @pytest.fixture
@@ -142,7 +156,7 @@ def stub_wiki(monkeypatch: pytest.MonkeyPatch) -> StubWiki:
 
 def real_wiki_available() -> bool:
     try:
-        import kernelpilot.roofline  # noqa: F401
+        import kernelpilot.roofline
         import kernelpilot.wiki  # noqa: F401
     except ImportError:
         return False

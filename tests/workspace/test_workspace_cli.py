@@ -20,8 +20,24 @@ def _git(ws: Path, *args: str) -> str:
 @pytest.fixture
 def ws(tmp_path, run_cli):
     root = tmp_path / "wsroot"
-    r = run_cli("--json", "workspace", "init", "vadd", "--kernel", str(KERNEL), "--platform", "H100",
-                "--framework", "cuda", "--dtype", "fp32", "--shape", "N=67108864", "--root", str(root))
+    r = run_cli(
+        "--json",
+        "workspace",
+        "init",
+        "vadd",
+        "--kernel",
+        str(KERNEL),
+        "--platform",
+        "H100",
+        "--framework",
+        "cuda",
+        "--dtype",
+        "fp32",
+        "--shape",
+        "N=67108864",
+        "--root",
+        str(root),
+    )
     assert r.code == 0, r.err
     return root / "vadd"
 
@@ -36,8 +52,20 @@ def _iterate(run_cli, ws: Path, line: str, *args: str) -> dict:
 
 def test_init_layout_readme_and_git(tmp_path, run_cli):
     root = tmp_path / "root"
-    r = run_cli("--json", "workspace", "init", "gemm-1", "--kernel", str(KERNEL), "--platform", "H100",
-                "--framework", "cuda", "--root", str(root))
+    r = run_cli(
+        "--json",
+        "workspace",
+        "init",
+        "gemm-1",
+        "--kernel",
+        str(KERNEL),
+        "--platform",
+        "H100",
+        "--framework",
+        "cuda",
+        "--root",
+        str(root),
+    )
     assert r.code == 0, r.err
     out = json.loads(r.out)
     ws = root / "gemm-1"
@@ -50,7 +78,9 @@ def test_init_layout_readme_and_git(tmp_path, run_cli):
     for section in ("## Task Context", "## Hardware Spec", "## Roofline analysis", "## Stop Conditions"):
         assert section in readme
     assert "| dtype | TBD |" in readme and "| goal | TBD |" in readme
-    assert {"dtype", "shape", "goal", "flops", "bytes_moved", "roofline", "stop_conditions"} <= set(out["tbd"])
+    assert {"dtype", "shape", "goal", "flops", "bytes_moved", "roofline", "stop_conditions"} <= set(
+        out["tbd"]
+    )
     # one commit, clean tree, local identity
     assert _git(ws, "log", "--oneline").count("\n") == 1
     assert _git(ws, "status", "--porcelain") == ""
@@ -64,7 +94,9 @@ def test_init_layout_readme_and_git(tmp_path, run_cli):
 
 def test_default_root_from_env(tmp_path, run_cli, monkeypatch):
     monkeypatch.setenv("KERNELPILOT_WORKSPACES", str(tmp_path / "envroot"))
-    r = run_cli("workspace", "init", "w", "--kernel", str(KERNEL), "--platform", "H100", "--framework", "cuda")
+    r = run_cli(
+        "workspace", "init", "w", "--kernel", str(KERNEL), "--platform", "H100", "--framework", "cuda"
+    )
     assert r.code == 0, r.err
     assert (tmp_path / "envroot" / "w" / "README.md").is_file()
     r = run_cli("memory", "summary", "--workspace", "w")  # by name under the env root
@@ -74,18 +106,47 @@ def test_default_root_from_env(tmp_path, run_cli, monkeypatch):
 def test_default_root_is_cwd_subfolder(tmp_path, run_cli, monkeypatch):
     monkeypatch.delenv("KERNELPILOT_WORKSPACES", raising=False)
     monkeypatch.chdir(tmp_path)
-    r = run_cli("workspace", "init", "w", "--kernel", str(KERNEL), "--platform", "H100", "--framework", "cuda")
+    r = run_cli(
+        "workspace", "init", "w", "--kernel", str(KERNEL), "--platform", "H100", "--framework", "cuda"
+    )
     assert r.code == 0, r.err
     assert (tmp_path / "kernelpilot-workspaces" / "w" / "workspace.json").is_file()
 
 
 def test_acceptance_three_iterations_mask_summary_restart(ws, run_cli):
-    base = _iterate(run_cli, ws, "// baseline", "--change", "baseline", "--median", "100", "--spread-pct", "0.9",
-                    "--correct", "--max-rel-err", "0")
+    base = _iterate(
+        run_cli,
+        ws,
+        "// baseline",
+        "--change",
+        "baseline",
+        "--median",
+        "100",
+        "--spread-pct",
+        "0.9",
+        "--correct",
+        "--max-rel-err",
+        "0",
+    )
     assert base["path"] == "memory/v0.json" and base["record"]["performance"]["vs_baseline"] == 1.0
-    v1 = _iterate(run_cli, ws, "// v1: float4 loads", "--change", "float4 loads", "--median", "80", "--correct",
-                  "--max-rel-err", "1e-7", "--expected-speedup", "1.3", "--verdict", "memory_bound",
-                  "--pitfall", "misaligned tail => scalar epilogue")
+    v1 = _iterate(
+        run_cli,
+        ws,
+        "// v1: float4 loads",
+        "--change",
+        "float4 loads",
+        "--median",
+        "80",
+        "--correct",
+        "--max-rel-err",
+        "1e-7",
+        "--expected-speedup",
+        "1.3",
+        "--verdict",
+        "memory_bound",
+        "--pitfall",
+        "misaligned tail => scalar epilogue",
+    )
     v1_kernel = (ws / "vector_add.cu").read_text()
     assert v1["record"]["parent"] == 0 and v1["record"]["performance"]["vs_baseline"] == 1.25
     assert v1["record"]["pitfalls_and_fixes"] == [{"pitfall": "misaligned tail", "fix": "scalar epilogue"}]
@@ -100,7 +161,9 @@ def test_acceptance_three_iterations_mask_summary_restart(ws, run_cli):
     summary = json.loads(r.out)
     assert [e["version"] for e in summary["entries"]] == [0, 1, 3]
     assert summary["masked_versions"] == [2]
-    assert summary["best_version"] == 1 and summary["latest_version"] == 3 and summary["baseline_version"] == 0
+    assert (
+        summary["best_version"] == 1 and summary["latest_version"] == 3 and summary["baseline_version"] == 0
+    )
     r = run_cli("memory", "summary", "--workspace", str(ws))
     assert "masked (skipped): v2" in r.out and "grid-stride" not in r.out
     # reads skip masked versions
@@ -129,14 +192,31 @@ def test_acceptance_three_iterations_mask_summary_restart(ws, run_cli):
 
 def test_update_deep_merges_and_validates(ws, run_cli):
     _iterate(run_cli, ws, "// b", "--change", "baseline", "--median", "10")
-    r = run_cli("--json", "memory", "update", "--workspace", str(ws), "--version", "0", "--patch",
-                '{"profile": {"verdict": "memory_bound", "memory_level": "dram"}, "notes": "ncu run 1"}')
+    r = run_cli(
+        "--json",
+        "memory",
+        "update",
+        "--workspace",
+        str(ws),
+        "--version",
+        "0",
+        "--patch",
+        '{"profile": {"verdict": "memory_bound", "memory_level": "dram"}, "notes": "ncu run 1"}',
+    )
     assert r.code == 0, r.err
     rec = json.loads((ws / "memory" / "v0.json").read_text())
     assert rec["profile"]["verdict"] == "memory_bound" and rec["performance"]["median"] == 10
     assert rec["updated"] and rec["notes"] == "ncu run 1"
-    r = run_cli("memory", "update", "--workspace", str(ws), "--version", "0", "--patch",
-                '{"performance": {"spread_pct": -1}}')
+    r = run_cli(
+        "memory",
+        "update",
+        "--workspace",
+        str(ws),
+        "--version",
+        "0",
+        "--patch",
+        '{"performance": {"spread_pct": -1}}',
+    )
     assert r.code == 2 and "performance.spread_pct" in r.err
     assert json.loads((ws / "memory" / "v0.json").read_text()) == rec  # unchanged
     r = run_cli("memory", "update", "--workspace", str(ws), "--version", "0", "--patch", '{"masked": true}')
@@ -150,8 +230,20 @@ def test_update_deep_merges_and_validates(ws, run_cli):
 @pytest.mark.parametrize("name", ["a/b", "../evil", "..", "x..y", "a\\b", "", ".hidden", "sp ace"])
 def test_bad_names_are_typed_errors(tmp_path, run_cli, name):
     root = tmp_path / "root"
-    r = run_cli("--json", "workspace", "init", name, "--kernel", str(KERNEL), "--platform", "H100",
-                "--framework", "cuda", "--root", str(root))
+    r = run_cli(
+        "--json",
+        "workspace",
+        "init",
+        name,
+        "--kernel",
+        str(KERNEL),
+        "--platform",
+        "H100",
+        "--framework",
+        "cuda",
+        "--root",
+        str(root),
+    )
     assert r.code == 2
     err = json.loads(r.err)
     assert err["type"] == "WorkspaceNameError", err
@@ -161,8 +253,20 @@ def test_bad_names_are_typed_errors(tmp_path, run_cli, name):
 
 def test_existing_nonempty_target_refused_and_untouched(ws, run_cli):
     before = _git(ws, "rev-parse", "HEAD")
-    r = run_cli("--json", "workspace", "init", "vadd", "--kernel", str(KERNEL), "--platform", "H100",
-                "--framework", "cuda", "--root", str(ws.parent))
+    r = run_cli(
+        "--json",
+        "workspace",
+        "init",
+        "vadd",
+        "--kernel",
+        str(KERNEL),
+        "--platform",
+        "H100",
+        "--framework",
+        "cuda",
+        "--root",
+        str(ws.parent),
+    )
     assert r.code == 1 and json.loads(r.err)["type"] == "WorkspaceExistsError"
     assert _git(ws, "rev-parse", "HEAD") == before
     assert sorted(p.name for p in ws.parent.iterdir()) == ["vadd"]
@@ -170,16 +274,39 @@ def test_existing_nonempty_target_refused_and_untouched(ws, run_cli):
 
 def test_existing_empty_target_is_used(tmp_path, run_cli):
     (tmp_path / "root" / "w").mkdir(parents=True)
-    r = run_cli("workspace", "init", "w", "--kernel", str(KERNEL), "--platform", "H100", "--framework", "cuda",
-                "--root", str(tmp_path / "root"))
+    r = run_cli(
+        "workspace",
+        "init",
+        "w",
+        "--kernel",
+        str(KERNEL),
+        "--platform",
+        "H100",
+        "--framework",
+        "cuda",
+        "--root",
+        str(tmp_path / "root"),
+    )
     assert r.code == 0, r.err
     assert (tmp_path / "root" / "w" / ".git").is_dir()
 
 
 def test_missing_kernel_is_typed_and_leaves_nothing(tmp_path, run_cli):
     root = tmp_path / "root"
-    r = run_cli("--json", "workspace", "init", "w", "--kernel", str(tmp_path / "nope.cu"), "--platform", "H100",
-                "--framework", "cuda", "--root", str(root))
+    r = run_cli(
+        "--json",
+        "workspace",
+        "init",
+        "w",
+        "--kernel",
+        str(tmp_path / "nope.cu"),
+        "--platform",
+        "H100",
+        "--framework",
+        "cuda",
+        "--root",
+        str(root),
+    )
     assert r.code == 2
     err = json.loads(r.err)
     assert err["type"] == "InputFileError" and "nope.cu" in err["message"]
@@ -195,8 +322,19 @@ def test_failure_midway_leaves_nothing(tmp_path, run_cli, monkeypatch):
 
     monkeypatch.setattr(gitops, "commit_all", broken_commit)
     root = tmp_path / "root"
-    r = run_cli("workspace", "init", "w", "--kernel", str(KERNEL), "--platform", "H100", "--framework", "cuda",
-                "--root", str(root))
+    r = run_cli(
+        "workspace",
+        "init",
+        "w",
+        "--kernel",
+        str(KERNEL),
+        "--platform",
+        "H100",
+        "--framework",
+        "cuda",
+        "--root",
+        str(root),
+    )
     assert r.code == 1 and "simulated" in r.err
     assert list(root.iterdir()) == []  # neither the target nor the temp folder
 
@@ -264,9 +402,24 @@ def test_unknown_workspace_is_typed(tmp_path, run_cli):
 
 
 def test_plan_written_and_committed(ws, run_cli):
-    r = run_cli("--json", "plan", "--workspace", str(ws), "--title", "Vectorize loads!", "--hypothesis",
-                "DRAM-bound at 55% of peak", "--steps", "float4 loads", "--steps", "unroll 2",
-                "--expected-speedup", "1.3", "--risks", "misaligned tails")
+    r = run_cli(
+        "--json",
+        "plan",
+        "--workspace",
+        str(ws),
+        "--title",
+        "Vectorize loads!",
+        "--hypothesis",
+        "DRAM-bound at 55% of peak",
+        "--steps",
+        "float4 loads",
+        "--steps",
+        "unroll 2",
+        "--expected-speedup",
+        "1.3",
+        "--risks",
+        "misaligned tails",
+    )
     assert r.code == 0, r.err
     out = json.loads(r.out)
     assert out["path"] == "plans/v0-vectorize-loads.md" and out["version"] == 0

@@ -26,8 +26,21 @@ def _section(text: str, title: str) -> str:
 
 
 def _init(run_cli, root: Path, *extra: str, platform: str = "stub-gpu") -> tuple[int, dict | str]:
-    r = run_cli("--json", "workspace", "init", "w", "--kernel", str(KERNEL), "--platform", platform,
-                "--framework", "cuda", "--root", str(root), *extra)
+    r = run_cli(
+        "--json",
+        "workspace",
+        "init",
+        "w",
+        "--kernel",
+        str(KERNEL),
+        "--platform",
+        platform,
+        "--framework",
+        "cuda",
+        "--root",
+        str(root),
+        *extra,
+    )
     return r.code, (json.loads(r.out) if r.code == 0 else r.err)
 
 
@@ -108,7 +121,8 @@ def test_guard_refuses_citations_not_from_the_wiki(tmp_path, stub_wiki):
 
 
 def test_report_and_plan_are_audited_with_stub(tmp_path, run_cli, stub_wiki):
-    code, out = _init(run_cli, tmp_path, "--dtype", "bf16", "--flops", "1.37e11", "--bytes-moved", "1e8")
+    code, _ = _init(run_cli, tmp_path, "--dtype", "bf16", "--flops", "1.37e11", "--bytes-moved", "1e8")
+    assert code == 0
     ws = tmp_path / "w"
     for change, med in (("baseline", 900.0), ("swizzle", 600.0)):
         r = run_cli("memory", "create", "--workspace", str(ws), "--change", change, "--median", str(med))
@@ -127,8 +141,19 @@ def test_report_and_plan_are_audited_with_stub(tmp_path, run_cli, stub_wiki):
 @needs_real_wiki
 def test_real_wiki_h100_gemm(tmp_path, run_cli):
     n = 4096
-    code, out = _init(run_cli, tmp_path, "--dtype", "bf16", "--shape", "M=N=K=4096", "--flops", str(2 * n**3),
-                      "--bytes-moved", str(3 * n * n * 2), platform="H100 SXM5")
+    code, out = _init(
+        run_cli,
+        tmp_path,
+        "--dtype",
+        "bf16",
+        "--shape",
+        "M=N=K=4096",
+        "--flops",
+        str(2 * n**3),
+        "--bytes-moved",
+        str(3 * n * n * 2),
+        platform="H100 SXM5",
+    )
     assert code == 0, out
     assert out["audit"] == "passed" and out["spec_lines"] > 5
     readme = (tmp_path / "w" / "README.md").read_text()

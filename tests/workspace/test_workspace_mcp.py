@@ -39,10 +39,28 @@ def test_mcp_init_iterations_mask_summary_restart(tmp_path):
     async def main() -> None:
         async with Client(_server(root)) as client:
             tools = {t.name for t in (await client.list_tools()).tools}
-            assert {"init_workspace", "memory_create", "memory_read", "memory_update", "memory_mask",
-                    "memory_unmask", "memory_summary", "memory_restart", "render_report", "write_plan"} <= tools
-            out = await _call(client, "init_workspace", name="vadd", kernel=str(KERNEL), platform="H100",
-                              framework="cuda", dtype="fp32", shape=["N=1024"])
+            assert {
+                "init_workspace",
+                "memory_create",
+                "memory_read",
+                "memory_update",
+                "memory_mask",
+                "memory_unmask",
+                "memory_summary",
+                "memory_restart",
+                "render_report",
+                "write_plan",
+            } <= tools
+            out = await _call(
+                client,
+                "init_workspace",
+                name="vadd",
+                kernel=str(KERNEL),
+                platform="H100",
+                framework="cuda",
+                dtype="fp32",
+                shape=["N=1024"],
+            )
             ws = Path(out["workspace"])
             assert ws == root / "vadd" and (ws / "README.md").is_file()
             kernel = ws / "vector_add.cu"
@@ -52,8 +70,15 @@ def test_mcp_init_iterations_mask_summary_restart(tmp_path):
             ):
                 kernel.write_text(kernel.read_text() + f"// v{v}\n")
                 kernels[v] = kernel.read_text()
-                rec = await _call(client, "memory_create", workspace="vadd", change=change, median=median,
-                                  correct=True, verdict="memory_bound")
+                rec = await _call(
+                    client,
+                    "memory_create",
+                    workspace="vadd",
+                    change=change,
+                    median=median,
+                    correct=True,
+                    verdict="memory_bound",
+                )
                 assert rec["path"] == f"memory/v{v}.json"
             await _call(client, "memory_mask", workspace="vadd", version=2)
             summary = await _call(client, "memory_summary", workspace="vadd")
@@ -69,8 +94,9 @@ def test_mcp_init_iterations_mask_summary_restart(tmp_path):
             rep = await _call(client, "render_report", workspace="vadd")
             assert rep["versions"] == [0, 1] and (ws / rep["html"]).is_file()
             # bad input comes back as a tool error, the server stays up
-            msg = await _error(client, "init_workspace", name="../x", kernel=str(KERNEL), platform="H100",
-                               framework="cuda")
+            msg = await _error(
+                client, "init_workspace", name="../x", kernel=str(KERNEL), platform="H100", framework="cuda"
+            )
             assert "WorkspaceNameError" in msg
             kernel.write_text("dirty\n")
             msg = await _error(client, "memory_restart", workspace="vadd", from_version=1)

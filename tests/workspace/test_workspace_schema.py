@@ -25,7 +25,11 @@ def _good() -> dict:
         "change": "tile 128x128",
         "correctness": {"passed": True, "max_rel_err": 2.5e-3},
         "performance": {"median": 812.5, "spread_pct": 0.8, "unit": "us", "vs_baseline": 1.4},
-        "profile": {"verdict": "compute_bound", "confidence": 0.8, "evidence": [{"metric": "sm__x", "value": 91.0}]},
+        "profile": {
+            "verdict": "compute_bound",
+            "confidence": 0.8,
+            "evidence": [{"metric": "sm__x", "value": 91.0}],
+        },
         "pitfalls_and_fixes": [{"pitfall": "bank conflicts", "fix": "pad smem row by 8"}],
         "masked": False,
         "commit": "0123abcd",
@@ -42,8 +46,18 @@ def test_shipped_schema_is_in_package_and_uses_supported_keywords():
     assert SCHEMA_PATH.name == "memory.schema.json" and SCHEMA_PATH.parent.name == "workspace"
     schema = memory_schema()
     check_schema(schema)
-    for field in ("version", "parent", "plan", "change", "correctness", "performance", "profile",
-                  "pitfalls_and_fixes", "masked", "commit"):
+    for field in (
+        "version",
+        "parent",
+        "plan",
+        "change",
+        "correctness",
+        "performance",
+        "profile",
+        "pitfalls_and_fixes",
+        "masked",
+        "commit",
+    ):
         assert field in schema["properties"], field
 
 
@@ -54,15 +68,27 @@ def test_good_record_validates():
 @pytest.mark.parametrize(
     ("mutate", "path", "reason"),
     [
-        (lambda r: r["performance"].__setitem__("median", "fast"), "performance.median", "expected number or null"),
-        (lambda r: r["performance"].__setitem__("median", -3), "performance.median", "must be greater than 0"),
+        (
+            lambda r: r["performance"].__setitem__("median", "fast"),
+            "performance.median",
+            "expected number or null",
+        ),
+        (
+            lambda r: r["performance"].__setitem__("median", -3),
+            "performance.median",
+            "must be greater than 0",
+        ),
         (lambda r: r["performance"].__setitem__("unit", "hours"), "performance.unit", "is not one of"),
         (lambda r: r["profile"].__setitem__("verdict", "slow"), "profile.verdict", "is not one of"),
         (lambda r: r["profile"].__setitem__("confidence", 1.5), "profile.confidence", "above the maximum 1"),
         (lambda r: r["correctness"].pop("passed"), "correctness.passed", "required field is missing"),
         (lambda r: r.__setitem__("speed", 3), "speed", "unknown field"),
         (lambda r: r["pitfalls_and_fixes"][0].pop("fix"), "pitfalls_and_fixes[0].fix", "required"),
-        (lambda r: r["profile"]["evidence"][0].__setitem__("value", [1]), "profile.evidence[0].value", "number or string"),
+        (
+            lambda r: r["profile"]["evidence"][0].__setitem__("value", [1]),
+            "profile.evidence[0].value",
+            "number or string",
+        ),
         (lambda r: r.__setitem__("version", True), "version", "expected integer, got boolean"),
         (lambda r: r.__setitem__("masked", 0), "masked", "expected boolean, got integer"),
         (lambda r: r.__setitem__("commit", "not-a-sha"), "commit", "does not match pattern"),

@@ -29,8 +29,10 @@ CAPABILITIES = [
         summary="Create a git-tracked optimization workspace with a cited README (Step 0).",
         description=(
             "Start every kernel optimization here. Creates <root>/<name>/ (root: --root, else "
-            "$KERNELPILOT_WORKSPACES, else ./kernelpilot-workspaces) with a copy of the kernel, memory/, plans/, "
-            "profiles/, reports/, .gitignore and workspace.json, initializes git and commits. README.md holds "
+            "$KERNELPILOT_WORKSPACES, else ./kernelpilot-workspaces) with a copy of the kernel, "
+            "memory/, plans/, "
+            "profiles/, reports/, .gitignore and workspace.json, initializes git and commits. "
+            "README.md holds "
             "Task Context, Hardware Spec (gpu-wiki citations only), Roofline analysis and Stop Conditions "
             "(computed when --flops and --bytes-moved or --roofline-args are given); unknown fields say TBD. "
             "Refuses names with separators or '..', an existing non-empty target, a missing kernel file; "
@@ -48,8 +50,10 @@ CAPABILITIES = [
         summary="Record one iteration (memory/v<N>.json) and commit the kernel state it measured.",
         description=(
             "Call after each iteration's correctness check and timing (v0 = baseline). Commits the current "
-            "kernel (commit hash stored in the record, so restart can restore it), then writes memory/v<N>.json "
-            "validated against the shipped schema: change, plan, correctness (passed, max rel err), performance "
+            "kernel (commit hash stored in the record, so restart can restore it), then writes "
+            "memory/v<N>.json "
+            "validated against the shipped schema: change, plan, correctness (passed, max rel "
+            "err), performance "
             "(median, spread, unit, vs baseline — computed from the baseline median when omitted), profile "
             "verdict (--verdict or --profile JSON with evidence/hotspots), pitfalls ('pitfall => fix')."
         ),
@@ -64,7 +68,8 @@ CAPABILITIES = [
         summary="Read one iteration record (default: latest unmasked).",
         description=(
             "Read memory/v<N>.json of a workspace. Without --version returns the latest unmasked iteration; "
-            "a masked version is refused unless --include-masked. Use it to pick up where another agent stopped."
+            "a masked version is refused unless --include-masked. Use it to pick up where "
+            "another agent stopped."
         ),
         request=MemoryReadRequest,
         result=MemoryRecordResult,
@@ -76,7 +81,7 @@ CAPABILITIES = [
         summary="Patch fields of an iteration record (deep merge, schema-checked, committed).",
         description=(
             "Deep-merge a JSON object into memory/v<N>.json, e.g. to add the profile verdict once profiling "
-            "finished: --patch '{\"profile\": {\"verdict\": \"memory_bound\"}}'. The result must pass the "
+            'finished: --patch \'{"profile": {"verdict": "memory_bound"}}\'. The result must pass the '
             "schema (errors name the field path). version/created/masked cannot be patched."
         ),
         request=MemoryUpdateRequest,
@@ -114,7 +119,8 @@ CAPABILITIES = [
         command=("memory", "summary"),
         summary="Table of iterations (masked ones skipped): correctness, median, speed-up, verdict.",
         description=(
-            "One line per unmasked iteration plus the baseline, best (fastest correct) and latest versions and "
+            "One line per unmasked iteration plus the baseline, best (fastest correct) and "
+            "latest versions and "
             "the list of masked versions. Read this first when resuming a workspace."
         ),
         request=MemorySummaryRequest,
@@ -143,7 +149,8 @@ CAPABILITIES = [
         description=(
             "Before changing the kernel, write the plan: hypothesis (the bottleneck evidence it addresses), "
             "steps (one change axis each), the claimed speed-up (compared with the measurement in the final "
-            "report), risks and when to abandon. Rendered with the workspace's cited stop conditions; committed."
+            "report), risks and when to abandon. Rendered with the workspace's cited stop "
+            "conditions; committed."
         ),
         request=WritePlanRequest,
         result=WritePlanResult,
@@ -153,10 +160,12 @@ CAPABILITIES = [
     Capability(
         tool="render_report",
         command=("report",),
-        summary="Render a baseline, iteration or final report (Markdown + self-contained HTML with SVG charts).",
+        summary="Render a baseline, iteration or final report (Markdown + self-contained HTML, SVG charts).",
         description=(
-            "Writes reports/<kind>.md and .html from the workspace's unmasked memory: hotspots, history table, "
-            "claim vs measured, cited hardware spec, roofline chart and speed-up history chart (inline SVG, no "
+            "Writes reports/<kind>.md and .html from the workspace's unmasked memory: hotspots, "
+            "history table, "
+            "claim vs measured, cited hardware spec, roofline chart and speed-up history chart "
+            "(inline SVG, no "
             "scripts). Every citation in the output is audited against the gpu-wiki; then it is committed."
         ),
         request=RenderReportRequest,

@@ -23,12 +23,30 @@ class RooflinePoint:
     flops_per_s: float
 
 
+def _text(
+    x: float,
+    y: float,
+    body: str,
+    size: int = 10,
+    anchor: str = "start",
+    fill: str = "#222",
+    bold: bool = False,
+) -> str:
+    weight = ' font-weight="bold"' if bold else ""
+    return (
+        f'<text x="{x:.1f}" y="{y:.1f}" font-size="{size}" text-anchor="{anchor}" fill="{fill}"{weight}>'
+        f"{escape(body)}</text>"
+    )
+
+
 def _fmt(v: float) -> str:
     exp = math.floor(math.log10(v))
     return f"1e{exp}" if abs(exp) > 3 else f"{10.0**exp:g}"
 
 
-def roofline_svg(compute: CitedPeak | None, bandwidth: CitedPeak | None, points: list[RooflinePoint]) -> str | None:
+def roofline_svg(
+    compute: CitedPeak | None, bandwidth: CitedPeak | None, points: list[RooflinePoint]
+) -> str | None:
     """Log-log roofline: bandwidth slope and compute roof from cited peaks, one dot per iteration."""
     if compute is None or bandwidth is None:
         return None
@@ -51,20 +69,22 @@ def roofline_svg(compute: CitedPeak | None, bandwidth: CitedPeak | None, points:
         f'<svg xmlns="http://www.w3.org/2000/svg" class="chart roofline" width="{WIDTH}" height="{HEIGHT}" '
         f'viewBox="0 0 {WIDTH} {HEIGHT}" role="img" aria-label="roofline">',
         f'<rect x="0" y="0" width="{WIDTH}" height="{HEIGHT}" fill="#fff"/>',
-        f'<text x="{WIDTH / 2}" y="20" text-anchor="middle" font-size="14" font-weight="bold">Roofline</text>',
+        _text(WIDTH / 2, 20, "Roofline", size=14, anchor="middle", bold=True),
     ]
     e = math.floor(math.log10(x_lo))
     while 10**e <= x_hi:
         if 10**e >= x_lo:
             x = sx(10**e)
             out.append(f'<line x1="{x:.1f}" y1="{PAD_T}" x2="{x:.1f}" y2="{PAD_T + ph}" stroke="#eee"/>')
-            out.append(f'<text x="{x:.1f}" y="{PAD_T + ph + 16}" font-size="10" text-anchor="middle">{_fmt(10**e)}</text>')
+            out.append(_text(x, PAD_T + ph + 16, _fmt(10**e), anchor="middle"))
         e += 1
     e = math.floor(math.log10(y_lo))
     while 10**e <= y_hi:
         y = sy(10**e)
         out.append(f'<line x1="{PAD_L}" y1="{y:.1f}" x2="{PAD_L + pw}" y2="{y:.1f}" stroke="#eee"/>')
-        out.append(f'<text x="{PAD_L - 6}" y="{y + 3:.1f}" font-size="10" text-anchor="end">{_fmt(10**e)}</text>')
+        out.append(
+            f'<text x="{PAD_L - 6}" y="{y + 3:.1f}" font-size="10" text-anchor="end">{_fmt(10**e)}</text>'
+        )
         e += 1
     out.append(
         f'<text x="{PAD_L + pw / 2}" y="{HEIGHT - 28}" font-size="11" text-anchor="middle">'
@@ -83,18 +103,17 @@ def roofline_svg(compute: CitedPeak | None, bandwidth: CitedPeak | None, points:
         f'<polyline fill="none" stroke="#1f77b4" stroke-width="2.5" points="{sx(x0):.1f},{sy(y0):.1f} '
         f'{sx(ridge):.1f},{sy(compute.per_second):.1f} {sx(x_hi):.1f},{sy(compute.per_second):.1f}"/>'
     )
-    out.append(
-        f'<text x="{PAD_L + 4}" y="{HEIGHT - 8}" font-size="9" fill="#1f77b4">slope: {escape(bandwidth.citation)}</text>'
-    )
-    out.append(
-        f'<text x="{PAD_L + 4}" y="{PAD_T - 6}" font-size="9" fill="#1f77b4">roof: {escape(compute.citation)}</text>'
-    )
-    for i, p in enumerate(points):
+    out.append(_text(PAD_L + 4, HEIGHT - 8, f"slope: {bandwidth.citation}", size=9, fill="#1f77b4"))
+    out.append(_text(PAD_L + 4, PAD_T - 6, f"roof: {compute.citation}", size=9, fill="#1f77b4"))
+    for p in points:
         if p.intensity <= 0 or p.flops_per_s <= 0:
             continue
         cx, cy = sx(p.intensity), sy(p.flops_per_s)
-        out.append(f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="4" fill="#d62728"><title>{escape(p.label)}</title></circle>')
-        out.append(f'<text x="{cx + 6:.1f}" y="{cy - 6 - 10 * (i % 3):.1f}" font-size="10">{escape(p.label)}</text>')
+        out.append(
+            f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="4" fill="#d62728">'
+            f"<title>{escape(p.label)}</title></circle>"
+        )
+        out.append(f'<text x="{cx + 7:.1f}" y="{cy + 3.5:.1f}" font-size="10">{escape(p.label)}</text>')
     out.append("</svg>")
     return "\n".join(out)
 
@@ -121,8 +140,8 @@ def speedup_svg(items: list[tuple[str, float | None]]) -> str:
 
     steps = 5
     for k in range(steps + 1):
-        v = top * k / steps
-        out.append(f'<text x="{PAD_L - 6}" y="{sy(v) + 3:.1f}" font-size="10" text-anchor="end">{v:.2f}x</text>')
+        tick = top * k / steps
+        out.append(_text(PAD_L - 6, sy(tick) + 3, f"{tick:.2f}x", anchor="end"))
     for i, (label, v) in enumerate(items):
         x = PAD_L + i * bw + bw * 0.15
         if v is not None:
@@ -131,16 +150,15 @@ def speedup_svg(items: list[tuple[str, float | None]]) -> str:
                 f'<rect x="{x:.1f}" y="{sy(v):.1f}" width="{bw * 0.7:.1f}" height="{PAD_T + ph - sy(v):.1f}" '
                 f'fill="{color}"><title>{escape(label)}: {v:.3f}x</title></rect>'
             )
-            out.append(
-                f'<text x="{x + bw * 0.35:.1f}" y="{sy(v) - 4:.1f}" font-size="10" text-anchor="middle">{v:.2f}x</text>'
-            )
+            out.append(_text(x + bw * 0.35, sy(v) - 4, f"{v:.2f}x", anchor="middle"))
         out.append(
             f'<text x="{x + bw * 0.35:.1f}" y="{PAD_T + ph + 16}" font-size="10" text-anchor="middle">'
             f"{escape(label)}</text>"
         )
     y1 = sy(1.0)
     out.append(
-        f'<line x1="{PAD_L}" y1="{y1:.1f}" x2="{PAD_L + pw}" y2="{y1:.1f}" stroke="#555" stroke-dasharray="4 3"/>'
+        f'<line x1="{PAD_L}" y1="{y1:.1f}" x2="{PAD_L + pw}" y2="{y1:.1f}" '
+        'stroke="#555" stroke-dasharray="4 3"/>'
     )
     out.append("</svg>")
     return "\n".join(out)

@@ -111,7 +111,8 @@ def locate(workspace: str, root: str | None = None) -> Workspace:
                 config = json.loads(cfg_path.read_text(encoding="utf-8"))
             except (OSError, json.JSONDecodeError) as exc:
                 raise InputFileError(
-                    f"{cfg_path} is not readable JSON: {exc}", "restore it from git (git checkout workspace.json)"
+                    f"{cfg_path} is not readable JSON: {exc}",
+                    "restore it from git (git checkout workspace.json)",
                 ) from exc
             if not isinstance(config, dict) or "kernel_file" not in config:
                 raise InputFileError(f"{cfg_path} lacks 'kernel_file'", "restore it from git")
@@ -119,7 +120,8 @@ def locate(workspace: str, root: str | None = None) -> Workspace:
     tried = ", ".join(str(c) for c in candidates)
     raise WorkspaceNotFoundError(
         f"no kernelpilot workspace at {workspace!r} (looked for {CONFIG_FILE} in: {tried})",
-        "give the workspace folder path, or its name with --root; create one with `kernelpilot workspace init`",
+        "give the workspace folder path, or its name with --root; create one with `kernelpilot "
+        "workspace init`",
     )
 
 
@@ -152,7 +154,8 @@ def audit_files(paths: list[Path], wiki_dirs: list[str], hw: hardware.HardwareIn
     if problems:
         raise CitationError(
             "citation audit failed on rendered files: " + "; ".join(problems[:5]),
-            "the wiki changed under the workspace or a template forged a number; re-render after fixing the wiki",
+            "the wiki changed under the workspace or a template forged a number; re-render "
+            "after fixing the wiki",
         )
     return "passed"
 
@@ -162,7 +165,8 @@ def init_workspace(req: InitWorkspaceRequest) -> InitWorkspaceResult:
     kernel_src = Path(req.kernel).expanduser()
     if not kernel_src.is_file():
         raise InputFileError(
-            f"kernel file {req.kernel!r} does not exist or is not a file", "give the path of the kernel source"
+            f"kernel file {req.kernel!r} does not exist or is not a file",
+            "give the path of the kernel source",
         )
     kernel_name = kernel_src.name
     if kernel_name in RESERVED_KERNEL_NAMES:
@@ -197,7 +201,9 @@ def _build(tmp: Path, req: InitWorkspaceRequest, name: str, kernel_src: Path) ->
     try:
         shutil.copy2(kernel_src, tmp / kernel_src.name)
     except OSError as exc:
-        raise InputFileError(f"cannot read kernel file {req.kernel!r}: {exc.strerror}", "check its permissions") from exc
+        raise InputFileError(
+            f"cannot read kernel file {req.kernel!r}: {exc.strerror}", "check its permissions"
+        ) from exc
     for sub in SUBDIRS:
         (tmp / sub).mkdir()
         (tmp / sub / ".gitkeep").write_text("", encoding="utf-8")
@@ -227,7 +233,9 @@ def _build(tmp: Path, req: InitWorkspaceRequest, name: str, kernel_src: Path) ->
     gitops.init_repo(tmp)
     commit = gitops.commit_all(tmp, f"init workspace {name}: {kernel_src.name} on {config['platform']}")
     files = sorted(
-        p.relative_to(tmp).as_posix() for p in tmp.rglob("*") if p.is_file() and ".git" not in p.relative_to(tmp).parts
+        p.relative_to(tmp).as_posix()
+        for p in tmp.rglob("*")
+        if p.is_file() and ".git" not in p.relative_to(tmp).parts
     )
     return InitWorkspaceResult(
         workspace=str(tmp),

@@ -1,4 +1,4 @@
-"""Typed errors of the workspace concept (subclasses of the shared hierarchy, so adapters need nothing new)."""
+"""Typed errors of the workspace concept (subclasses of the shared hierarchy: adapters need nothing new)."""
 
 from __future__ import annotations
 

@@ -101,8 +101,14 @@ def _peak(wiki: Any, gpu_id: str, metric: str) -> CitedPeak | None:
     return CitedPeak(metric=metric, per_second=float(cv.value) * scale, citation=str(cv.citation()))
 
 
-def _roofline_request(mod: Any, gpu_id: str, dtype: str | None, flops: float | None,
-                      bytes_moved: float | None, extra: dict[str, Any]) -> Any:
+def _roofline_request(
+    mod: Any,
+    gpu_id: str,
+    dtype: str | None,
+    flops: float | None,
+    bytes_moved: float | None,
+    extra: dict[str, Any],
+) -> Any:
     """Build `RooflineRequest` from what the workspace knows, matching the field names it declares."""
     cls = mod.RooflineRequest
     fields = set(cls.model_fields)
@@ -163,7 +169,9 @@ def gather(
     info.peak_bandwidth = _peak(wiki, info.gpu_id, BANDWIDTH_METRIC)
     extra = dict(roofline_args or {})
     if (flops is None or bytes_moved is None) and not extra:
-        info.roofline_reason = "FLOPs and bytes moved not given (init --flops/--bytes-moved or --roofline-args)"
+        info.roofline_reason = (
+            "FLOPs and bytes moved not given (init --flops/--bytes-moved or --roofline-args)"
+        )
         return info
     mod = _import("kernelpilot.roofline")
     if mod is None:

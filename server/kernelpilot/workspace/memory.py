@@ -65,7 +65,8 @@ def load_record(ws: Workspace, version: int) -> dict[str, Any]:
     path = memory_path(ws, version)
     if not path.is_file():
         raise MemoryVersionError(
-            f"memory version v{version} does not exist in {ws.name}", "list versions with `kernelpilot memory summary`"
+            f"memory version v{version} does not exist in {ws.name}",
+            "list versions with `kernelpilot memory summary`",
         )
     return _load_file(ws, path, version)
 
@@ -76,7 +77,8 @@ def _load_file(ws: Workspace, path: Path, version: int) -> dict[str, Any]:
         data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise MemorySchemaError(
-            f"{name} is not valid JSON: {exc.msg} at line {exc.lineno}", "restore it with git checkout",
+            f"{name} is not valid JSON: {exc.msg} at line {exc.lineno}",
+            "restore it with git checkout",
             file=name,
         ) from exc
     record = validate_record(data, name)
@@ -143,7 +145,9 @@ def memory_create(req: MemoryCreateRequest) -> MemoryRecordResult:
         earlier = [v for v, r in by_version.items() if v < version and not r["masked"]]
         parent = max(earlier) if earlier else None
     elif parent not in by_version:
-        raise MemoryVersionError(f"--parent v{parent} does not exist in {ws.name}", "give an existing version")
+        raise MemoryVersionError(
+            f"--parent v{parent} does not exist in {ws.name}", "give an existing version"
+        )
     vs_baseline = req.vs_baseline
     base = _baseline(records)
     if vs_baseline is None and req.median is not None:
@@ -206,7 +210,8 @@ def memory_read(req: MemoryReadRequest) -> MemoryRecordResult:
         records = [r for r in load_all(ws) if not r["masked"]]
         if not records:
             raise MemoryVersionError(
-                f"workspace {ws.name} has no unmasked memory versions", "record one with `kernelpilot memory create`"
+                f"workspace {ws.name} has no unmasked memory versions",
+                "record one with `kernelpilot memory create`",
             )
         record = records[-1]
     else:
@@ -240,11 +245,15 @@ def memory_update(req: MemoryUpdateRequest) -> MemoryRecordResult:
         )
     updated = _deep_merge(record, req.patch)
     updated["updated"] = now_iso()
-    path, head = _write(ws, updated, f"memory v{req.version}: update {', '.join(sorted(req.patch))}", req.commit)
+    path, head = _write(
+        ws, updated, f"memory v{req.version}: update {', '.join(sorted(req.patch))}", req.commit
+    )
     return MemoryRecordResult(workspace=str(ws.path), path=path, record=updated, commit=head)
 
 
-def _set_mask(ws: Workspace, version: int, masked: bool, reason: str | None, commit: bool) -> MemoryRecordResult:
+def _set_mask(
+    ws: Workspace, version: int, masked: bool, reason: str | None, commit: bool
+) -> MemoryRecordResult:
     record = load_record(ws, version)
     record["masked"] = masked
     record["mask_reason"] = reason if masked else None
@@ -290,7 +299,12 @@ def summarize(ws: Workspace, records: list[dict[str, Any]], include_masked: bool
             )
         )
         med_us = _to_us(perf["median"], perf["unit"])
-        if not r["masked"] and med_us is not None and corr["passed"] is not False and (best is None or med_us < best[0]):
+        if (
+            not r["masked"]
+            and med_us is not None
+            and corr["passed"] is not False
+            and (best is None or med_us < best[0])
+        ):
             best = (med_us, int(r["version"]))
     unmasked = [int(r["version"]) for r in records if not r["masked"]]
     return MemorySummaryResult(
@@ -314,14 +328,16 @@ def memory_restart(req: MemoryRestartRequest) -> MemoryRestartResult:
     doomed = [r for r in records if r["version"] >= req.from_version]
     if not doomed:
         raise MemoryVersionError(
-            f"no memory version >= v{req.from_version} in {ws.name}", "list versions with `kernelpilot memory summary`"
+            f"no memory version >= v{req.from_version} in {ws.name}",
+            "list versions with `kernelpilot memory summary`",
         )
     dirty = gitops.dirty_entries(ws.path)
     if dirty:
         shown = "; ".join(d.strip() for d in dirty[:5]) + (" ..." if len(dirty) > 5 else "")
         raise DirtyTreeError(
             f"workspace {ws.name} has uncommitted changes ({shown}); a restart would overwrite them",
-            "commit them (or record them with `kernelpilot memory create`), or discard them with git, then retry",
+            "commit them (or record them with `kernelpilot memory create`), or discard them "
+            "with git, then retry",
         )
     survivors = [r for r in records if r["version"] < req.from_version and not r["masked"]]
     kernel = ws.kernel_file
@@ -341,7 +357,8 @@ def memory_restart(req: MemoryRestartRequest) -> MemoryRestartResult:
         commit = roots[-1]
     if not gitops.commit_exists(ws.path, commit, kernel):
         raise StateError(
-            f"commit {commit[:12]} does not hold {kernel}", "check `git log` in the workspace; the history was rewritten"
+            f"commit {commit[:12]} does not hold {kernel}",
+            "check `git log` in the workspace; the history was rewritten",
         )
     masked: list[int] = []
     try:

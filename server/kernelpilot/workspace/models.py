@@ -33,12 +33,16 @@ class InitWorkspaceRequest(Request):
         description="Workspace name: letters, digits, '.', '_' or '-'; no path separators, no '..'."
     )
     kernel: str = Field(description="Kernel source file to optimize; it is copied into the workspace.")
-    platform: str = Field(description="Target GPU name or alias as the gpu-wiki knows it (e.g. H100, MI300X).")
+    platform: str = Field(
+        description="Target GPU name or alias as the gpu-wiki knows it (e.g. H100, MI300X)."
+    )
     framework: str = Field(description="Implementation framework (e.g. cuda, triton, hip, cutlass, pytorch).")
     dtype: str | None = Field(default=None, description="Main data type (e.g. bf16, fp16, fp32, fp8).")
     shape: list[str] = Field(default_factory=list, description="Problem shape, e.g. 'M=4096' or '4096x4096'.")
     goal: str | None = Field(default=None, description="One sentence: what the optimization should achieve.")
-    flops: float | None = Field(default=None, gt=0, description="FLOPs of one kernel call (for the roofline).")
+    flops: float | None = Field(
+        default=None, gt=0, description="FLOPs of one kernel call (for the roofline)."
+    )
     bytes_moved: float | None = Field(
         default=None, gt=0, description="Bytes one kernel call must move to/from DRAM (for the roofline)."
     )
@@ -83,7 +87,9 @@ class InitWorkspaceResult(Result):
 
 class MemoryCreateRequest(WorkspaceRef):
     change: str = Field(description="The one change this iteration made (for the baseline: 'baseline').")
-    version: int | None = Field(default=None, ge=0, description="Version N (default: next free; v0=baseline).")
+    version: int | None = Field(
+        default=None, ge=0, description="Version N (default: next free; v0=baseline)."
+    )
     parent: int | None = Field(
         default=None, ge=0, description="Version this one started from (default: latest unmasked)."
     )
@@ -102,7 +108,9 @@ class MemoryCreateRequest(WorkspaceRef):
     expected_speedup: float | None = Field(
         default=None, gt=0, description="Speed-up over the parent the plan claimed before measuring."
     )
-    perf_source: str | None = Field(default=None, description="Where the timing came from (result.json path).")
+    perf_source: str | None = Field(
+        default=None, description="Where the timing came from (result.json path)."
+    )
     verdict: Verdict | None = Field(default=None, description="Bottleneck verdict of the profile.")
     profile: dict[str, Any] | None = Field(
         default=None,
@@ -120,7 +128,9 @@ class MemoryRecordResult(Result):
     workspace: str
     path: str = Field(description="Memory file relative to the workspace.")
     record: dict[str, Any]
-    commit: str | None = Field(default=None, description="Workspace HEAD after the write (None if not committed).")
+    commit: str | None = Field(
+        default=None, description="Workspace HEAD after the write (None if not committed)."
+    )
 
     def render_text(self) -> str:
         r = self.record
@@ -193,11 +203,16 @@ class MemorySummaryResult(Result):
     entries: list[SummaryEntry]
     masked_versions: list[int] = Field(description="Versions skipped because they are masked.")
     baseline_version: int | None
-    best_version: int | None = Field(description="Correct (or unchecked) unmasked version with the lowest median.")
+    best_version: int | None = Field(
+        description="Correct (or unchecked) unmasked version with the lowest median."
+    )
     latest_version: int | None = Field(description="Highest unmasked version.")
 
     def render_text(self) -> str:
-        head = f"{'ver':>4} {'parent':>6} {'ok':>5} {'median':>12} {'spread%':>8} {'x base':>7} {'verdict':>14}  change"
+        head = (
+            f"{'ver':>4} {'parent':>6} {'ok':>5} {'median':>12} {'spread%':>8} {'x base':>7} {'verdict':>14}"
+            "  change"
+        )
         lines = [f"workspace {self.workspace}: {len(self.entries)} iterations", head]
         for e in self.entries:
             med = f"{e.median:g} {e.unit}" if e.median is not None else "-"
@@ -215,8 +230,9 @@ class MemorySummaryResult(Result):
 
 class MemoryRestartRequest(WorkspaceRef):
     from_version: int = Field(
-        ge=0, description="Mask this version and every later one, then restore the kernel of the last "
-        "unmasked version before it."
+        ge=0,
+        description="Mask this version and every later one, then restore the kernel of the last "
+        "unmasked version before it.",
     )
     reason: str | None = Field(default=None, description="Why this line of work is abandoned.")
 
@@ -224,7 +240,9 @@ class MemoryRestartRequest(WorkspaceRef):
 class MemoryRestartResult(Result):
     workspace: str
     masked: list[int]
-    restored_version: int | None = Field(description="Version whose kernel was restored (None: the initial kernel).")
+    restored_version: int | None = Field(
+        description="Version whose kernel was restored (None: the initial kernel)."
+    )
     restored_commit: str
     kernel_file: str
     commit: str = Field(description="Workspace HEAD after the restart commit.")
@@ -245,9 +263,15 @@ class WritePlanRequest(WorkspaceRef):
     title: str = Field(description="Short title of the plan.")
     hypothesis: str = Field(description="Why this should help: the bottleneck evidence it addresses.")
     steps: list[str] = Field(default_factory=list, description="Ordered steps (one change axis each).")
-    expected_speedup: float | None = Field(default=None, gt=0, description="Claimed speed-up over the parent.")
-    for_version: int | None = Field(default=None, ge=0, description="Iteration this plan is for (default: next).")
-    risks: list[str] = Field(default_factory=list, description="What could go wrong (correctness, regressions).")
+    expected_speedup: float | None = Field(
+        default=None, gt=0, description="Claimed speed-up over the parent."
+    )
+    for_version: int | None = Field(
+        default=None, ge=0, description="Iteration this plan is for (default: next)."
+    )
+    risks: list[str] = Field(
+        default_factory=list, description="What could go wrong (correctness, regressions)."
+    )
     stop_when: str | None = Field(default=None, description="When to abandon this line of work.")
     commit: bool = Field(default=True, description=_COMMIT_HELP)
 
@@ -267,7 +291,9 @@ class RenderReportRequest(WorkspaceRef):
     kind: Literal["final", "baseline", "iteration"] = Field(
         default="final", description="final: whole history; baseline: v0; iteration: one version."
     )
-    version: int | None = Field(default=None, ge=0, description="Version for kind=iteration (default: latest).")
+    version: int | None = Field(
+        default=None, ge=0, description="Version for kind=iteration (default: latest)."
+    )
     html: bool = Field(default=True, description="Also write a self-contained HTML page with SVG charts.")
     commit: bool = Field(default=True, description=_COMMIT_HELP)
 

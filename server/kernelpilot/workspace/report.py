@@ -34,8 +34,10 @@ def _slug(text: str) -> str:
 def write_plan(req: WritePlanRequest) -> WritePlanResult:
     ws = locate(req.workspace, req.root)
     records = load_all(ws)
-    version = req.for_version if req.for_version is not None else (
-        max(int(r["version"]) for r in records) + 1 if records else 0
+    version = (
+        req.for_version
+        if req.for_version is not None
+        else (max(int(r["version"]) for r in records) + 1 if records else 0)
     )
     hw = hardware_for(ws.config)
     text = render_template(
@@ -67,8 +69,15 @@ def _audit_or_remove(paths: list[Path], ws: Workspace, hw: HardwareInfo) -> str:
     except BaseException:
         for p in paths:
             p.unlink(missing_ok=True)
-        gitops.git(ws.path, "checkout", "-q", "HEAD", "--", *[p.relative_to(ws.path).as_posix() for p in paths],
-                   check=False)
+        gitops.git(
+            ws.path,
+            "checkout",
+            "-q",
+            "HEAD",
+            "--",
+            *[p.relative_to(ws.path).as_posix() for p in paths],
+            check=False,
+        )
         raise
 
 
@@ -113,7 +122,9 @@ def _points(ws: Workspace, rows: list[dict[str, Any]]) -> list[charts.RooflinePo
     out = []
     for row in rows:
         if row["median_us"]:
-            out.append(charts.RooflinePoint(f"v{row['version']}", flops / nbytes, flops / (row["median_us"] * 1e-6)))
+            out.append(
+                charts.RooflinePoint(f"v{row['version']}", flops / nbytes, flops / (row["median_us"] * 1e-6))
+            )
     return out
 
 
@@ -138,7 +149,8 @@ def render_report(req: RenderReportRequest) -> RenderReportResult:
         v = req.version if req.version is not None else summary.latest_version
         if v not in by_v:
             raise MemoryVersionError(
-                f"v{v} is not an unmasked memory version of {ws.name}", "pick one listed by `kernelpilot memory summary`"
+                f"v{v} is not an unmasked memory version of {ws.name}",
+                "pick one listed by `kernelpilot memory summary`",
             )
         focus = by_v[v]
         stem = f"iteration-v{v}"
@@ -148,7 +160,9 @@ def render_report(req: RenderReportRequest) -> RenderReportResult:
         (row for row in ([focus, *reversed(rows)]) if row["r"]["profile"].get("hotspots")), None
     )
     roofline_svg = charts.roofline_svg(hw.peak_compute, hw.peak_bandwidth, _points(ws, shown_rows))
-    speedup_svg = charts.speedup_svg([(f"v{row['version']}", row["r"]["performance"]["vs_baseline"]) for row in rows])
+    speedup_svg = charts.speedup_svg(
+        [(f"v{row['version']}", row["r"]["performance"]["vs_baseline"]) for row in rows]
+    )
     ctx: dict[str, Any] = {
         "ws": ws.config,
         "hw": hw,

@@ -42,8 +42,9 @@ _TYPE_CHECKS: dict[str, Any] = {
     "array": lambda v: isinstance(v, list),
     "string": lambda v: isinstance(v, str),
     "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
-    "integer": lambda v: (isinstance(v, int) and not isinstance(v, bool))
-    or (isinstance(v, float) and v.is_integer()),
+    "integer": lambda v: (
+        (isinstance(v, int) and not isinstance(v, bool)) or (isinstance(v, float) and v.is_integer())
+    ),
     "boolean": lambda v: isinstance(v, bool),
     "null": lambda v: v is None,
 }
