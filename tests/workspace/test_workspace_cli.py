@@ -426,3 +426,19 @@ def test_plan_written_and_committed(ws, run_cli):
     text = (ws / out["path"]).read_text()
     assert "1. float4 loads\n2. unroll 2" in text and "1.30x" in text and "## Stop Conditions" in text
     assert _git(ws, "status", "--porcelain") == ""
+
+
+def test_memory_create_from_eval_result(ws, run_cli):
+    _iterate(run_cli, ws, "// b", "--change", "baseline", "--median", "840")
+    shutil.copy(FIX / "eval_result_improved.json", ws / "profiles" / "result.json")
+    rec = _iterate(run_cli, ws, "// v1", "--change", "float4", "--eval-result", "profiles/result.json")[
+        "record"
+    ]
+    perf = rec["performance"]
+    assert perf["median"] == 640.0 and perf["unit"] == "us" and perf["samples"] == 5
+    assert perf["vs_baseline"] == 1.3125 and perf["source"] == "profiles/result.json"
+    assert rec["correctness"]["passed"] is None
+    r = run_cli("memory", "create", "--workspace", str(ws), "--change", "x", "--eval-result", "nope.json")
+    assert r.code == 2 and "nope.json" in r.err
+    r = run_cli("memory", "create", "--workspace", str(ws), "--change", "x", "--eval-result", str(KERNEL))
+    assert r.code == 2 and "not readable JSON" in r.err

@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from kernelpilot.errors import InvalidArgumentError, StateError
+from kernelpilot.errors import InputFileError, InvalidArgumentError, StateError
 from kernelpilot.workspace import gitops
 from kernelpilot.workspace.atomic import write_json_atomic
 from kernelpilot.workspace.core import Workspace, locate, now_iso
@@ -130,8 +130,55 @@ def _parse_pitfall(text: str) -> dict[str, str]:
     return {"pitfall": pitfall, "fix": fix}
 
 
+def _from_eval(req: MemoryCreateRequest, ws: Workspace) -> MemoryCreateRequest:
+    """Fill unset performance/correctness fields from an eval `result.json` (contract 4)."""
+    if req.eval_result is None:
+        return req
+    path = Path(req.eval_result).expanduser()
+    if not path.is_absolute() and not path.exists():
+        path = ws.path / path
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise InputFileError(
+            f"--eval-result {req.eval_result!r} does not exist", "give a result.json path"
+        ) from exc
+    except (OSError, json.JSONDecodeError) as exc:
+        raise InputFileError(
+            f"--eval-result {req.eval_result!r} is not readable JSON: {exc}", "re-run eval"
+        ) from exc
+    if not isinstance(data, dict) or data.get("schema_version") != 1 or "status" not in data:
+        raise InputFileError(
+            f"--eval-result {req.eval_result!r} is not an eval result.json (schema_version 1 with status)",
+            "pass the result.json written by `kernelpilot eval`",
+        )
+    updates: dict[str, Any] = {}
+    metric = str(data.get("metric") or "")
+    unit = next((u for u in ("ns", "us", "ms", "s") if metric.endswith(f"_{u}")), None)
+    median = data.get("candidate_median")
+    lower = data.get("direction", "lower") == "lower"
+    if req.median is None and unit is not None and lower and isinstance(median, (int, float)) and median > 0:
+        updates["median"] = float(median)
+        updates["unit"] = unit
+        samples = data.get("samples") or []
+        if req.samples is None and samples:
+            updates["samples"] = len(samples)
+    speedup = data.get("speedup")
+    if req.vs_baseline is None and isinstance(speedup, (int, float)) and speedup > 0:
+        updates["vs_baseline"] = float(speedup)
+    if req.correct is None and data["status"] == "correctness_failed":
+        updates["correct"] = False
+    if req.perf_source is None:
+        try:
+            updates["perf_source"] = path.resolve().relative_to(ws.path).as_posix()
+        except ValueError:
+            updates["perf_source"] = str(path)
+    return req.model_copy(update=updates)
+
+
 def memory_create(req: MemoryCreateRequest) -> MemoryRecordResult:
     ws = locate(req.workspace, req.root)
+    req = _from_eval(req, ws)
     records = load_all(ws)
     by_version = {int(r["version"]): r for r in records}
     version = req.version if req.version is not None else (max(by_version) + 1 if by_version else 0)

@@ -108,6 +108,12 @@ class MemoryCreateRequest(WorkspaceRef):
     expected_speedup: float | None = Field(
         default=None, gt=0, description="Speed-up over the parent the plan claimed before measuring."
     )
+    eval_result: str | None = Field(
+        default=None,
+        description="Path of a `kernelpilot eval` result.json: fills median (candidate_median, unit from a "
+        "metric name ending _ns/_us/_ms/_s), vs_baseline (speedup), samples, source, and correct=false on "
+        "status correctness_failed. Explicit options win.",
+    )
     perf_source: str | None = Field(
         default=None, description="Where the timing came from (result.json path)."
     )
