@@ -139,8 +139,8 @@ def test_report_and_plan_are_audited_with_stub(tmp_path, run_cli, stub_wiki):
 
 
 @needs_real_wiki
-def test_real_wiki_h100_gemm(tmp_path, run_cli):
-    n = 4096
+def test_real_wiki_h100_gemm_init_and_report(tmp_path, run_cli):
+    gemm = json.dumps({"op": "gemm", "m": 4096, "n": 4096, "k": 4096})
     code, out = _init(
         run_cli,
         tmp_path,
@@ -148,15 +148,32 @@ def test_real_wiki_h100_gemm(tmp_path, run_cli):
         "bf16",
         "--shape",
         "M=N=K=4096",
-        "--flops",
-        str(2 * n**3),
-        "--bytes-moved",
-        str(3 * n * n * 2),
+        "--roofline-args",
+        gemm,
         platform="H100 SXM5",
     )
     assert code == 0, out
-    assert out["audit"] == "passed" and out["spec_lines"] > 5
+    assert out["gpu_id"] == "h100-sxm5" and out["audit"] == "passed" and out["spec_lines"] > 5
     readme = (tmp_path / "w" / "README.md").read_text()
     hw = _section(readme, "Hardware Spec")
-    assert "bf16_dense_tflops:" in hw and "<- gpu-wiki-index/" in hw
-    assert not _section(readme, "Stop Conditions").strip().startswith("TBD")
+    assert "- bf16_dense_tflops: " in hw and "<- gpu-wiki-index/nvidia/h100-sxm5.md:L" in hw
+    roof = _section(readme, "Roofline analysis")
+    assert "COMPUTE-BOUND" in roof and "## Stop Conditions" not in roof
+    stop = _section(readme, "Stop Conditions")
+    assert "bf16_dense_tflops:" in stop and not stop.strip().startswith("TBD")
+    cfg = json.loads((tmp_path / "w" / "workspace.json").read_text())
+    assert cfg["flops"] == 2 * 4096**3  # counted by the roofline from the op description
+    ws = tmp_path / "w"
+    for change, med in (("baseline", "400"), ("wgmma", "180")):
+        r = run_cli("memory", "create", "--workspace", str(ws), "--change", change, "--median", med)
+        assert r.code == 0, r.err
+    r = run_cli("--json", "report", "--workspace", str(ws))
+    assert r.code == 0, r.err
+    rep = json.loads(r.out)
+    assert rep["audit"] == "passed"
+    md = (ws / rep["markdown"]).read_text()
+    assert "achieved:" in md  # the roofline got the best measured time
+    from kernelpilot.wiki import audit_paths, load_wiki
+
+    result = audit_paths([ws], load_wiki())
+    assert result.ok and result.citations_checked > 30

@@ -125,9 +125,10 @@ def locate(workspace: str, root: str | None = None) -> Workspace:
     )
 
 
-def hardware_for(ws_config: dict[str, Any]) -> hardware.HardwareInfo:
-    """Cited specs and roofline for a workspace's task context."""
+def hardware_for(ws_config: dict[str, Any], measured_time_us: float | None = None) -> hardware.HardwareInfo:
+    """Cited specs and roofline for a workspace's task context (optionally with a measured time)."""
     return hardware.gather(
+        measured_time_us=measured_time_us,
         platform=str(ws_config["platform"]),
         dtype=ws_config.get("dtype"),
         flops=ws_config.get("flops"),
@@ -226,6 +227,9 @@ def _build(tmp: Path, req: InitWorkspaceRequest, name: str, kernel_src: Path) ->
     }
     hw = hardware_for(config)
     config["gpu_id"] = hw.gpu_id
+    if config["flops"] is None and config["bytes_moved"] is None and hw.flops and hw.bytes_moved:
+        config["flops"], config["bytes_moved"] = hw.flops, hw.bytes_moved
+        config["flops_source"] = "counted by kernelpilot roofline from --roofline-args"
     write_json_atomic(tmp / "workspace.json", config)
     readme, tbd = render.render_readme(config, hw)
     write_text_atomic(tmp / "README.md", readme)

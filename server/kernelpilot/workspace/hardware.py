@@ -69,6 +69,8 @@ class HardwareInfo:
     roofline_citations: list[str] = field(default_factory=list)
     stop_conditions: list[str] = field(default_factory=list)
     roofline_reason: str | None = None
+    flops: float | None = None  # counted by the roofline from the op description (not a hardware number)
+    bytes_moved: float | None = None
 
 
 def _import(name: str) -> Any | None:
@@ -108,6 +110,8 @@ def _roofline_request(
     flops: float | None,
     bytes_moved: float | None,
     extra: dict[str, Any],
+    wiki_dirs: list[str],
+    measured_time_us: float | None,
 ) -> Any:
     """Build `RooflineRequest` from what the workspace knows, matching the field names it declares."""
     cls = mod.RooflineRequest
@@ -129,8 +133,29 @@ def _roofline_request(
             if name in fields:
                 kwargs[name] = bytes_moved
                 break
+    if wiki_dirs and "wiki" in fields:
+        kwargs["wiki"] = list(wiki_dirs)
+    if measured_time_us is not None and "measured_time_us" in fields:
+        kwargs["measured_time_us"] = measured_time_us
     kwargs.update(extra)
     return cls.model_validate(kwargs)
+
+
+def _roofline_body(text: str, ascii_chart: str | None) -> str:
+    """`render_text()` minus the ASCII chart and the Stop Conditions block (each rendered on its own)."""
+    if ascii_chart:
+        text = text.replace(ascii_chart, "")
+    out: list[str] = []
+    skipping = False
+    for line in text.splitlines():
+        if line.strip().lower() == "## stop conditions":
+            skipping = True
+            continue
+        if skipping and line.startswith("- "):
+            continue
+        skipping = False
+        out.append(line)
+    return "\n".join(out).rstrip()
 
 
 def gather(
@@ -140,6 +165,7 @@ def gather(
     bytes_moved: float | None = None,
     roofline_args: dict[str, Any] | None = None,
     wiki_dirs: list[str] | None = None,
+    measured_time_us: float | None = None,
 ) -> HardwareInfo:
     """Cited specs of `platform` and, when FLOPs/bytes (or roofline args) are known, its roofline."""
     info = HardwareInfo(platform=platform)
@@ -173,12 +199,17 @@ def gather(
             "FLOPs and bytes moved not given (init --flops/--bytes-moved or --roofline-args)"
         )
         return info
+    if not dtype and "dtype" not in extra:
+        info.roofline_reason = "dtype not given (init --dtype), so no peak can be chosen"
+        return info
     mod = _import("kernelpilot.roofline")
     if mod is None:
         info.roofline_reason = "kernelpilot.roofline is not installed in this build"
         return info
     try:
-        req = _roofline_request(mod, info.gpu_id, dtype, flops, bytes_moved, extra)
+        req = _roofline_request(
+            mod, info.gpu_id, dtype, flops, bytes_moved, extra, wiki_dirs or [], measured_time_us
+        )
         res = mod.analyze(req)
     except ValidationError as exc:
         info.roofline_reason = f"roofline arguments rejected: {exc.errors()[0]['msg']}"
@@ -186,8 +217,12 @@ def gather(
     except KernelpilotError as exc:
         info.roofline_reason = exc.message
         return info
-    info.roofline_text = str(res.render_text())
     info.roofline_ascii = str(getattr(res, "ascii_chart", "") or "") or None
+    info.roofline_text = _roofline_body(str(res.render_text()), info.roofline_ascii)
+    for attr, name in (("flops", "flops"), ("bytes", "bytes_moved")):
+        value = getattr(res, attr, None)
+        if isinstance(value, (int, float)) and value > 0:
+            setattr(info, name, float(value))
     info.roofline_svg = str(getattr(res, "svg", "") or "") or None
     info.roofline_bound = str(getattr(res, "bound", "") or "") or None
     info.roofline_citations = [str(c) for c in getattr(res, "citations", [])]

@@ -154,7 +154,7 @@ def render_report(req: RenderReportRequest) -> RenderReportResult:
             )
         focus = by_v[v]
         stem = f"iteration-v{v}"
-    hw = hardware_for(ws.config)
+    hw = hardware_for(ws.config, measured_time_us=focus["median_us"])
     shown_rows = rows if req.kind == "final" else [focus]
     hotspots_src = next(
         (row for row in ([focus, *reversed(rows)]) if row["r"]["profile"].get("hotspots")), None
