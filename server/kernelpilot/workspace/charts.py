@@ -39,6 +39,12 @@ def _text(
     )
 
 
+def _nice_step(raw: float) -> float:
+    """Smallest 1/2/2.5/5 x 10^k step >= raw (axis ticks, not data)."""
+    base: float = 10.0 ** math.floor(math.log10(raw))
+    return float(next(m * base for m in (1.0, 2.0, 2.5, 5.0, 10.0) if m * base >= raw))
+
+
 def _fmt(v: float) -> str:
     exp = math.floor(math.log10(v))
     return f"1e{exp}" if abs(exp) > 3 else f"{10.0**exp:g}"
@@ -121,7 +127,10 @@ def roofline_svg(
 def speedup_svg(items: list[tuple[str, float | None]]) -> str:
     """Bar chart of speed-up over the baseline per version, with the 1.0x line."""
     vals = [v for _, v in items if v is not None]
-    top = max([1.0, *vals]) * 1.15
+    raw_top = max([1.0, *vals]) * 1.15
+    step = _nice_step(raw_top / 5)
+    steps = math.ceil(raw_top / step)
+    top = step * steps
     pw, ph = WIDTH - PAD_L - PAD_R, HEIGHT - PAD_T - PAD_B
     n = max(len(items), 1)
     bw = pw / n
@@ -138,9 +147,8 @@ def speedup_svg(items: list[tuple[str, float | None]]) -> str:
     def sy(v: float) -> float:
         return PAD_T + ph * (1 - v / top)
 
-    steps = 5
     for k in range(steps + 1):
-        tick = top * k / steps
+        tick = step * k
         out.append(_text(PAD_L - 6, sy(tick) + 3, f"{tick:.2f}x", anchor="end"))
     for i, (label, v) in enumerate(items):
         x = PAD_L + i * bw + bw * 0.15
