@@ -177,3 +177,44 @@ def test_real_wiki_h100_gemm_init_and_report(tmp_path, run_cli):
 
     result = audit_paths([ws], load_wiki())
     assert result.ok and result.citations_checked > 30
+
+
+def test_guard_reads_html_escaped_citations(tmp_path, stub_wiki):
+    from kernelpilot.errors import CitationError
+    from kernelpilot.workspace import hardware, render
+
+    hw = hardware.gather("stub-gpu", dtype="bf16")
+    page = tmp_path / "r.html"
+    page.write_text("<li>bf16_dense_tflops: 500.0 TFLOP/s &lt;- gpu-wiki-index/nvidia/stub-gpu.md:L9</li>\n")
+    render.assert_no_uncited_specs([page], hw)
+    assert render.citation_lines(page) == [
+        "bf16_dense_tflops: 500.0 TFLOP/s <- gpu-wiki-index/nvidia/stub-gpu.md:L9"
+    ]
+    page.write_text("<li>bf16_dense_tflops: 900.0 TFLOP/s &lt;- gpu-wiki-index/nvidia/stub-gpu.md:L9</li>\n")
+    with pytest.raises(CitationError, match=r"r\.html:L1"):
+        render.assert_no_uncited_specs([page], hw)
+
+
+def test_report_failing_audit_leaves_no_report(tmp_path, run_cli, stub_wiki, monkeypatch):
+    import subprocess
+
+    from kernelpilot.workspace import report
+
+    code, _ = _init(run_cli, tmp_path, "--dtype", "bf16")
+    assert code == 0
+    ws = tmp_path / "w"
+    assert (
+        run_cli("memory", "create", "--workspace", str(ws), "--change", "baseline", "--median", "5").code == 0
+    )
+    real = report.render_template
+
+    def forged(name, **ctx):
+        text = real(name, **ctx)
+        return text.replace("500.0 TFLOP/s", "510.0 TFLOP/s") if name == "report.html.j2" else text
+
+    monkeypatch.setattr(report, "render_template", forged)
+    r = run_cli("report", "--workspace", str(ws))
+    assert r.code == 1 and "citation" in r.err
+    assert sorted(p.name for p in (ws / "reports").iterdir()) == [".gitkeep"]
+    status = subprocess.run(["git", "status", "--porcelain"], cwd=ws, capture_output=True, text=True).stdout
+    assert status == ""

@@ -122,3 +122,13 @@ def test_with_defaults_fills_optional_fields():
 def test_schema_file_is_plain_json():
     data = json.loads(SCHEMA_PATH.read_text())
     assert data["additionalProperties"] is False
+
+
+def test_create_json_exclusive_refuses_existing(tmp_path):
+    from kernelpilot.workspace.atomic import create_json_exclusive
+
+    target = tmp_path / "memory" / "v3.json"
+    assert create_json_exclusive(target, {"a": 1}) is True
+    assert create_json_exclusive(target, {"a": 2}) is False
+    assert json.loads(target.read_text()) == {"a": 1}
+    assert sorted(p.name for p in target.parent.iterdir()) == ["v3.json"]  # no temp files left

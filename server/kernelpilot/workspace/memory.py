@@ -15,7 +15,7 @@ from typing import Any
 
 from kernelpilot.errors import InputFileError, InvalidArgumentError, StateError
 from kernelpilot.workspace import gitops
-from kernelpilot.workspace.atomic import write_json_atomic
+from kernelpilot.workspace.atomic import create_json_exclusive, write_json_atomic
 from kernelpilot.workspace.core import Workspace, locate, now_iso
 from kernelpilot.workspace.errors import DirtyTreeError, MemorySchemaError, MemoryVersionError
 from kernelpilot.workspace.models import (
@@ -247,7 +247,14 @@ def memory_create(req: MemoryCreateRequest) -> MemoryRecordResult:
         gitops.git(ws.path, "add", "-A", "--", ".", ":(exclude)memory")
         gitops.git(ws.path, "commit", "-q", "--no-verify", "--allow-empty", "-m", f"v{version}: {req.change}")
         record["commit"] = gitops.head(ws.path)
-    path, head = _write(ws, record, f"memory v{version}: {req.change}", req.commit)
+    target = memory_path(ws, version)
+    if not create_json_exclusive(target, record):
+        raise StateError(
+            f"memory version v{version} was created by another writer meanwhile",
+            "re-run `kernelpilot memory create` (it takes the next free version)",
+        )
+    path = rel(ws, target)
+    head = gitops.commit_all(ws.path, f"memory v{version}: {req.change}", [path]) if req.commit else None
     return MemoryRecordResult(workspace=str(ws.path), path=path, record=record, commit=head)
 
 
