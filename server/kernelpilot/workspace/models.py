@@ -1,0 +1,331 @@
+"""Request and result models of the workspace capabilities (cheap to import: pydantic only)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from kernelpilot.models import Request, Result
+
+Verdict = Literal["compute_bound", "memory_bound", "latency_bound", "sync_bound", "unknown"]
+
+_WS_HELP = (
+    "The workspace: a path to its folder, or its name under the workspaces root "
+    "(--root, else $KERNELPILOT_WORKSPACES, else ./kernelpilot-workspaces)."
+)
+_ROOT_HELP = "Folder holding workspaces (default: $KERNELPILOT_WORKSPACES, else ./kernelpilot-workspaces)."
+_COMMIT_HELP = "Commit the change in the workspace git repo (keep on: restart needs a clean tree)."
+
+
+class WorkspaceRef(Request):
+    """Fields shared by every request that acts on an existing workspace."""
+
+    workspace: str = Field(description=_WS_HELP)
+    root: str | None = Field(default=None, description=_ROOT_HELP)
+
+
+# ---------------------------------------------------------------- init
+
+
+class InitWorkspaceRequest(Request):
+    name: str = Field(
+        description="Workspace name: letters, digits, '.', '_' or '-'; no path separators, no '..'."
+    )
+    kernel: str = Field(description="Kernel source file to optimize; it is copied into the workspace.")
+    platform: str = Field(
+        description="Target GPU name or alias as the gpu-wiki knows it (e.g. H100, MI300X)."
+    )
+    framework: str = Field(description="Implementation framework (e.g. cuda, triton, hip, cutlass, pytorch).")
+    dtype: str | None = Field(default=None, description="Main data type (e.g. bf16, fp16, fp32, fp8).")
+    shape: list[str] = Field(default_factory=list, description="Problem shape, e.g. 'M=4096' or '4096x4096'.")
+    goal: str | None = Field(default=None, description="One sentence: what the optimization should achieve.")
+    flops: float | None = Field(
+        default=None, gt=0, description="FLOPs of one kernel call (for the roofline)."
+    )
+    bytes_moved: float | None = Field(
+        default=None, gt=0, description="Bytes one kernel call must move to/from DRAM (for the roofline)."
+    )
+    roofline_args: dict[str, Any] | None = Field(
+        default=None,
+        description="Extra arguments for the roofline request (e.g. an op description), merged over the "
+        "platform/dtype/flops/bytes the workspace passes.",
+    )
+    wiki: list[str] = Field(default_factory=list, description="Extra gpu-wiki folders (user wikis).")
+    root: str | None = Field(default=None, description=_ROOT_HELP)
+
+
+class InitWorkspaceResult(Result):
+    workspace: str = Field(description="Absolute path of the new workspace folder.")
+    name: str
+    kernel_file: str = Field(description="Kernel path relative to the workspace.")
+    commit: str
+    files: list[str] = Field(description="Files created, relative to the workspace.")
+    gpu_id: str | None
+    spec_lines: int = Field(description="Cited spec lines written to README.md.")
+    roofline: str = Field(description="'computed' or 'TBD: <why>'.")
+    audit: str = Field(description="Citation audit of the written files: 'passed' or 'skipped: <why>'.")
+    tbd: list[str] = Field(description="README fields left TBD.")
+
+    def render_text(self) -> str:
+        lines = [
+            f"workspace {self.name} created at {self.workspace}",
+            f"  kernel:   {self.kernel_file}",
+            f"  commit:   {self.commit[:12]}",
+            f"  gpu:      {self.gpu_id or 'TBD'} ({self.spec_lines} cited spec lines)",
+            f"  roofline: {self.roofline}",
+            f"  audit:    {self.audit}",
+        ]
+        if self.tbd:
+            lines.append("  TBD:      " + ", ".join(self.tbd))
+        lines.append("  files:    " + ", ".join(self.files))
+        return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- memory
+
+
+class MemoryCreateRequest(WorkspaceRef):
+    change: str = Field(description="The one change this iteration made (for the baseline: 'baseline').")
+    version: int | None = Field(
+        default=None, ge=0, description="Version N (default: next free; v0=baseline)."
+    )
+    parent: int | None = Field(
+        default=None, ge=0, description="Version this one started from (default: latest unmasked)."
+    )
+    plan: str | None = Field(default=None, description="Plan followed: a path under plans/ or one line.")
+    correct: bool | None = Field(default=None, description="Did the correctness check pass?")
+    max_rel_err: float | None = Field(default=None, ge=0, description="Max relative error vs the reference.")
+    tolerance: float | None = Field(default=None, ge=0, description="Relative tolerance of the check.")
+    check_command: str | None = Field(default=None, description="Command that ran the correctness check.")
+    median: float | None = Field(default=None, gt=0, description="Median time of the timed runs (in --unit).")
+    spread_pct: float | None = Field(default=None, ge=0, description="Spread of the runs, % of the median.")
+    unit: Literal["us", "ms", "s", "ns"] = Field(default="us", description="Unit of --median.")
+    samples: int | None = Field(default=None, ge=1, description="Number of timed runs.")
+    vs_baseline: float | None = Field(
+        default=None, gt=0, description="Speed-up over the baseline (default: computed from baseline median)."
+    )
+    expected_speedup: float | None = Field(
+        default=None, gt=0, description="Speed-up over the parent the plan claimed before measuring."
+    )
+    eval_result: str | None = Field(
+        default=None,
+        description="Path of a `kernelpilot eval` result.json: fills median (candidate_median, unit from a "
+        "metric name ending _ns/_us/_ms/_s), vs_baseline (speedup), samples, source, and correct=false on "
+        "status correctness_failed. Explicit options win.",
+    )
+    perf_source: str | None = Field(
+        default=None, description="Where the timing came from (result.json path)."
+    )
+    verdict: Verdict | None = Field(default=None, description="Bottleneck verdict of the profile.")
+    profile: dict[str, Any] | None = Field(
+        default=None,
+        description="Full profile object (BottleneckVerdict fields memory_level/confidence/evidence, "
+        "hotspots [{name, share_pct, duration_us}], report path); merged under --verdict.",
+    )
+    pitfall: list[str] = Field(
+        default_factory=list, description="A pitfall met and its fix, written 'pitfall => fix'."
+    )
+    notes: str | None = Field(default=None, description="Free notes.")
+    commit: bool = Field(default=True, description=_COMMIT_HELP)
+
+
+class MemoryRecordResult(Result):
+    workspace: str
+    path: str = Field(description="Memory file relative to the workspace.")
+    record: dict[str, Any]
+    commit: str | None = Field(
+        default=None, description="Workspace HEAD after the write (None if not committed)."
+    )
+
+    def render_text(self) -> str:
+        r = self.record
+        perf = r.get("performance", {})
+        corr = r.get("correctness", {})
+        prof = r.get("profile", {})
+        lines = [
+            f"{self.path}{'  [MASKED]' if r.get('masked') else ''}  (parent: {_v(r.get('parent'))})",
+            f"  change:      {r.get('change')}",
+            f"  plan:        {r.get('plan') or '-'}",
+            f"  correctness: passed={_na(corr.get('passed'))} max_rel_err={_na(corr.get('max_rel_err'))}",
+            f"  performance: median={_na(perf.get('median'))} {perf.get('unit', '')} "
+            f"spread={_na(perf.get('spread_pct'))}% vs_baseline={_x(perf.get('vs_baseline'))}",
+            f"  verdict:     {_na(prof.get('verdict'))}",
+            f"  commit:      {(r.get('commit') or '-')[:12]}",
+        ]
+        for pf in r.get("pitfalls_and_fixes", []):
+            lines.append(f"  pitfall:     {pf['pitfall']} => {pf['fix']}")
+        return "\n".join(lines)
+
+
+class MemoryReadRequest(WorkspaceRef):
+    version: int | None = Field(default=None, ge=0, description="Version to read (default: latest unmasked).")
+    include_masked: bool = Field(default=False, description="Allow reading a masked version.")
+
+
+class MemoryUpdateRequest(WorkspaceRef):
+    version: int = Field(ge=0, description="Version to update.")
+    patch: dict[str, Any] = Field(
+        description="JSON object deep-merged into the record, e.g. "
+        '{"performance": {"median": 812.5}, "profile": {"verdict": "memory_bound"}}. '
+        "version, created and masked cannot be patched (use memory mask/unmask)."
+    )
+    commit: bool = Field(default=True, description=_COMMIT_HELP)
+
+
+class MemoryMaskRequest(WorkspaceRef):
+    version: int = Field(ge=0, description="Version to mask (skipped by reads and summaries).")
+    reason: str | None = Field(default=None, description="Why this line of work is dead.")
+    commit: bool = Field(default=True, description=_COMMIT_HELP)
+
+
+class MemoryUnmaskRequest(WorkspaceRef):
+    version: int = Field(ge=0, description="Version to unmask.")
+    commit: bool = Field(default=True, description=_COMMIT_HELP)
+
+
+class MemorySummaryRequest(WorkspaceRef):
+    include_masked: bool = Field(default=False, description="List masked versions too (marked).")
+
+
+class SummaryEntry(Result):
+    version: int
+    parent: int | None
+    change: str
+    passed: bool | None
+    max_rel_err: float | None
+    median: float | None
+    unit: str
+    spread_pct: float | None
+    vs_baseline: float | None
+    expected_speedup: float | None
+    verdict: str | None
+    masked: bool
+    commit: str | None
+
+
+class MemorySummaryResult(Result):
+    workspace: str
+    entries: list[SummaryEntry]
+    masked_versions: list[int] = Field(description="Versions skipped because they are masked.")
+    baseline_version: int | None
+    best_version: int | None = Field(
+        description="Correct (or unchecked) unmasked version with the lowest median."
+    )
+    latest_version: int | None = Field(description="Highest unmasked version.")
+
+    def render_text(self) -> str:
+        head = (
+            f"{'ver':>4} {'parent':>6} {'ok':>5} {'median':>12} {'spread%':>8} {'x base':>7} {'verdict':>14}"
+            "  change"
+        )
+        lines = [f"workspace {self.workspace}: {len(self.entries)} iterations", head]
+        for e in self.entries:
+            med = f"{e.median:g} {e.unit}" if e.median is not None else "-"
+            lines.append(
+                f"{('*' if e.masked else '') + 'v' + str(e.version):>4} {_v(e.parent):>6} {_na(e.passed):>5} "
+                f"{med:>12} {_na(e.spread_pct):>8} {_x(e.vs_baseline):>7} {_na(e.verdict):>14}  {e.change}"
+            )
+        lines.append(
+            f"baseline: {_v(self.baseline_version)}  best: {_v(self.best_version)}  "
+            f"latest: {_v(self.latest_version)}  masked (skipped): "
+            + (", ".join(f"v{m}" for m in self.masked_versions) or "none")
+        )
+        return "\n".join(lines)
+
+
+class MemoryRestartRequest(WorkspaceRef):
+    from_version: int = Field(
+        ge=0,
+        description="Mask this version and every later one, then restore the kernel of the last "
+        "unmasked version before it.",
+    )
+    reason: str | None = Field(default=None, description="Why this line of work is abandoned.")
+
+
+class MemoryRestartResult(Result):
+    workspace: str
+    masked: list[int]
+    restored_version: int | None = Field(
+        description="Version whose kernel was restored (None: the initial kernel)."
+    )
+    restored_commit: str
+    kernel_file: str
+    commit: str = Field(description="Workspace HEAD after the restart commit.")
+
+    def render_text(self) -> str:
+        src = f"v{self.restored_version}" if self.restored_version is not None else "the initial kernel"
+        return (
+            f"masked: {', '.join(f'v{v}' for v in self.masked) or 'none'}\n"
+            f"restored {self.kernel_file} from {src} (commit {self.restored_commit[:12]})\n"
+            f"HEAD: {self.commit[:12]}"
+        )
+
+
+# ---------------------------------------------------------------- plan and report
+
+
+class WritePlanRequest(WorkspaceRef):
+    title: str = Field(description="Short title of the plan.")
+    hypothesis: str = Field(description="Why this should help: the bottleneck evidence it addresses.")
+    steps: list[str] = Field(default_factory=list, description="Ordered steps (one change axis each).")
+    expected_speedup: float | None = Field(
+        default=None, gt=0, description="Claimed speed-up over the parent."
+    )
+    for_version: int | None = Field(
+        default=None, ge=0, description="Iteration this plan is for (default: next)."
+    )
+    risks: list[str] = Field(
+        default_factory=list, description="What could go wrong (correctness, regressions)."
+    )
+    stop_when: str | None = Field(default=None, description="When to abandon this line of work.")
+    commit: bool = Field(default=True, description=_COMMIT_HELP)
+
+
+class WritePlanResult(Result):
+    workspace: str
+    path: str = Field(description="Plan file relative to the workspace.")
+    version: int
+    commit: str | None
+    audit: str
+
+    def render_text(self) -> str:
+        return f"plan for v{self.version} written to {self.path} (audit: {self.audit})"
+
+
+class RenderReportRequest(WorkspaceRef):
+    kind: Literal["final", "baseline", "iteration"] = Field(
+        default="final", description="final: whole history; baseline: v0; iteration: one version."
+    )
+    version: int | None = Field(
+        default=None, ge=0, description="Version for kind=iteration (default: latest)."
+    )
+    html: bool = Field(default=True, description="Also write a self-contained HTML page with SVG charts.")
+    commit: bool = Field(default=True, description=_COMMIT_HELP)
+
+
+class RenderReportResult(Result):
+    workspace: str
+    markdown: str = Field(description="Markdown report, relative to the workspace.")
+    html: str | None = Field(description="HTML report, relative to the workspace.")
+    versions: list[int] = Field(description="Unmasked versions the report covers.")
+    audit: str
+    commit: str | None
+
+    def render_text(self) -> str:
+        out = f"report: {self.markdown}"
+        if self.html:
+            out += f"\nhtml:   {self.html}"
+        return out + f"\nversions: {', '.join(f'v{v}' for v in self.versions) or 'none'}\naudit: {self.audit}"
+
+
+def _na(value: Any) -> str:
+    return "-" if value is None else str(value)
+
+
+def _v(value: Any) -> str:
+    return "-" if value is None else f"v{value}"
+
+
+def _x(value: Any) -> str:
+    return "-" if value is None else f"{value:.2f}x"

@@ -1,0 +1,220 @@
+"""Hardware Spec / Roofline / Stop Conditions: cited lines only, TBD otherwise, audit on every write."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+KERNEL = Path(__file__).resolve().parent.parent / "fixtures" / "workspace" / "vector_add.cu"
+CITE = re.compile(r"<- \S+:L\d+")
+
+
+def _real_wiki() -> bool:
+    return all(importlib.util.find_spec(m) is not None for m in ("kernelpilot.wiki", "kernelpilot.roofline"))
+
+
+needs_real_wiki = pytest.mark.skipif(not _real_wiki(), reason="wiki/roofline not merged")
+
+
+def _section(text: str, title: str) -> str:
+    part = text.split(f"## {title}\n", 1)[1]
+    return part.split("\n## ", 1)[0]
+
+
+def _init(run_cli, root: Path, *extra: str, platform: str = "stub-gpu") -> tuple[int, dict | str]:
+    r = run_cli(
+        "--json",
+        "workspace",
+        "init",
+        "w",
+        "--kernel",
+        str(KERNEL),
+        "--platform",
+        platform,
+        "--framework",
+        "cuda",
+        "--root",
+        str(root),
+        *extra,
+    )
+    return r.code, (json.loads(r.out) if r.code == 0 else r.err)
+
+
+def test_without_wiki_hardware_is_tbd_and_has_no_numbers(tmp_path, run_cli, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "kernelpilot.wiki", None)  # import fails like an unmerged module
+    code, out = _init(run_cli, tmp_path, "--dtype", "bf16", "--flops", "1e9", "--bytes-moved", "1e6")
+    assert code == 0, out
+    readme = (tmp_path / "w" / "README.md").read_text()
+    hw = _section(readme, "Hardware Spec")
+    assert hw.strip().startswith("TBD") and not re.search(r"\d", hw)
+    assert _section(readme, "Roofline analysis").strip().startswith("TBD")
+    assert _section(readme, "Stop Conditions").strip().startswith("TBD")
+    assert not CITE.search(readme)
+    assert out["audit"].startswith("skipped")
+
+
+def test_stub_wiki_cited_spec_roofline_stop_conditions(tmp_path, run_cli, stub_wiki):
+    code, out = _init(run_cli, tmp_path, "--dtype", "bf16", "--flops", "1.37e11", "--bytes-moved", "1e8")
+    assert code == 0, out
+    assert out["gpu_id"] == "stub-gpu" and out["spec_lines"] == 5 and out["audit"] == "passed"
+    readme = (tmp_path / "w" / "README.md").read_text()
+    hw = _section(readme, "Hardware Spec")
+    spec_lines = [ln for ln in hw.splitlines() if ln.startswith("- ")]
+    assert spec_lines == [f"- {cv.citation()}" for cv in stub_wiki.specs("stub-gpu")]
+    assert "- bf16_dense_tflops: 500.0 TFLOP/s <- gpu-wiki-index/nvidia/stub-gpu.md:L9" in spec_lines
+    assert "bound: compute" in _section(readme, "Roofline analysis")
+    stop = _section(readme, "Stop Conditions")
+    assert "stop when time <=" in stop and "bf16_dense_tflops: 500.0 TFLOP/s <-" in stop
+    # every line holding a digit in the Hardware Spec section is a citation
+    assert all(CITE.search(ln) for ln in hw.splitlines() if re.search(r"\d", ln) and ln.startswith("- "))
+
+
+def test_stub_wiki_unknown_gpu_is_tbd(tmp_path, run_cli, stub_wiki):
+    code, out = _init(run_cli, tmp_path, "--dtype", "bf16", platform="H100")
+    assert code == 0, out
+    readme = (tmp_path / "w" / "README.md").read_text()
+    assert "UNKNOWN (gpu-wiki not found)" in _section(readme, "Hardware Spec")
+    assert not CITE.search(readme)
+
+
+def test_no_flops_means_roofline_tbd_but_specs_cited(tmp_path, run_cli, stub_wiki):
+    code, out = _init(run_cli, tmp_path, "--dtype", "fp32")
+    assert code == 0, out
+    assert out["roofline"].startswith("TBD: FLOPs and bytes moved not given")
+    readme = (tmp_path / "w" / "README.md").read_text()
+    assert "--flops" in _section(readme, "Roofline analysis")
+
+
+def test_audit_failure_aborts_init_and_leaves_nothing(tmp_path, run_cli, stub_wiki, monkeypatch):
+    """A stale citation (wiki and README disagree) fails init; nothing half-created remains."""
+    from kernelpilot.workspace import render
+
+    real = render.render_readme
+
+    def forged(config, hw):
+        text, tbd = real(config, hw)
+        return text.replace("500.0 TFLOP/s <-", "900.0 TFLOP/s <-"), tbd
+
+    monkeypatch.setattr(render, "render_readme", forged)
+    code, err = _init(run_cli, tmp_path, "--dtype", "bf16")
+    assert code == 1 and "CitationError" in err and "900.0" in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_guard_refuses_citations_not_from_the_wiki(tmp_path, stub_wiki):
+    from kernelpilot.errors import CitationError
+    from kernelpilot.workspace import hardware, render
+
+    hw = hardware.gather("stub-gpu", dtype="bf16")
+    f = tmp_path / "x.md"
+    f.write_text("- bf16_dense_tflops: 500.0 TFLOP/s <- gpu-wiki-index/nvidia/stub-gpu.md:L9\n")
+    render.assert_no_uncited_specs([f], hw)
+    f.write_text("- l2_cache_mb: 50 MB <- gpu-wiki-index/nvidia/stub-gpu.md:L3\n")
+    with pytest.raises(CitationError, match="did not produce"):
+        render.assert_no_uncited_specs([f], hw)
+
+
+def test_report_and_plan_are_audited_with_stub(tmp_path, run_cli, stub_wiki):
+    code, _ = _init(run_cli, tmp_path, "--dtype", "bf16", "--flops", "1.37e11", "--bytes-moved", "1e8")
+    assert code == 0
+    ws = tmp_path / "w"
+    for change, med in (("baseline", 900.0), ("swizzle", 600.0)):
+        r = run_cli("memory", "create", "--workspace", str(ws), "--change", change, "--median", str(med))
+        assert r.code == 0, r.err
+    r = run_cli("--json", "report", "--workspace", str(ws))
+    assert r.code == 0, r.err
+    rep = json.loads(r.out)
+    assert rep["audit"] == "passed"
+    html = (ws / rep["html"]).read_text()
+    assert "roof: bf16_dense_tflops: 500.0 TFLOP/s &lt;- gpu-wiki-index/nvidia/stub-gpu.md:L9" in html
+    assert 'class="chart roofline"' in html
+    r = run_cli("--json", "plan", "--workspace", str(ws), "--title", "t", "--hypothesis", "h")
+    assert r.code == 0 and json.loads(r.out)["audit"] == "passed"
+
+
+@needs_real_wiki
+def test_real_wiki_h100_gemm_init_and_report(tmp_path, run_cli):
+    gemm = json.dumps({"op": "gemm", "m": 4096, "n": 4096, "k": 4096})
+    code, out = _init(
+        run_cli,
+        tmp_path,
+        "--dtype",
+        "bf16",
+        "--shape",
+        "M=N=K=4096",
+        "--roofline-args",
+        gemm,
+        platform="H100 SXM5",
+    )
+    assert code == 0, out
+    assert out["gpu_id"] == "h100-sxm5" and out["audit"] == "passed" and out["spec_lines"] > 5
+    readme = (tmp_path / "w" / "README.md").read_text()
+    hw = _section(readme, "Hardware Spec")
+    assert "- bf16_dense_tflops: " in hw and "<- gpu-wiki-index/nvidia/h100-sxm5.md:L" in hw
+    roof = _section(readme, "Roofline analysis")
+    assert "COMPUTE-BOUND" in roof and "## Stop Conditions" not in roof
+    stop = _section(readme, "Stop Conditions")
+    assert "bf16_dense_tflops:" in stop and not stop.strip().startswith("TBD")
+    cfg = json.loads((tmp_path / "w" / "workspace.json").read_text())
+    assert cfg["flops"] == 2 * 4096**3  # counted by the roofline from the op description
+    ws = tmp_path / "w"
+    for change, med in (("baseline", "400"), ("wgmma", "180")):
+        r = run_cli("memory", "create", "--workspace", str(ws), "--change", change, "--median", med)
+        assert r.code == 0, r.err
+    r = run_cli("--json", "report", "--workspace", str(ws))
+    assert r.code == 0, r.err
+    rep = json.loads(r.out)
+    assert rep["audit"] == "passed"
+    md = (ws / rep["markdown"]).read_text()
+    assert "achieved:" in md  # the roofline got the best measured time
+    from kernelpilot.wiki import audit_paths, load_wiki
+
+    result = audit_paths([ws], load_wiki())
+    assert result.ok and result.citations_checked > 30
+
+
+def test_guard_reads_html_escaped_citations(tmp_path, stub_wiki):
+    from kernelpilot.errors import CitationError
+    from kernelpilot.workspace import hardware, render
+
+    hw = hardware.gather("stub-gpu", dtype="bf16")
+    page = tmp_path / "r.html"
+    page.write_text("<li>bf16_dense_tflops: 500.0 TFLOP/s &lt;- gpu-wiki-index/nvidia/stub-gpu.md:L9</li>\n")
+    render.assert_no_uncited_specs([page], hw)
+    assert render.citation_lines(page) == [
+        "bf16_dense_tflops: 500.0 TFLOP/s <- gpu-wiki-index/nvidia/stub-gpu.md:L9"
+    ]
+    page.write_text("<li>bf16_dense_tflops: 900.0 TFLOP/s &lt;- gpu-wiki-index/nvidia/stub-gpu.md:L9</li>\n")
+    with pytest.raises(CitationError, match=r"r\.html:L1"):
+        render.assert_no_uncited_specs([page], hw)
+
+
+def test_report_failing_audit_leaves_no_report(tmp_path, run_cli, stub_wiki, monkeypatch):
+    import subprocess
+
+    from kernelpilot.workspace import report
+
+    code, _ = _init(run_cli, tmp_path, "--dtype", "bf16")
+    assert code == 0
+    ws = tmp_path / "w"
+    assert (
+        run_cli("memory", "create", "--workspace", str(ws), "--change", "baseline", "--median", "5").code == 0
+    )
+    real = report.render_template
+
+    def forged(name, **ctx):
+        text = real(name, **ctx)
+        return text.replace("500.0 TFLOP/s", "510.0 TFLOP/s") if name == "report.html.j2" else text
+
+    monkeypatch.setattr(report, "render_template", forged)
+    r = run_cli("report", "--workspace", str(ws))
+    assert r.code == 1 and "citation" in r.err
+    assert sorted(p.name for p in (ws / "reports").iterdir()) == [".gitkeep"]
+    status = subprocess.run(["git", "status", "--porcelain"], cwd=ws, capture_output=True, text=True).stdout
+    assert status == ""
