@@ -144,7 +144,13 @@ def test_all_statuses_by_real_runs(repo: Path) -> None:
     lines = (task_dir / "ledger.jsonl").read_text().splitlines()
     statuses = [json.loads(x)["status"] for x in lines]
     assert statuses == [
-        "needs_baseline", "neutral", "improved", "regressed", "unstable", "correctness_failed", "out_of_scope"
+        "needs_baseline",
+        "neutral",
+        "improved",
+        "regressed",
+        "unstable",
+        "correctness_failed",
+        "out_of_scope",
     ]
     assert all(json.loads(x)["ledger_version"] == 1 and json.loads(x)["schema_version"] == 1 for x in lines)
     shown = ledger_show(LedgerRequest(task=str(task_dir), status="improved"))
@@ -155,8 +161,9 @@ def test_all_statuses_by_real_runs(repo: Path) -> None:
 def test_failed_when_no_metric_and_when_command_fails(repo: Path) -> None:
     task_dir = make_task(repo)
     baseline(task_dir)
-    (repo / "kernel.py").write_text("COST_US = 1.0\nNOISE = 0.0\nBROKEN = False\nimport sys\n"
-                                    "print('no number here'); sys.exit(0)\n")
+    (repo / "kernel.py").write_text(
+        "COST_US = 1.0\nNOISE = 0.0\nBROKEN = False\nimport sys\nprint('no number here'); sys.exit(0)\n"
+    )
     r = candidate(task_dir)
     # check.py imports kernel too and exits 0 early; bench prints no metric -> failed
     assert r["status"] == "failed" and "no match of metric_regex" in r["output_tail"]  # type: ignore[operator]
@@ -177,7 +184,9 @@ def test_hanging_eval_command_is_killed_with_tail(repo: Path) -> None:
     )
     git(repo, "add", "hang.py")
     git(repo, "commit", "-qm", "hang")
-    task_dir = make_task(repo, eval_command=[sys.executable, "hang.py"], correctness_command=[], timeout_s=1.0)
+    task_dir = make_task(
+        repo, eval_command=[sys.executable, "hang.py"], correctness_command=[], timeout_s=1.0
+    )
     t0 = time.monotonic()
     with pytest.raises(Exception) as err:
         evaluate(EvaluateRequest(task=str(task_dir), refresh_baseline=True))
@@ -208,10 +217,22 @@ def test_bad_inputs_are_typed(repo: Path, tmp_path: Path, run_cli) -> None:  # t
         make_task(repo, eval_command=["python bench.py | tee log"])
     with pytest.raises(InputFileError, match="does not exist"):
         make_task(repo, allowed_file=["nope.py"])
-    with pytest.raises(InputFileError, match="no task.json"):
+    with pytest.raises(InputFileError, match=r"no task\.json"):
         evaluate(EvaluateRequest(task=str(tmp_path / "missing")))
-    cli = run_cli("task", "create", "--name", "x", "--eval-command", "python bench.py", "--metric-regex",
-                  "t: ([0-9]+)", "--allowed-file", "kernel.py", "--workdir", str(repo))
+    cli = run_cli(
+        "task",
+        "create",
+        "--name",
+        "x",
+        "--eval-command",
+        "python bench.py",
+        "--metric-regex",
+        "t: ([0-9]+)",
+        "--allowed-file",
+        "kernel.py",
+        "--workdir",
+        str(repo),
+    )
     assert cli.code == 2 and "shell string" in cli.err
     task_dir = make_task(repo)
     cli = run_cli("eval", str(task_dir))

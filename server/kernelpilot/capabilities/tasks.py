@@ -56,7 +56,8 @@ CAPABILITIES = [
         command=("ledger",),
         summary="Show a task's ledger: every eval's status, speed-up, CI, commit and changed files.",
         description=(
-            "Read the append-only ledger.jsonl of a task folder (one eval result per line, schema-versioned). "
+            "Read the append-only ledger.jsonl of a task folder (one eval result per line, "
+            "schema-versioned). "
             "Filter by status or keep the last N. Use it before proposing the next experiment, to avoid "
             "repeating what failed."
         ),

@@ -50,9 +50,14 @@ def render_task_md(task: Task) -> str:
         f"- shapes: {', '.join(task.shapes) or '-'}",
         f"- dtypes: {', '.join(task.dtypes) or '-'}",
         f"- metric: `{task.metric.name}` {task.metric.unit} — **{task.metric.direction} is better**"
-        + (f" (regex `{task.metric.regex}`)" if task.metric.regex else f" (JSON key `{task.metric.json_key}`)"),
+        + (
+            f" (regex `{task.metric.regex}`)"
+            if task.metric.regex
+            else f" (JSON key `{task.metric.json_key}`)"
+        ),
         f"- eval command (argv, run in `{task.workdir}` relative to this folder): {argv(task.eval_command)}",
-        f"- runs: {task.runs} measured after {task.warmup} warm-up; stable when CV <= {task.cv_threshold:.1%}; "
+        f"- runs: {task.runs} measured after {task.warmup} warm-up; "
+        f"stable when CV <= {task.cv_threshold:.1%}; "
         f"a change under {task.min_effect:.1%} is neutral",
         "",
         "## Correctness (must pass before any timing)",
@@ -70,7 +75,8 @@ def render_task_md(task: Task) -> str:
         "",
         "## Loop",
         "1. `kernelpilot eval <this folder> --refresh-baseline` on a clean commit.",
-        "2. Edit only the allowed files; `kernelpilot eval <this folder>` writes result.json and a ledger line.",
+        "2. Edit only the allowed files; `kernelpilot eval <this folder>` writes result.json "
+        "and a ledger line.",
         "3. Only `improved` (CI of the speed-up above 1) counts; `unstable` means measure again, not a win.",
         "",
     ]
@@ -79,7 +85,9 @@ def render_task_md(task: Task) -> str:
 
 def create_task(req: CreateTaskRequest) -> CreateTaskResult:
     if not _NAME.match(req.name):
-        raise InvalidArgumentError(f"name {req.name!r} is not a valid task name", "use letters, digits, . _ -")
+        raise InvalidArgumentError(
+            f"name {req.name!r} is not a valid task name", "use letters, digits, . _ -"
+        )
     workdir = Path(req.workdir).expanduser()
     if not workdir.is_dir():
         raise InputFileError(f"workdir {req.workdir!r} is not a directory", "give the repository root")
@@ -104,16 +112,22 @@ def create_task(req: CreateTaskRequest) -> CreateTaskResult:
     for item in req.env:
         key, sep, value = item.partition("=")
         if not sep or not key:
-            raise InvalidArgumentError(f"--env {item!r} must be KEY=VALUE", "e.g. --env CUDA_VISIBLE_DEVICES=0")
+            raise InvalidArgumentError(
+                f"--env {item!r} must be KEY=VALUE", "e.g. --env CUDA_VISIBLE_DEVICES=0"
+            )
         set_env[key] = value
     env = TaskEnvironment(set=set_env)
     env.strip = env.strip + [s for s in req.strip_env if s not in env.strip]
     env.stripped_at_creation = sorted(k for k in os.environ if strip_matches(k, env.strip))
-    task_dir = Path(req.task_dir).expanduser() if req.task_dir else workdir / ".kernelpilot" / "tasks" / req.name
+    task_dir = (
+        Path(req.task_dir).expanduser() if req.task_dir else workdir / ".kernelpilot" / "tasks" / req.name
+    )
     task_dir = task_dir.resolve()
     task_json = task_dir / "task.json"
     if task_json.exists() and not req.overwrite:
-        raise StateError(f"{task_json} already exists", "pass --overwrite to replace it, or pick another name")
+        raise StateError(
+            f"{task_json} already exists", "pass --overwrite to replace it, or pick another name"
+        )
     task = Task(
         name=req.name,
         op=req.op,
@@ -144,5 +158,8 @@ def create_task(req: CreateTaskRequest) -> CreateTaskResult:
     atomic_write_text(task_dir / "TASK.md", render_task_md(task))
     rel = os.path.relpath(task_dir, workdir)
     return CreateTaskResult(
-        task_dir=rel, task_json=os.path.join(rel, "task.json"), task_md=os.path.join(rel, "TASK.md"), task=task
+        task_dir=rel,
+        task_json=os.path.join(rel, "task.json"),
+        task_md=os.path.join(rel, "TASK.md"),
+        task=task,
     )

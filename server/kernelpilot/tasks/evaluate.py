@@ -58,7 +58,9 @@ def load_task(path_arg: str) -> tuple[Task, Path, Path]:
     try:
         task = Task.model_validate(read_json(task_json, "task file"))
     except ValidationError as exc:
-        raise InputFileError(f"{task_json} is not a valid task.json: {exc.errors()[0]['msg']}", "recreate it") from exc
+        raise InputFileError(
+            f"{task_json} is not a valid task.json: {exc.errors()[0]['msg']}", "recreate it"
+        ) from exc
     task_dir = task_json.parent.resolve()
     workdir = (task_dir / task.workdir).resolve()
     if not workdir.is_dir():
@@ -84,7 +86,9 @@ def _git(workdir: Path, args: list[str]) -> str:
     try:
         res = toolchain.run([str(exe), *args], cwd=workdir, timeout_s=60, check=True)
     except ToolchainError as exc:
-        raise StateError(f"git {' '.join(args)} failed in {workdir}: {exc}", "is the workdir a git repository?") from exc
+        raise StateError(
+            f"git {' '.join(args)} failed in {workdir}: {exc}", "is the workdir a git repository?"
+        ) from exc
     return res.stdout
 
 
@@ -111,7 +115,9 @@ def out_of_scope(files: list[str], allowed: list[str]) -> list[str]:
 def _run_checks(task: Task, workdir: Path, env: dict[str, str]) -> tuple[bool, str]:
     for i, argv in enumerate(task.correctness_commands, 1):
         try:
-            run_command(argv, cwd=workdir, env=env, timeout_s=task.timeout_s, field=f"correctness_command[{i}]")
+            run_command(
+                argv, cwd=workdir, env=env, timeout_s=task.timeout_s, field=f"correctness_command[{i}]"
+            )
         except ToolchainError as exc:
             tail = getattr(exc, "stderr_tail", "") or ""
             return False, f"{exc.message}\n{tail}"[-OUTPUT_TAIL_CHARS:]
@@ -170,8 +176,13 @@ def _refresh_baseline(
         environment=environment.capture(),
     )
     atomic_write_json(task_dir / "baseline.json", baseline.model_dump(mode="json"))
-    msg = "" if stats.stable else (
-        f"WARNING: baseline is {stats.verdict}; candidates will be 'unstable' until a stable baseline is measured"
+    msg = (
+        ""
+        if stats.stable
+        else (
+            f"WARNING: baseline is {stats.verdict}; candidates will be 'unstable' until a stable "
+            "baseline is measured"
+        )
     )
     return EvaluateResult(mode="baseline", baseline=baseline, written=["baseline.json"], message=msg)
 
@@ -185,7 +196,9 @@ def _load_baseline(task: Task, task_dir: Path) -> tuple[Baseline | None, str]:
     try:
         base = Baseline.model_validate(read_json(path, "baseline file"))
     except ValidationError as exc:
-        raise InputFileError(f"{path} is not a valid baseline.json: {exc.errors()[0]['msg']}", "refresh it") from exc
+        raise InputFileError(
+            f"{path} is not a valid baseline.json: {exc.errors()[0]['msg']}", "refresh it"
+        ) from exc
     if base.task_hash != task_hash(task):
         return None, "baseline.json is stale (eval command, metric, checks or env changed): refresh it"
     return base, ""
@@ -224,7 +237,8 @@ def _candidate(
         bad = out_of_scope(files, task.allowed_files)
         env = command_env(task.environment)
         if bad:
-            message = f"edited outside the allowed files: {', '.join(bad)} (allowed: {', '.join(task.allowed_files)})"
+            allowed = ", ".join(task.allowed_files)
+            message = f"edited outside the allowed files: {', '.join(bad)} (allowed: {allowed})"
             fields.update(status="out_of_scope", output_tail=message)
         else:
             ok, tail = _run_checks(task, workdir, env)
@@ -244,7 +258,9 @@ def _candidate(
         fields["environment"] = environment.capture()
     record = EvalRecord(created=now_iso(), **fields)
     _commit_record(task_dir, record)
-    return EvaluateResult(mode="candidate", record=record, written=["result.json", "ledger.jsonl"], message=message)
+    return EvaluateResult(
+        mode="candidate", record=record, written=["result.json", "ledger.jsonl"], message=message
+    )
 
 
 def _verdict(task: Task, base: Baseline, samples: list[float]) -> dict[str, Any]:
@@ -253,7 +269,9 @@ def _verdict(task: Task, base: Baseline, samples: list[float]) -> dict[str, Any]
     if not base.stable or not cand.stable:
         side = "baseline" if not base.stable else "candidate"
         which = base.stats if not base.stable else cand
-        out.update(status="unstable", _message=f"{side} is {which.verdict}: no speed-up claimed; measure again")
+        out.update(
+            status="unstable", _message=f"{side} is {which.verdict}: no speed-up claimed; measure again"
+        )
         return out
     sp = speedup_of(base.stats.median, cand.median, task.metric.direction)
     lo, hi = bootstrap_speedup_ci(base.samples, samples, task.metric.direction)

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kernelpilot.errors import InputFileError
+from kernelpilot.errors import InputFileError, InvalidArgumentError
 from kernelpilot.tasks.models import STATUSES, LedgerRequest, LedgerResult
 from kernelpilot.tasks.store import read_jsonl
-from kernelpilot.errors import InvalidArgumentError
 
 
 def ledger_show(req: LedgerRequest) -> LedgerResult:

@@ -161,7 +161,8 @@ class CreateTaskRequest(Request):
     )
     correctness_command: list[list[str]] = Field(
         default_factory=list,
-        description='A correctness check as a JSON argv list \'["python","check.py"]\'; repeatable; each must '
+        description='A correctness check as a JSON argv list \'["python","check.py"]\'; repeatable; '
+        "each must "
         "exit 0 before timing.",
     )
     op: str = Field("", description="The operation (e.g. 'softmax over rows').")
@@ -231,7 +232,9 @@ class EvaluateResult(Result):
     mode: Literal["baseline", "candidate"]
     record: EvalRecord | None = Field(None, description="The candidate's result.json (contract 4).")
     baseline: Baseline | None = Field(None, description="The baseline written (refresh mode).")
-    written: list[str] = Field(default_factory=list, description="Files written, relative to the task folder.")
+    written: list[str] = Field(
+        default_factory=list, description="Files written, relative to the task folder."
+    )
     message: str = ""
 
     def render_text(self) -> str:
@@ -284,9 +287,14 @@ class LedgerResult(Result):
     corrupt_lines: list[int]
 
     def render_text(self) -> str:
-        lines = [f"ledger {self.ledger}: {self.total} entries" + (
-            f" ({len(self.corrupt_lines)} unreadable lines: {self.corrupt_lines})" if self.corrupt_lines else ""
-        )]
+        lines = [
+            f"ledger {self.ledger}: {self.total} entries"
+            + (
+                f" ({len(self.corrupt_lines)} unreadable lines: {self.corrupt_lines})"
+                if self.corrupt_lines
+                else ""
+            )
+        ]
         lines.append(f"{'created':<26} {'status':<19} {'speedup':>8} {'CI':>17} {'commit':<12} changed")
         for e in self.entries:
             sp = e.get("speedup")

@@ -63,7 +63,9 @@ def load_factory(spec: str, cwd: Path) -> Callable[..., Any]:
         if not path.is_absolute():
             path = cwd / path
         if not path.is_file():
-            raise InputFileError(f"callable file {module_part!r} not found", "check the path (relative to workdir)")
+            raise InputFileError(
+                f"callable file {module_part!r} not found", "check the path (relative to workdir)"
+            )
         mod_name = f"_kernelpilot_timed_{abs(hash(str(path.resolve())))}"
         mspec = importlib.util.spec_from_file_location(mod_name, path)
         if mspec is None or mspec.loader is None:
@@ -74,7 +76,9 @@ def load_factory(spec: str, cwd: Path) -> Callable[..., Any]:
             sys.modules[mod_name] = module
             mspec.loader.exec_module(module)
         except Exception as exc:  # the user's module raised on import: report it, typed
-            raise CallableError(f"importing {module_part!r} raised {type(exc).__name__}: {exc}", "fix the module") from exc
+            raise CallableError(
+                f"importing {module_part!r} raised {type(exc).__name__}: {exc}", "fix the module"
+            ) from exc
         finally:
             sys.path.remove(str(path.parent))
     else:
@@ -83,12 +87,18 @@ def load_factory(spec: str, cwd: Path) -> Callable[..., Any]:
         try:
             module = importlib.import_module(module_part)
         except ModuleNotFoundError as exc:
-            raise InputFileError(f"module {module_part!r} not found: {exc}", "check the name and workdir") from exc
+            raise InputFileError(
+                f"module {module_part!r} not found: {exc}", "check the name and workdir"
+            ) from exc
         except Exception as exc:
-            raise CallableError(f"importing {module_part!r} raised {type(exc).__name__}: {exc}", "fix the module") from exc
+            raise CallableError(
+                f"importing {module_part!r} raised {type(exc).__name__}: {exc}", "fix the module"
+            ) from exc
     fn = getattr(module, func_name, None)
     if fn is None or not callable(fn):
-        raise InvalidArgumentError(f"{module_part!r} has no callable {func_name!r}", "check the function name")
+        raise InvalidArgumentError(
+            f"{module_part!r} has no callable {func_name!r}", "check the function name"
+        )
     return fn  # type: ignore[no-any-return]
 
 
@@ -114,8 +124,7 @@ def build_closures(factory: Callable[..., Any], rotate: int) -> list[Callable[[]
 def _cuda_torch() -> Any | None:
     if importlib.util.find_spec("torch") is None:
         return None
-    import torch
-
+    torch: Any = importlib.import_module("torch")  # heavy: imported only when timing on a GPU
     return torch if torch.cuda.is_available() else None
 
 
@@ -196,7 +205,9 @@ def time_callable(
     except KernelpilotError:
         raise
     except Exception as exc:
-        raise CallableError(f"the timed closure raised {type(exc).__name__}: {exc}", "fix the closure") from exc
+        raise CallableError(
+            f"the timed closure raised {type(exc).__name__}: {exc}", "fix the closure"
+        ) from exc
     note = "CPU FALLBACK: host wall time (time.perf_counter_ns) around each call; no GPU timing"
     if l2_flush:
         note += "; --l2-flush ignored (no GPU)"

@@ -69,7 +69,7 @@ def check_argv(argv: Sequence[str], field: str) -> list[str]:
         raise InvalidArgumentError(
             f"{field} looks like a shell string ({args[0]!r}); commands are argv lists and never "
             "run through a shell",
-            f'split it into arguments (repeat --{field.replace("_", "-")} once per argument, or give a '
+            f"split it into arguments (repeat --{field.replace('_', '-')} once per argument, or give a "
             'JSON list like ["python","bench.py"]); wrap pipelines in a script',
         )
     return args
@@ -100,7 +100,7 @@ def coerce_argv_list(value: Any) -> Any:
                 decoded = json.loads(item)
             except json.JSONDecodeError as exc:
                 raise ValueError(
-                    f"each correctness command must be a JSON argv list like [\"python\",\"check.py\"], "
+                    f'each correctness command must be a JSON argv list like ["python","check.py"], '
                     f"got {item!r}"
                 ) from exc
             out.append(decoded)
@@ -170,7 +170,9 @@ def compile_metric_regex(pattern: str) -> re.Pattern[str]:
     try:
         rx = re.compile(pattern, re.MULTILINE)
     except re.error as exc:
-        raise InvalidArgumentError(f"metric_regex {pattern!r} is not a valid regex: {exc}", "fix it") from None
+        raise InvalidArgumentError(
+            f"metric_regex {pattern!r} is not a valid regex: {exc}", "fix it"
+        ) from None
     if rx.groups != 1:
         raise InvalidArgumentError(
             f"metric_regex {pattern!r} must have exactly one capture group, has {rx.groups}",

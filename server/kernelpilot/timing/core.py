@@ -5,6 +5,7 @@ from __future__ import annotations
 import shlex
 import time
 from pathlib import Path
+from typing import Literal
 
 from kernelpilot.capability import Progress, no_progress
 from kernelpilot.errors import InputFileError, InvalidArgumentError
@@ -72,7 +73,7 @@ def time_kernel(req: TimeRequest, progress: Progress = no_progress) -> TimeResul
         )
         samples, timer, note, unit = t.samples_us, t.timer, t.timer_note, "us"
         rotate, flush = t.rotate, t.l2_flush_bytes
-        mode = "callable"
+        mode: Literal["callable", "command"] = "callable"
         target = req.spec
         extra = {"torch_device": t.device_name} if t.device_name else {}
     else:
@@ -108,7 +109,7 @@ def time_kernel(req: TimeRequest, progress: Progress = no_progress) -> TimeResul
     env["clocks_before"] = clocks_before
     env.update(extra)
     return TimeResult(
-        mode=mode,  # type: ignore[arg-type]
+        mode=mode,
         target=target,
         timer=timer,
         timer_note=note,

@@ -43,8 +43,12 @@ class TimeRequest(Request):
     cv_threshold: float = Field(
         DEFAULT_CV_THRESHOLD, gt=0, description="Stable when stdev/mean <= this fraction (0.02 = 2%)."
     )
-    timeout_s: float = Field(300.0, gt=0, description="Command path: per-run timeout; kills its process group.")
-    workdir: str = Field(".", description="Directory the command runs in / the spec is resolved from; git state.")
+    timeout_s: float = Field(
+        300.0, gt=0, description="Command path: per-run timeout; kills its process group."
+    )
+    workdir: str = Field(
+        ".", description="Directory the command runs in / the spec is resolved from; git state."
+    )
 
     @field_validator("command", mode="before")
     @classmethod
