@@ -277,3 +277,13 @@ def test_stale_baseline_needs_refresh(repo: Path) -> None:
     make_task(repo, correctness_command=[], metric_regex=r"time_us: ([0-9.]+)\s*$", overwrite=True)
     r = candidate(task_dir)
     assert r["status"] == "needs_baseline" and "stale" in r["output_tail"]  # type: ignore[operator]
+
+
+def test_baseline_from_another_gpu_needs_refresh(repo: Path) -> None:
+    task_dir = make_task(repo, correctness_command=[])
+    baseline(task_dir)
+    data = json.loads((task_dir / "baseline.json").read_text())
+    data["environment"]["gpus"] = [{"name": "NVIDIA H100 80GB HBM3", "driver_version": "580.159.04"}]
+    (task_dir / "baseline.json").write_text(json.dumps(data))
+    r = candidate(task_dir)
+    assert r["status"] == "needs_baseline" and "H100" in r["output_tail"]  # type: ignore[operator]

@@ -204,3 +204,16 @@ def test_ledger_append_is_whole_lines_under_concurrency(tmp_path: Path) -> None:
 def _writer(path: Path, w: int) -> None:
     for i in range(50):
         append_jsonl(path, {"w": w, "i": i, "pad": "x" * 300})
+
+
+def test_command_env_strips_instrumentation(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CUDA_LAUNCH_BLOCKING", "1")
+    monkeypatch.setenv("NSYS_PROFILING_SESSION_ID", "7")
+    code = (
+        "import os; print('v=%d' % (len([k for k in os.environ if k.startswith(('CUDA_LAUNCH', 'NSYS_'))])))"
+    )
+    res = time_kernel(
+        TimeRequest(command=[sys.executable, "-c", code], metric_regex=r"v=(\d+)", runs=2, warmup=0)
+    )
+    assert res.stats.median == 0.0
+    assert "stripped from its environment: CUDA_LAUNCH_BLOCKING, NSYS_PROFILING_SESSION_ID" in res.timer_note

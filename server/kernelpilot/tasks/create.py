@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import fnmatch
 import os
 import re
 from pathlib import Path
@@ -17,6 +16,7 @@ from kernelpilot.tasks.models import (
     TaskEnvironment,
 )
 from kernelpilot.tasks.store import atomic_write_json, atomic_write_text
+from kernelpilot.timing import instrumentation
 from kernelpilot.timing.commands import check_argv, compile_metric_regex
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
@@ -26,13 +26,9 @@ def now_iso() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
 
-def strip_matches(name: str, patterns: list[str]) -> bool:
-    return any(fnmatch.fnmatchcase(name, p) for p in patterns)
-
-
 def command_env(env: TaskEnvironment) -> dict[str, str]:
     """The environment every task command runs with: ours minus stripped variables, plus `set`."""
-    out = {k: v for k, v in os.environ.items() if not strip_matches(k, env.strip)}
+    out = instrumentation.stripped(patterns=env.strip)
     out.update(env.set)
     return out
 
@@ -118,7 +114,7 @@ def create_task(req: CreateTaskRequest) -> CreateTaskResult:
         set_env[key] = value
     env = TaskEnvironment(set=set_env)
     env.strip = env.strip + [s for s in req.strip_env if s not in env.strip]
-    env.stripped_at_creation = sorted(k for k in os.environ if strip_matches(k, env.strip))
+    env.stripped_at_creation = instrumentation.present(patterns=env.strip)
     task_dir = (
         Path(req.task_dir).expanduser() if req.task_dir else workdir / ".kernelpilot" / "tasks" / req.name
     )

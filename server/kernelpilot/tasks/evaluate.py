@@ -201,7 +201,19 @@ def _load_baseline(task: Task, task_dir: Path) -> tuple[Baseline | None, str]:
         ) from exc
     if base.task_hash != task_hash(task):
         return None, "baseline.json is stale (eval command, metric, checks or env changed): refresh it"
+    then, now = _gpu_ids(base.environment.get("gpus", [])), _gpu_ids(environment.query_gpus())
+    if then != now:
+        return None, (
+            f"baseline.json was measured on {then or 'no GPU'} but this machine has {now or 'no GPU'}: "
+            "refresh the baseline here"
+        )
     return base, ""
+
+
+def _gpu_ids(gpus: Any) -> list[tuple[str, str]]:
+    if not isinstance(gpus, list):
+        return []
+    return [(str(g.get("name")), str(g.get("driver_version"))) for g in gpus if isinstance(g, dict)]
 
 
 def _candidate(

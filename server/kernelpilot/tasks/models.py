@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from kernelpilot.models import Request, Result
 from kernelpilot.timing.commands import coerce_argv, coerce_argv_list
+from kernelpilot.timing.instrumentation import DEFAULT_STRIP_ENV
 from kernelpilot.timing.stats import DEFAULT_CV_THRESHOLD, SampleStats
 
 SCHEMA_VERSION = 1
@@ -24,35 +25,6 @@ Status = Literal[
     "needs_baseline",
 ]
 STATUSES: tuple[str, ...] = Status.__args__  # type: ignore[attr-defined]
-
-# Variables that change what a timing measures (profilers, injection, serialisation, debug modes).
-# Stripped from the eval environment; a trailing '*' is a prefix match.
-DEFAULT_STRIP_ENV: tuple[str, ...] = (
-    "CUDA_LAUNCH_BLOCKING",  # serialises every launch
-    "CUDA_INJECTION64_PATH",  # profiler/tool injection (Nsight, CUPTI tools)
-    "NVTX_INJECTION64_PATH",
-    "NCU_*",  # Nsight Compute
-    "NSYS_*",  # Nsight Systems
-    "NV_NSIGHT*",
-    "CUPTI_*",
-    "COMPUTE_SANITIZER*",
-    "LD_PRELOAD",  # interposers
-    "ROCPROF*",  # rocprof / rocprofv3
-    "ROCTRACER*",
-    "HSA_TOOLS_LIB",  # ROCm tool injection
-    "HSA_TOOLS_REPORT_LOAD_FAILURE",
-    "AMD_SERIALIZE_KERNEL",
-    "AMD_SERIALIZE_COPY",
-    "AMD_LOG_LEVEL",
-    "HIP_LAUNCH_BLOCKING",
-    "TORCH_COMPILE_DEBUG",
-    "TORCH_LOGS",
-    "TORCH_SHOW_CPP_STACKTRACES",
-    "PYTORCH_NO_CUDA_MEMORY_CACHING",
-    "TRITON_INTERPRET",  # runs Triton kernels on the CPU interpreter
-    "TRITON_DEBUG",
-    "KINETO_*",
-)
 
 
 class Metric(BaseModel):

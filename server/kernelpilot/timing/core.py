@@ -9,7 +9,7 @@ from typing import Literal
 
 from kernelpilot.capability import Progress, no_progress
 from kernelpilot.errors import InputFileError, InvalidArgumentError
-from kernelpilot.timing import environment
+from kernelpilot.timing import environment, instrumentation
 from kernelpilot.timing.callables import time_callable
 from kernelpilot.timing.commands import check_argv, compile_metric_regex, extract_metric, run_command
 from kernelpilot.timing.models import TimeRequest, TimeResult
@@ -59,6 +59,7 @@ def time_kernel(req: TimeRequest, progress: Progress = no_progress) -> TimeResul
         )
     wd = _workdir(req.workdir)
     clocks_before = environment.query_gpus()
+    instr = instrumentation.present()
     if req.spec is not None:
         if req.metric_regex or req.metric_json_key:
             raise InvalidArgumentError("metric_regex/metric_json_key apply to command only", "drop them")
@@ -72,6 +73,8 @@ def time_kernel(req: TimeRequest, progress: Progress = no_progress) -> TimeResul
             device=req.device,
         )
         samples, timer, note, unit = t.samples_us, t.timer, t.timer_note, "us"
+        if instr:
+            note += f"; WARNING: instrumentation variables set in this process: {', '.join(instr)}"
         rotate, flush = t.rotate, t.l2_flush_bytes
         mode: Literal["callable", "command"] = "callable"
         target = req.spec
@@ -90,7 +93,7 @@ def time_kernel(req: TimeRequest, progress: Progress = no_progress) -> TimeResul
         samples, _ = measure_command(
             argv,
             cwd=wd,
-            env=None,
+            env=instrumentation.stripped(),
             runs=req.runs,
             warmup=req.warmup,
             timeout_s=req.timeout_s,
@@ -103,6 +106,8 @@ def time_kernel(req: TimeRequest, progress: Progress = no_progress) -> TimeResul
             f"metric read from the command's output ({'regex' if req.metric_regex else 'JSON key'}); "
             f"{req.runs + req.warmup} runs took {time.perf_counter() - start:.2f} s"
         )
+        if instr:
+            note += f"; stripped from its environment: {', '.join(instr)}"
         target = shlex.join(argv)
         extra = {}
     env = environment.capture(wd)
