@@ -250,11 +250,15 @@ def test_bad_inputs_are_typed(repo: Path, tmp_path: Path, run_cli) -> None:  # t
     assert not (task_dir / "baseline.json").exists()
 
 
-def test_crash_mid_eval_leaves_no_partial_files(repo: Path) -> None:
+def test_crash_mid_eval_leaves_no_partial_files(repo: Path, tmp_path: Path) -> None:
     task_dir = make_task(repo, correctness_command=[])
     baseline(task_dir)
+    marker = tmp_path / "runs.txt"
     set_kernel(repo, cost=80.0)
-    (repo / "kernel.py").write_text((repo / "kernel.py").read_text() + "import time; time.sleep(0.4)\n")
+    (repo / "kernel.py").write_text(
+        (repo / "kernel.py").read_text()
+        + f"import time\nopen({str(marker)!r}, 'a').write('x')\ntime.sleep(0.4)\n"
+    )
     before = sorted(p.name for p in task_dir.iterdir())
     proc = subprocess.Popen(
         [sys.executable, "-m", "kernelpilot.cli", "eval", str(task_dir)],
@@ -262,8 +266,10 @@ def test_crash_mid_eval_leaves_no_partial_files(repo: Path) -> None:
         stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
-    time.sleep(1.5)  # mid-measurement (6 runs x >= 0.4 s)
-    assert proc.poll() is None
+    deadline = time.monotonic() + 30
+    while (not marker.exists() or len(marker.read_text()) < 2) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert proc.poll() is None and len(marker.read_text()) >= 2  # killed mid-measurement
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     after = sorted(p.name for p in task_dir.iterdir())

@@ -31,7 +31,7 @@ from kernelpilot.tasks.models import (
     Task,
 )
 from kernelpilot.tasks.store import append_jsonl, atomic_write_json, read_json, write_temp
-from kernelpilot.timing import environment
+from kernelpilot.timing import environment, instrumentation
 from kernelpilot.timing.commands import OUTPUT_TAIL_CHARS, run_command
 from kernelpilot.timing.core import measure_command
 from kernelpilot.timing.stats import bootstrap_speedup_ci, speedup_of, summarize
@@ -173,7 +173,10 @@ def _refresh_baseline(
         stats=stats,
         stable=stats.stable,
         created=now_iso(),
-        environment=environment.capture(),
+        environment={
+            **environment.capture(),
+            "stripped_env": instrumentation.present(patterns=task.environment.strip),
+        },
     )
     atomic_write_json(task_dir / "baseline.json", baseline.model_dump(mode="json"))
     msg = (
@@ -267,7 +270,10 @@ def _candidate(
                 else:
                     fields.update(_verdict(task, base, samples), output_tail=tail)
                     message = fields.pop("_message")
-        fields["environment"] = environment.capture()
+    fields["environment"] = {
+        **environment.capture(),
+        "stripped_env": instrumentation.present(patterns=task.environment.strip),
+    }
     record = EvalRecord(created=now_iso(), **fields)
     _commit_record(task_dir, record)
     return EvaluateResult(
