@@ -270,6 +270,8 @@ def _candidate(
                 else:
                     fields.update(_verdict(task, base, samples), output_tail=tail)
                     message = fields.pop("_message")
+                    if message:
+                        fields["output_tail"] = f"{message}\n{tail}"[-OUTPUT_TAIL_CHARS:]
     fields["environment"] = {
         **environment.capture(),
         "stripped_env": instrumentation.present(patterns=task.environment.strip),
@@ -290,6 +292,9 @@ def _verdict(task: Task, base: Baseline, samples: list[float]) -> dict[str, Any]
         out.update(
             status="unstable", _message=f"{side} is {which.verdict}: no speed-up claimed; measure again"
         )
+        return out
+    if base.stats.median <= 0 or cand.median <= 0:
+        out.update(status="failed", _message="a median of the metric is <= 0: a speed-up ratio is undefined")
         return out
     sp = speedup_of(base.stats.median, cand.median, task.metric.direction)
     lo, hi = bootstrap_speedup_ci(base.samples, samples, task.metric.direction)
