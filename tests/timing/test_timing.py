@@ -217,3 +217,9 @@ def test_command_env_strips_instrumentation(monkeypatch: pytest.MonkeyPatch) -> 
     )
     assert res.stats.median == 0.0
     assert "stripped from its environment: CUDA_LAUNCH_BLOCKING, NSYS_PROFILING_SESSION_ID" in res.timer_note
+
+
+@pytest.mark.parametrize("cmd", [["time"], ["task", "create"], ["eval"], ["ledger"], ["suggest"]])
+def test_help_renders(run_cli, cmd: list[str]) -> None:  # type: ignore[no-untyped-def]
+    out = run_cli(*cmd, "--help")
+    assert out.code == 0 and "usage: kernelpilot" in out.out

@@ -147,9 +147,11 @@ class CreateTaskRequest(Request):
     )
     runs: int = Field(10, ge=2, le=10000, description="Measured runs per eval.")
     warmup: int = Field(1, ge=0, le=1000, description="Untimed runs before measuring.")
-    cv_threshold: float = Field(DEFAULT_CV_THRESHOLD, gt=0, description="Stable when CV <= this (0.02 = 2%).")
+    cv_threshold: float = Field(
+        DEFAULT_CV_THRESHOLD, gt=0, description="Stable when CV <= this (0.02 = 2 percent)."
+    )
     min_effect: float = Field(
-        0.01, ge=0, description="Smallest speed-up fraction called improved/regressed (0.01 = 1%)."
+        0.01, ge=0, description="Smallest speed-up fraction called improved/regressed (0.01 = 1 percent)."
     )
     timeout_s: float = Field(600.0, gt=0, description="Per-command timeout; kills its process group.")
     env: list[str] = Field(default_factory=list, description="KEY=VALUE set for every command; repeatable.")

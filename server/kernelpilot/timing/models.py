@@ -41,7 +41,7 @@ class TimeRequest(Request):
         "auto", description="auto: CUDA events when torch sees a GPU, else the labelled CPU fallback."
     )
     cv_threshold: float = Field(
-        DEFAULT_CV_THRESHOLD, gt=0, description="Stable when stdev/mean <= this fraction (0.02 = 2%)."
+        DEFAULT_CV_THRESHOLD, gt=0, description="Stable when stdev/mean <= this fraction (0.02 = 2 percent)."
     )
     timeout_s: float = Field(
         300.0, gt=0, description="Command path: per-run timeout; kills its process group."
