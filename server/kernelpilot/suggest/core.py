@@ -1,0 +1,302 @@
+"""`suggest_experiments`: a ranked queue of experiment hypotheses from a bottleneck verdict.
+
+Score of a lever for a verdict = rule weight (rules.LEVERS) x (0.5 + 0.5 x verdict confidence)
+x ISA factors (e.g. loads already 128-bit -> vectorizing is down-weighted; spills present -> the
+spill lever appears) x history factors (each earlier regressed/neutral/failed attempt of the same
+lever on the same kernel x0.35; an unstable one x0.8; an improved one x0.8). Every entry is a
+hypothesis to test with `kernelpilot eval`, never a claim.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from kernelpilot.errors import FormatError, InputFileError
+from kernelpilot.suggest.models import EvalContract, Suggestion, SuggestRequest, SuggestResult
+from kernelpilot.suggest.rules import LEVERS, Lever
+
+VERDICTS = ("compute_bound", "memory_bound", "latency_bound", "sync_bound", "unknown")
+FAILED_STATUSES = ("regressed", "neutral", "correctness_failed", "failed", "out_of_scope")
+FAIL_FACTOR = 0.35
+UNSTABLE_FACTOR = 0.8
+DONE_FACTOR = 0.8
+
+PREDICTIONS = {
+    "memory": "fewer bytes moved or higher achieved bandwidth; time should fall about in proportion to "
+    "the bytes removed",
+    "compute": "higher achieved FLOP/s; time should fall toward the compute roof",
+    "latency": "more work in flight (occupancy or ILP); stall cycles per instruction should drop",
+    "sync": "fewer barrier/atomic stalls; time should fall by about the measured stall share",
+    "resources": "no local-memory traffic (spills 0 in `isa resources`) and a shorter time",
+    "measure": "no time change: this step only measures",
+}
+
+
+def _load(value: str, what: str) -> Any:
+    text = value.strip()
+    if text.startswith(("{", "[")):
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise FormatError(
+                f"{what}: inline JSON is invalid: {exc}", "pass valid JSON or a file path"
+            ) from exc
+    p = Path(text).expanduser()
+    if p.is_dir() and (p / "ledger.jsonl").is_file():
+        p = p / "ledger.jsonl"
+    if not p.is_file():
+        raise InputFileError(f"{what}: file {value!r} not found", "give a JSON file path or inline JSON")
+    raw = p.read_text(encoding="utf-8", errors="replace")
+    if p.suffix == ".jsonl":
+        out = []
+        for n, line in enumerate(raw.splitlines(), 1):
+            if line.strip():
+                try:
+                    out.append(json.loads(line))
+                except json.JSONDecodeError as exc:
+                    raise FormatError(f"{what}: {p.name} line {n} is not JSON", "repair the file") from exc
+        return out
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise FormatError(f"{what}: {p} is not valid JSON: {exc}", "give the tool's JSON output") from exc
+
+
+def _verdicts(doc: Any) -> list[dict[str, Any]]:
+    if isinstance(doc, dict) and isinstance(doc.get("verdicts"), list):
+        items = doc["verdicts"]
+    elif isinstance(doc, dict) and "verdict" in doc:
+        items = [doc]
+    elif isinstance(doc, list):
+        items = doc
+    else:
+        raise FormatError(
+            "bottleneck JSON has neither 'verdicts' nor 'verdict'",
+            "pass the output of `kernelpilot bottleneck --json` (or one verdict object)",
+        )
+    out = []
+    for i, v in enumerate(items):
+        if not isinstance(v, dict) or v.get("verdict") not in VERDICTS:
+            raise FormatError(
+                f"bottleneck verdict #{i} has no valid 'verdict' (one of {', '.join(VERDICTS)})",
+                "pass classify_bottleneck output unchanged",
+            )
+        conf = v.get("confidence", 0.5)
+        if not isinstance(conf, (int, float)) or not 0 <= conf <= 1:
+            raise FormatError(f"verdict #{i}: confidence must be a number in 0..1, got {conf!r}", "fix it")
+        out.append(v)
+    return out
+
+
+def _isa_for(isa: Any, kernel: str) -> dict[str, Any]:
+    if isa is None:
+        return {}
+    if isinstance(isa, dict) and any(
+        k in isa
+        for k in ("registers", "spills", "occupancy_limiter", "widest_load_bits", "kernel", "spill_bytes")
+    ):
+        items: list[Any] = [isa]
+    elif isinstance(isa, dict):
+        return dict(isa.get(kernel, {})) if isinstance(isa.get(kernel), dict) else {}
+    elif isinstance(isa, list):
+        items = isa
+    else:
+        raise FormatError("ISA facts must be an object, a list of objects or {kernel: facts}", "fix the JSON")
+    named = [x for x in items if isinstance(x, dict) and x.get("kernel") == kernel]
+    if named:
+        return dict(named[0])
+    unnamed = [x for x in items if isinstance(x, dict) and "kernel" not in x]
+    return dict(unnamed[0]) if len(items) == 1 and unnamed else {}
+
+
+def _spills(f: dict[str, Any]) -> int | None:
+    for key in ("spills", "spill_bytes", "local_bytes"):
+        if isinstance(f.get(key), (int, float)):
+            return int(f[key])
+    parts = [f.get(k) for k in ("spill_stores", "spill_loads")]
+    if any(isinstance(p, (int, float)) for p in parts):
+        return int(sum(p for p in parts if isinstance(p, (int, float))))
+    return None
+
+
+def _isa_factor(lever: Lever, f: dict[str, Any]) -> tuple[float, list[str], str | None]:
+    """(factor, evidence lines, reason to skip) from ISA facts for one lever."""
+    ev: list[str] = []
+    spills = _spills(f)
+    widest = f.get("widest_load_bits")
+    limiter = str(f.get("occupancy_limiter") or "").lower()
+    tensor_ops = f.get("tensor_ops")
+    regs = f.get("registers")
+    factor = 1.0
+    if lever.id == "remove_spills":
+        if not spills:
+            return (
+                0.0,
+                [],
+                "remove_spills: no spills reported" if spills == 0 else "remove_spills: no ISA facts",
+            )
+        return 1.3, [f"ISA: {spills} spill bytes/instructions (local memory traffic)"], None
+    if lever.id == "vectorize_loads" and isinstance(widest, (int, float)):
+        if widest < 128:
+            factor, ev = 1.3, [f"ISA: widest global load is {int(widest)} bits (< 128)"]
+        else:
+            factor, ev = 0.3, [f"ISA: loads already {int(widest)} bits wide"]
+    if lever.id == "tensor_cores" and isinstance(tensor_ops, (int, float)):
+        if tensor_ops == 0:
+            factor, ev = 1.3, ["ISA: no tensor-core (MMA) instructions in the kernel"]
+        else:
+            factor, ev = 0.5, [f"ISA: already {int(tensor_ops)} tensor-core instructions"]
+    if lever.id == "raise_occupancy" and limiter:
+        boost = {"registers": 1.3, "shared": 1.2, "shared_memory": 1.2}.get(limiter, 0.9)
+        factor = boost
+        ev = [f"ISA: occupancy limited by {limiter}" + (f" ({regs} registers/thread)" if regs else "")]
+    if lever.id in ("register_tiling", "increase_ilp", "fuse_kernels") and spills:
+        factor, ev = 0.7, [f"ISA: already {spills} spills; more live values risk more"]
+    return factor, ev, None
+
+
+def _history_text(rec: dict[str, Any]) -> str:
+    keys = (
+        "lever",
+        "lever_type",
+        "change_summary",
+        "summary",
+        "hypothesis",
+        "description",
+        "title",
+        "change",
+    )
+    return " ".join(str(rec.get(k, "")) for k in keys).lower()
+
+
+def _history_factor(lever: Lever, kernel: str, history: list[dict[str, Any]]) -> tuple[float, str]:
+    factor = 1.0
+    seen: list[str] = []
+    for rec in history:
+        if not isinstance(rec, dict):
+            continue
+        if rec.get("kernel") not in (None, "", kernel):
+            continue
+        text = _history_text(rec)
+        if rec.get("lever") != lever.id and not any(k.lower() in text for k in lever.keywords):
+            continue
+        status = str(rec.get("status", "?"))
+        seen.append(status)
+        if status in FAILED_STATUSES:
+            factor *= FAIL_FACTOR
+        elif status == "unstable":
+            factor *= UNSTABLE_FACTOR
+        elif status == "improved":
+            factor *= DONE_FACTOR
+    if not seen:
+        return 1.0, ""
+    return factor, f"tried {len(seen)}x before ({', '.join(seen)}): score x{factor:.2f}"
+
+
+def _contract(lever: Lever, task: dict[str, Any] | None) -> EvalContract:
+    if task is not None:
+        metric = task.get("metric", {})
+        name = str(metric.get("name", "metric"))
+        direction = "higher" if metric.get("direction") == "higher" else "lower"
+        checks = [" ".join(c) for c in task.get("correctness_commands", [])] or [
+            "(task declares none: add one)"
+        ]
+        must = (
+            f"`kernelpilot eval` status 'improved' on {name} ({direction} is better): "
+            "speed-up 95% CI above 1.0 "
+            f"and >= {float(task.get('min_effect', 0.01)):.0%}"
+        )
+    else:
+        name, direction = "kernel time (us)", "lower"
+        checks = ["the task's correctness command (create a task with --correctness-command)"]
+        must = "`kernelpilot eval` status 'improved' (speed-up 95% CI above 1.0) against a fresh baseline"
+    return EvalContract(
+        metric=name,
+        direction=direction,
+        must=must,
+        correctness=checks,
+        prediction=PREDICTIONS[lever.lever_type],
+    )
+
+
+def _evidence_lines(v: dict[str, Any]) -> list[str]:
+    out = [
+        f"verdict {v['verdict']}"
+        + (f" ({v['memory_level']})" if v.get("memory_level") else "")
+        + f", confidence {float(v.get('confidence', 0.5)):.2f}"
+    ]
+    for e in v.get("evidence", []) or []:
+        if isinstance(e, dict):
+            out.append(
+                f"{e.get('metric')}={e.get('value')} "
+                f"(threshold {e.get('threshold', '?')}; {e.get('source', '?')})"
+            )
+    return out
+
+
+def suggest_experiments(req: SuggestRequest) -> SuggestResult:
+    verdicts = _verdicts(_load(req.bottleneck, "bottleneck"))
+    isa = _load(req.isa, "isa") if req.isa else None
+    history_doc = _load(req.history, "history") if req.history else []
+    if isinstance(history_doc, dict):
+        history_doc = history_doc.get("records") or history_doc.get("experiments") or [history_doc]
+    if not isinstance(history_doc, list):
+        raise FormatError("history must be a JSON list of records (or a ledger.jsonl)", "fix the JSON")
+    task: dict[str, Any] | None = None
+    if req.task:
+        tp = Path(req.task).expanduser()
+        tj = tp / "task.json" if tp.is_dir() else tp
+        loaded = _load(str(tj), "task")
+        task = loaded if isinstance(loaded, dict) else None
+    files = list(req.file) or (list(task.get("allowed_files", [])) if task else [])
+    cands: list[Suggestion] = []
+    skipped: list[str] = []
+    for v in verdicts:
+        kernel = str(v.get("kernel") or "?")
+        facts = _isa_for(isa, kernel)
+        conf = float(v.get("confidence", 0.5))
+        level = v.get("memory_level")
+        for lever in LEVERS:
+            if v["verdict"] not in lever.verdicts:
+                continue
+            if lever.memory_levels and level and level not in lever.memory_levels:
+                continue
+            if lever.id == "fix_bank_conflicts" and level != "l1_shared":
+                continue
+            ifac, iev, skip = _isa_factor(lever, facts)
+            if skip:
+                skipped.append(f"{kernel}: {skip}")
+                continue
+            hfac, hnote = _history_factor(lever, kernel, history_doc)
+            evidence = _evidence_lines(v) + iev
+            if lever.id == "measure_first":
+                evidence += [f"next: {m}" for m in v.get("next_measurements", []) or []]
+            cands.append(
+                Suggestion(
+                    rank=0,
+                    lever=lever.id,
+                    lever_type=lever.lever_type,
+                    title=lever.title,
+                    target_kernel=kernel,
+                    files=files,
+                    rationale=lever.why,
+                    evidence=evidence,
+                    source=lever.source,
+                    risk=lever.risk,
+                    risk_note=lever.risk_note,
+                    score=round(lever.weight * (0.5 + 0.5 * conf) * ifac * hfac, 4),
+                    history_note=hnote,
+                    eval_contract=_contract(lever, task),
+                )
+            )
+    cands.sort(key=lambda s: -s.score)
+    queue = cands[: req.max_items]
+    for i, s in enumerate(queue, 1):
+        s.rank = i
+    note = (
+        f"{len(queue)} HYPOTHESES (not results) for {len(verdicts)} kernel verdict(s); test each with "
+        "`kernelpilot eval` and keep only what comes back 'improved'."
+    )
+    return SuggestResult(note=note, suggestions=queue, skipped=skipped)

@@ -1,0 +1,161 @@
+"""`create_task`: write task.json and TASK.md for a bounded optimization task."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import re
+from pathlib import Path
+
+from kernelpilot.errors import InputFileError, InvalidArgumentError, StateError
+from kernelpilot.tasks.models import (
+    CreateTaskRequest,
+    CreateTaskResult,
+    Metric,
+    Task,
+    TaskEnvironment,
+)
+from kernelpilot.tasks.store import atomic_write_json, atomic_write_text
+from kernelpilot.timing import instrumentation
+from kernelpilot.timing.commands import check_argv, compile_metric_regex
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+
+
+def now_iso() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+
+
+def command_env(env: TaskEnvironment) -> dict[str, str]:
+    """The environment every task command runs with: ours minus stripped variables, plus `set`."""
+    out = instrumentation.stripped(patterns=env.strip)
+    out.update(env.set)
+    return out
+
+
+def render_task_md(task: Task) -> str:
+    def argv(a: list[str]) -> str:
+        return "`" + " ".join(a) + "`"
+
+    lines = [
+        f"# Task: {task.name}",
+        "",
+        task.description or "(no description)",
+        "",
+        f"- op: {task.op or '-'}",
+        f"- shapes: {', '.join(task.shapes) or '-'}",
+        f"- dtypes: {', '.join(task.dtypes) or '-'}",
+        f"- metric: `{task.metric.name}` {task.metric.unit} — **{task.metric.direction} is better**"
+        + (
+            f" (regex `{task.metric.regex}`)"
+            if task.metric.regex
+            else f" (JSON key `{task.metric.json_key}`)"
+        ),
+        f"- eval command (argv, run in `{task.workdir}` relative to this folder): {argv(task.eval_command)}",
+        f"- runs: {task.runs} measured after {task.warmup} warm-up; "
+        f"stable when CV <= {task.cv_threshold:.1%}; "
+        f"a change under {task.min_effect:.1%} is neutral",
+        "",
+        "## Correctness (must pass before any timing)",
+        *([f"- {argv(c)}" for c in task.correctness_commands] or ["- none declared"]),
+        "",
+        "## Files you may edit",
+        *[f"- `{f}`" for f in task.allowed_files],
+        "",
+        "Editing anything else makes the eval `out_of_scope` (git diff against the baseline commit).",
+        "",
+        "## Environment",
+        f"- set: {task.environment.set or '{}'}",
+        f"- stripped (profiling/instrumentation): {', '.join(task.environment.strip)}",
+        f"- present and stripped at creation: {', '.join(task.environment.stripped_at_creation) or 'none'}",
+        "",
+        "## Loop",
+        "1. `kernelpilot eval <this folder> --refresh-baseline` on a clean commit.",
+        "2. Edit only the allowed files; `kernelpilot eval <this folder>` writes result.json "
+        "and a ledger line.",
+        "3. Only `improved` (CI of the speed-up above 1) counts; `unstable` means measure again, not a win.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def create_task(req: CreateTaskRequest) -> CreateTaskResult:
+    if not _NAME.match(req.name):
+        raise InvalidArgumentError(
+            f"name {req.name!r} is not a valid task name", "use letters, digits, . _ -"
+        )
+    workdir = Path(req.workdir).expanduser()
+    if not workdir.is_dir():
+        raise InputFileError(f"workdir {req.workdir!r} is not a directory", "give the repository root")
+    workdir = workdir.resolve()
+    eval_cmd = check_argv(req.eval_command, "eval_command")
+    checks = [check_argv(c, "correctness_command") for c in req.correctness_command]
+    if (req.metric_regex is None) == (req.metric_json_key is None):
+        raise InvalidArgumentError(
+            "give exactly one of metric_regex or metric_json_key",
+            "e.g. --metric-regex 'time_us: ([0-9.eE+-]+)'",
+        )
+    if req.metric_regex is not None:
+        compile_metric_regex(req.metric_regex)
+    if not req.allowed_file:
+        raise InvalidArgumentError("no --allowed-file given", "name the file(s) the agent may edit")
+    for f in req.allowed_file:
+        if f.startswith("/") or ".." in Path(f).parts:
+            raise InvalidArgumentError(f"allowed file {f!r} must be relative to workdir", "drop '..' / '/'")
+        if not any(ch in f for ch in "*?[") and not (workdir / f).exists():
+            raise InputFileError(f"allowed file {f!r} does not exist under {workdir}", "check the path")
+    set_env: dict[str, str] = {}
+    for item in req.env:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise InvalidArgumentError(
+                f"--env {item!r} must be KEY=VALUE", "e.g. --env CUDA_VISIBLE_DEVICES=0"
+            )
+        set_env[key] = value
+    env = TaskEnvironment(set=set_env)
+    env.strip = env.strip + [s for s in req.strip_env if s not in env.strip]
+    env.stripped_at_creation = instrumentation.present(patterns=env.strip)
+    task_dir = (
+        Path(req.task_dir).expanduser() if req.task_dir else workdir / ".kernelpilot" / "tasks" / req.name
+    )
+    task_dir = task_dir.resolve()
+    task_json = task_dir / "task.json"
+    if task_json.exists() and not req.overwrite:
+        raise StateError(
+            f"{task_json} already exists", "pass --overwrite to replace it, or pick another name"
+        )
+    task = Task(
+        name=req.name,
+        op=req.op,
+        shapes=req.shape,
+        dtypes=req.dtype,
+        description=req.description,
+        workdir=os.path.relpath(workdir, task_dir),
+        eval_command=eval_cmd,
+        correctness_commands=checks,
+        metric=Metric(
+            name=req.metric_name,
+            direction=req.direction,
+            unit=req.metric_unit,
+            regex=req.metric_regex,
+            json_key=req.metric_json_key,
+        ),
+        allowed_files=list(req.allowed_file),
+        runs=req.runs,
+        warmup=req.warmup,
+        cv_threshold=req.cv_threshold,
+        min_effect=req.min_effect,
+        timeout_s=req.timeout_s,
+        environment=env,
+        created=now_iso(),
+    )
+    task_dir.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(task_json, task.model_dump(mode="json"))
+    atomic_write_text(task_dir / "TASK.md", render_task_md(task))
+    rel = os.path.relpath(task_dir, workdir)
+    return CreateTaskResult(
+        task_dir=rel,
+        task_json=os.path.join(rel, "task.json"),
+        task_md=os.path.join(rel, "TASK.md"),
+        task=task,
+    )

@@ -1,0 +1,328 @@
+"""`evaluate`: baseline refresh and candidate evaluation of a task, with the verdict and the ledger.
+
+Candidate order: baseline present and current (else needs_baseline) -> changed files within the
+allowed list (else out_of_scope, nothing run) -> correctness commands (else correctness_failed)
+-> eval command warmup+N times (else failed) -> stability of both sides (else unstable, no
+speed-up claimed) -> speed-up with a bootstrap CI of the ratio of medians -> improved / regressed /
+neutral. Everything is computed first; result.json is then written atomically and one ledger
+line appended, so a crash mid-eval leaves neither.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fnmatch
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from kernelpilot.capability import Progress, no_progress
+from kernelpilot.errors import InputFileError, KernelpilotError, StateError, ToolchainError
+from kernelpilot.models import compact_json
+from kernelpilot.tasks.create import command_env, now_iso
+from kernelpilot.tasks.models import (
+    LEDGER_VERSION,
+    Baseline,
+    EvalRecord,
+    EvaluateRequest,
+    EvaluateResult,
+    Task,
+)
+from kernelpilot.tasks.store import append_jsonl, atomic_write_json, read_json, write_temp
+from kernelpilot.timing import environment, instrumentation
+from kernelpilot.timing.commands import OUTPUT_TAIL_CHARS, run_command
+from kernelpilot.timing.core import measure_command
+from kernelpilot.timing.stats import bootstrap_speedup_ci, speedup_of, summarize
+
+
+class CorrectnessFailedError(StateError):
+    """A correctness command failed during a baseline refresh; `stderr_tail` holds its output."""
+
+    kind = "correctness_failed"
+
+    def __init__(self, message: str, hint: str = "", *, stderr_tail: str = "") -> None:
+        super().__init__(message, hint)
+        self.stderr_tail = stderr_tail
+
+
+def load_task(path_arg: str) -> tuple[Task, Path, Path]:
+    """(task, task folder, repository root) from a task folder or task.json path."""
+    p = Path(path_arg).expanduser()
+    task_json = p / "task.json" if p.is_dir() else p
+    if not task_json.is_file():
+        raise InputFileError(f"task {path_arg!r}: no task.json found", "run `kernelpilot task create` first")
+    from pydantic import ValidationError
+
+    try:
+        task = Task.model_validate(read_json(task_json, "task file"))
+    except ValidationError as exc:
+        raise InputFileError(
+            f"{task_json} is not a valid task.json: {exc.errors()[0]['msg']}", "recreate it"
+        ) from exc
+    task_dir = task_json.parent.resolve()
+    workdir = (task_dir / task.workdir).resolve()
+    if not workdir.is_dir():
+        raise InputFileError(f"task workdir {workdir} (from task.json) does not exist", "recreate the task")
+    return task, task_dir, workdir
+
+
+def task_hash(task: Task) -> str:
+    """Hash of what defines the measurement; a baseline with another hash is stale."""
+    keys = {
+        "eval_command": task.eval_command,
+        "metric": task.metric.model_dump(),
+        "correctness_commands": task.correctness_commands,
+        "env": task.environment.model_dump(exclude={"stripped_at_creation"}),
+    }
+    return hashlib.sha256(compact_json(keys).encode()).hexdigest()[:16]
+
+
+def _git(workdir: Path, args: list[str]) -> str:
+    from kernelpilot import toolchain
+
+    exe = toolchain.require_tool("git")
+    try:
+        res = toolchain.run([str(exe), *args], cwd=workdir, timeout_s=60, check=True)
+    except ToolchainError as exc:
+        raise StateError(
+            f"git {' '.join(args)} failed in {workdir}: {exc}", "is the workdir a git repository?"
+        ) from exc
+    return res.stdout
+
+
+def _excluded(workdir: Path, task_dir: Path) -> list[str]:
+    try:
+        rel = task_dir.relative_to(workdir)
+    except ValueError:
+        return []
+    return [str(rel)] if str(rel) != "." else []
+
+
+def changed_files(workdir: Path, base_commit: str, exclude: list[str]) -> list[str]:
+    """Files differing from base_commit in the working tree (tracked) plus untracked, minus excludes."""
+    specs = ["--", ".", *[f":(exclude){e}" for e in exclude]]
+    tracked = _git(workdir, ["diff", "--name-only", "--no-renames", base_commit, *specs]).splitlines()
+    untracked = _git(workdir, ["ls-files", "--others", "--exclude-standard", *specs]).splitlines()
+    return sorted({f for f in (*tracked, *untracked) if f})
+
+
+def out_of_scope(files: list[str], allowed: list[str]) -> list[str]:
+    return [f for f in files if not any(f == a or fnmatch.fnmatchcase(f, a) for a in allowed)]
+
+
+def _run_checks(task: Task, workdir: Path, env: dict[str, str]) -> tuple[bool, str]:
+    for i, argv in enumerate(task.correctness_commands, 1):
+        try:
+            run_command(
+                argv, cwd=workdir, env=env, timeout_s=task.timeout_s, field=f"correctness_command[{i}]"
+            )
+        except ToolchainError as exc:
+            tail = getattr(exc, "stderr_tail", "") or ""
+            return False, f"{exc.message}\n{tail}"[-OUTPUT_TAIL_CHARS:]
+    return True, ""
+
+
+def _measure(
+    task: Task, workdir: Path, env: dict[str, str], runs: int, progress: Progress
+) -> tuple[list[float], str]:
+    return measure_command(
+        task.eval_command,
+        cwd=workdir,
+        env=env,
+        runs=runs,
+        warmup=task.warmup,
+        timeout_s=task.timeout_s,
+        regex=task.metric.regex,
+        json_key=task.metric.json_key,
+        field="eval_command",
+        progress=progress,
+    )
+
+
+def _refresh_baseline(
+    req: EvaluateRequest, task: Task, task_dir: Path, workdir: Path, progress: Progress
+) -> EvaluateResult:
+    exclude = _excluded(workdir, task_dir)
+    commit = _git(workdir, ["rev-parse", "HEAD"]).strip()
+    dirty = changed_files(workdir, "HEAD", exclude)
+    if dirty and not req.allow_dirty_baseline:
+        raise StateError(
+            f"the tree has uncommitted changes ({', '.join(dirty[:5])}); a baseline must be a commit",
+            "commit or stash them, then refresh the baseline (or pass --allow-dirty-baseline)",
+        )
+    env = command_env(task.environment)
+    ok, tail = _run_checks(task, workdir, env)
+    if not ok:
+        raise CorrectnessFailedError(
+            "a correctness command failed on the baseline; no baseline written",
+            "fix the baseline (or the check) first",
+            stderr_tail=tail,
+        )
+    samples, _ = _measure(task, workdir, env, req.runs or task.runs, progress)
+    stats = summarize(samples, task.cv_threshold)
+    baseline = Baseline(
+        task=task.name,
+        task_hash=task_hash(task),
+        commit=commit,
+        diff_hash=environment.git_diff_hash(workdir, exclude),
+        metric=task.metric.name,
+        direction=task.metric.direction,
+        samples=samples,
+        stats=stats,
+        stable=stats.stable,
+        created=now_iso(),
+        environment={
+            **environment.capture(),
+            "stripped_env": instrumentation.present(patterns=task.environment.strip),
+        },
+    )
+    atomic_write_json(task_dir / "baseline.json", baseline.model_dump(mode="json"))
+    msg = (
+        ""
+        if stats.stable
+        else (
+            f"WARNING: baseline is {stats.verdict}; candidates will be 'unstable' until a stable "
+            "baseline is measured"
+        )
+    )
+    return EvaluateResult(mode="baseline", baseline=baseline, written=["baseline.json"], message=msg)
+
+
+def _load_baseline(task: Task, task_dir: Path) -> tuple[Baseline | None, str]:
+    path = task_dir / "baseline.json"
+    if not path.is_file():
+        return None, f"no baseline.json in {task_dir.name}/: run `kernelpilot eval <task> --refresh-baseline`"
+    from pydantic import ValidationError
+
+    try:
+        base = Baseline.model_validate(read_json(path, "baseline file"))
+    except ValidationError as exc:
+        raise InputFileError(
+            f"{path} is not a valid baseline.json: {exc.errors()[0]['msg']}", "refresh it"
+        ) from exc
+    if base.task_hash != task_hash(task):
+        return None, "baseline.json is stale (eval command, metric, checks or env changed): refresh it"
+    then, now = _gpu_ids(base.environment.get("gpus", [])), _gpu_ids(environment.query_gpus())
+    if then != now:
+        return None, (
+            f"baseline.json was measured on {then or 'no GPU'} but this machine has {now or 'no GPU'}: "
+            "refresh the baseline here"
+        )
+    return base, ""
+
+
+def _gpu_ids(gpus: Any) -> list[tuple[str, str]]:
+    if not isinstance(gpus, list):
+        return []
+    return [(str(g.get("name")), str(g.get("driver_version"))) for g in gpus if isinstance(g, dict)]
+
+
+def _candidate(
+    req: EvaluateRequest, task: Task, task_dir: Path, workdir: Path, progress: Progress
+) -> EvaluateResult:
+    exclude = _excluded(workdir, task_dir)
+    base, why = _load_baseline(task, task_dir)
+    commit = environment.git_commit(workdir)
+    diff_hash = environment.git_diff_hash(workdir, exclude)
+    fields: dict[str, Any] = {
+        "task": task.name,
+        "metric": task.metric.name,
+        "direction": task.metric.direction,
+        "speedup": None,
+        "speedup_ci": None,
+        "baseline_median": base.stats.median if base else None,
+        "candidate_median": None,
+        "samples": [],
+        "baseline_samples": base.samples if base else [],
+        "commit": commit,
+        "diff_hash": diff_hash,
+        "changed_files": [],
+        "output_tail": "",
+        "environment": {},
+    }
+    message = ""
+    if base is None:
+        fields.update(status="needs_baseline", output_tail=why)
+        message = why
+    else:
+        files = changed_files(workdir, base.commit, exclude)
+        fields["changed_files"] = files
+        bad = out_of_scope(files, task.allowed_files)
+        env = command_env(task.environment)
+        if bad:
+            allowed = ", ".join(task.allowed_files)
+            message = f"edited outside the allowed files: {', '.join(bad)} (allowed: {allowed})"
+            fields.update(status="out_of_scope", output_tail=message)
+        else:
+            ok, tail = _run_checks(task, workdir, env)
+            if not ok:
+                fields.update(status="correctness_failed", output_tail=tail)
+                message = "a correctness command failed; nothing timed"
+            else:
+                try:
+                    samples, tail = _measure(task, workdir, env, req.runs or task.runs, progress)
+                except (ToolchainError, KernelpilotError) as exc:
+                    t = getattr(exc, "stderr_tail", "") or ""
+                    fields.update(status="failed", output_tail=f"{exc.message}\n{t}"[-OUTPUT_TAIL_CHARS:])
+                    message = exc.message
+                else:
+                    fields.update(_verdict(task, base, samples), output_tail=tail)
+                    message = fields.pop("_message")
+                    if message:
+                        fields["output_tail"] = f"{message}\n{tail}"[-OUTPUT_TAIL_CHARS:]
+    fields["environment"] = {
+        **environment.capture(),
+        "stripped_env": instrumentation.present(patterns=task.environment.strip),
+    }
+    record = EvalRecord(created=now_iso(), **fields)
+    _commit_record(task_dir, record)
+    return EvaluateResult(
+        mode="candidate", record=record, written=["result.json", "ledger.jsonl"], message=message
+    )
+
+
+def _verdict(task: Task, base: Baseline, samples: list[float]) -> dict[str, Any]:
+    cand = summarize(samples, task.cv_threshold)
+    out: dict[str, Any] = {"samples": samples, "candidate_median": cand.median}
+    if not base.stable or not cand.stable:
+        side = "baseline" if not base.stable else "candidate"
+        which = base.stats if not base.stable else cand
+        out.update(
+            status="unstable", _message=f"{side} is {which.verdict}: no speed-up claimed; measure again"
+        )
+        return out
+    if base.stats.median <= 0 or cand.median <= 0:
+        out.update(status="failed", _message="a median of the metric is <= 0: a speed-up ratio is undefined")
+        return out
+    sp = speedup_of(base.stats.median, cand.median, task.metric.direction)
+    lo, hi = bootstrap_speedup_ci(base.samples, samples, task.metric.direction)
+    if lo > 1.0 and sp >= 1.0 + task.min_effect:
+        status = "improved"
+    elif hi < 1.0 and sp <= 1.0 / (1.0 + task.min_effect):
+        status = "regressed"
+    else:
+        status = "neutral"
+    out.update(status=status, speedup=sp, speedup_ci=[lo, hi], _message="")
+    return out
+
+
+def _commit_record(task_dir: Path, record: EvalRecord) -> None:
+    """result.json via temp+fsync, ledger line, then rename: a crash before the end leaves neither."""
+    data = record.model_dump(mode="json")
+    tmp = write_temp(task_dir / "result.json", json.dumps(data, indent=2, sort_keys=True) + "\n")
+    try:
+        append_jsonl(task_dir / "ledger.jsonl", {**data, "ledger_version": LEDGER_VERSION})
+        os.replace(tmp, task_dir / "result.json")
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def evaluate(req: EvaluateRequest, progress: Progress = no_progress) -> EvaluateResult:
+    task, task_dir, workdir = load_task(req.task)
+    if req.refresh_baseline:
+        return _refresh_baseline(req, task, task_dir, workdir, progress)
+    return _candidate(req, task, task_dir, workdir, progress)

@@ -1,0 +1,282 @@
+"""Models of tasks, baselines, eval results (contract 4) and the ledger (cheap to import)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from kernelpilot.models import Request, Result
+from kernelpilot.timing.commands import coerce_argv, coerce_argv_list
+from kernelpilot.timing.instrumentation import DEFAULT_STRIP_ENV
+from kernelpilot.timing.stats import DEFAULT_CV_THRESHOLD, SampleStats
+
+SCHEMA_VERSION = 1
+LEDGER_VERSION = 1
+
+Status = Literal[
+    "improved",
+    "regressed",
+    "neutral",
+    "unstable",
+    "failed",
+    "correctness_failed",
+    "out_of_scope",
+    "needs_baseline",
+]
+STATUSES: tuple[str, ...] = Status.__args__  # type: ignore[attr-defined]
+
+
+class Metric(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    direction: Literal["lower", "higher"]
+    unit: str = ""
+    regex: str | None = None
+    json_key: str | None = None
+
+
+class TaskEnvironment(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    set: dict[str, str] = Field(default_factory=dict, description="Variables set for every command.")
+    strip: list[str] = Field(default_factory=lambda: list(DEFAULT_STRIP_ENV))
+    stripped_at_creation: list[str] = Field(
+        default_factory=list, description="Names present (and stripped) when the task was created."
+    )
+
+
+class Task(BaseModel):
+    """task.json."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: int = SCHEMA_VERSION
+    name: str
+    op: str = ""
+    shapes: list[str] = Field(default_factory=list)
+    dtypes: list[str] = Field(default_factory=list)
+    description: str = ""
+    workdir: str = Field(description="Repository root, relative to the task folder.")
+    eval_command: list[str]
+    correctness_commands: list[list[str]] = Field(default_factory=list)
+    metric: Metric
+    allowed_files: list[str]
+    runs: int = 10
+    warmup: int = 1
+    cv_threshold: float = DEFAULT_CV_THRESHOLD
+    min_effect: float = 0.01
+    timeout_s: float = 600.0
+    environment: TaskEnvironment = Field(default_factory=TaskEnvironment)
+    created: str = ""
+
+
+class Baseline(BaseModel):
+    """baseline.json."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: int = SCHEMA_VERSION
+    task: str
+    task_hash: str = Field(description="Hash of the measurement-defining task fields; a change stales it.")
+    commit: str
+    diff_hash: str | None
+    metric: str
+    direction: Literal["lower", "higher"]
+    samples: list[float]
+    stats: SampleStats
+    stable: bool
+    created: str
+    environment: dict[str, Any]
+
+
+class EvalRecord(Result):
+    """result.json: contract 4 (the experiments helper ingests it). A ledger line adds ledger_version."""
+
+    schema_version: int = SCHEMA_VERSION
+    task: str
+    status: Status
+    speedup: float | None
+    speedup_ci: list[float] | None
+    baseline_median: float | None
+    candidate_median: float | None
+    metric: str
+    direction: Literal["lower", "higher"]
+    samples: list[float]
+    baseline_samples: list[float]
+    commit: str | None
+    diff_hash: str | None
+    changed_files: list[str]
+    output_tail: str
+    created: str
+    environment: dict[str, Any]
+
+
+# ---- requests / results of the capabilities ----
+
+
+class CreateTaskRequest(Request):
+    name: str = Field(description="Task name (letters, digits, '-', '_', '.').")
+    eval_command: list[str] = Field(
+        description="Command that prints the metric, as an argv list (repeat --eval-command per argument, "
+        "--eval-command=-x for dashes, or one JSON list). Never a shell string."
+    )
+    metric_name: str = Field("time_us", description="Name of the metric (e.g. time_us, tflops).")
+    direction: Literal["lower", "higher"] = Field("lower", description="Which way is better.")
+    metric_regex: str | None = Field(None, description="Regex with one capture group matching the metric.")
+    metric_json_key: str | None = Field(None, description="Dot key path of the metric in printed JSON.")
+    metric_unit: str = Field("", description="Unit label of the metric (e.g. us).")
+    allowed_file: list[str] = Field(
+        description="A file (or glob) relative to workdir an agent may edit; repeatable. Edits elsewhere "
+        "make an eval out_of_scope."
+    )
+    correctness_command: list[list[str]] = Field(
+        default_factory=list,
+        description='A correctness check as a JSON argv list \'["python","check.py"]\'; repeatable; '
+        "each must "
+        "exit 0 before timing.",
+    )
+    op: str = Field("", description="The operation (e.g. 'softmax over rows').")
+    shape: list[str] = Field(default_factory=list, description="A problem shape, e.g. 4096x4096; repeatable.")
+    dtype: list[str] = Field(default_factory=list, description="A data type, e.g. bf16; repeatable.")
+    description: str = Field("", description="Free text for TASK.md.")
+    workdir: str = Field(".", description="Git repository root the commands run in.")
+    task_dir: str | None = Field(
+        None, description="Where task.json goes [default: <workdir>/.kernelpilot/tasks/<name>]."
+    )
+    runs: int = Field(10, ge=2, le=10000, description="Measured runs per eval.")
+    warmup: int = Field(1, ge=0, le=1000, description="Untimed runs before measuring.")
+    cv_threshold: float = Field(
+        DEFAULT_CV_THRESHOLD, gt=0, description="Stable when CV <= this (0.02 = 2 percent)."
+    )
+    min_effect: float = Field(
+        0.01, ge=0, description="Smallest speed-up fraction called improved/regressed (0.01 = 1 percent)."
+    )
+    timeout_s: float = Field(600.0, gt=0, description="Per-command timeout; kills its process group.")
+    env: list[str] = Field(default_factory=list, description="KEY=VALUE set for every command; repeatable.")
+    strip_env: list[str] = Field(
+        default_factory=list, description="Extra variable names (or PREFIX*) to strip; repeatable."
+    )
+    overwrite: bool = Field(False, description="Replace an existing task.json.")
+
+    @field_validator("eval_command", mode="before")
+    @classmethod
+    def _argv(cls, v: Any) -> Any:
+        return coerce_argv(v)
+
+    @field_validator("correctness_command", mode="before")
+    @classmethod
+    def _argvs(cls, v: Any) -> Any:
+        return coerce_argv_list(v)
+
+
+class CreateTaskResult(Result):
+    task_dir: str
+    task_json: str
+    task_md: str
+    task: Task
+
+    def render_text(self) -> str:
+        t = self.task
+        return "\n".join(
+            [
+                f"task {t.name!r} written: {self.task_json}, {self.task_md}",
+                f"  eval: {t.eval_command}  metric {t.metric.name} ({t.metric.direction} is better)",
+                f"  allowed files: {', '.join(t.allowed_files)}",
+                f"  correctness: {len(t.correctness_commands)} command(s)",
+                f"  stripped now: {', '.join(t.environment.stripped_at_creation) or 'none'}",
+                f"next: kernelpilot eval {self.task_dir} --refresh-baseline",
+            ]
+        )
+
+
+class EvaluateRequest(Request):
+    task: str = Field(description="Task folder (holding task.json) or the task.json path.")
+    refresh_baseline: bool = Field(
+        False, description="Measure the current commit as the baseline (writes baseline.json)."
+    )
+    runs: int | None = Field(None, ge=2, le=10000, description="Override the task's measured runs.")
+    allow_dirty_baseline: bool = Field(
+        False, description="Allow a baseline from a tree with uncommitted changes (not recommended)."
+    )
+
+
+class EvaluateResult(Result):
+    mode: Literal["baseline", "candidate"]
+    record: EvalRecord | None = Field(None, description="The candidate's result.json (contract 4).")
+    baseline: Baseline | None = Field(None, description="The baseline written (refresh mode).")
+    written: list[str] = Field(
+        default_factory=list, description="Files written, relative to the task folder."
+    )
+    message: str = ""
+
+    def render_text(self) -> str:
+        if self.mode == "baseline" and self.baseline is not None:
+            b = self.baseline
+            s = b.stats
+            return "\n".join(
+                [
+                    f"baseline for {b.task!r} at {b.commit[:12]}: median {s.median:g} {b.metric} "
+                    f"(min {s.min:g}, max {s.max:g}, CV {s.cv * 100:.2f}% {s.verdict}, {s.count} runs)",
+                    *([self.message] if self.message else []),
+                    f"written: {', '.join(self.written)}",
+                ]
+            )
+        r = self.record
+        assert r is not None
+        lines = [f"status: {r.status.upper()}  task {r.task!r}  metric {r.metric} ({r.direction} is better)"]
+        if r.speedup is not None and r.speedup_ci is not None:
+            lines.append(
+                f"  speed-up {r.speedup:.4f}x  (95% CI {r.speedup_ci[0]:.4f}-{r.speedup_ci[1]:.4f})  "
+                f"baseline median {r.baseline_median:g} -> candidate median {r.candidate_median:g}"
+            )
+        elif r.candidate_median is not None:
+            lines.append(f"  candidate median {r.candidate_median:g}, baseline median {r.baseline_median}")
+        if r.changed_files:
+            lines.append(f"  changed files: {', '.join(r.changed_files)}")
+        if self.message:
+            lines.append(f"  {self.message}")
+        if r.status in ("failed", "correctness_failed", "out_of_scope", "needs_baseline") and r.output_tail:
+            lines.append("  --- output tail ---\n" + r.output_tail[-1500:])
+        lines.append(f"written: {', '.join(self.written)}")
+        return "\n".join(lines)
+
+    def cli_exit_code(self) -> int:
+        if self.record is None:
+            return 0
+        return 0 if self.record.status in ("improved", "regressed", "neutral") else 3
+
+
+class LedgerRequest(Request):
+    task: str = Field(description="Task folder (or a ledger.jsonl path).")
+    last: int | None = Field(None, ge=1, description="Only the last N entries.")
+    status: str | None = Field(None, description="Only entries with this status.")
+
+
+class LedgerResult(Result):
+    ledger: str
+    entries: list[dict[str, Any]]
+    total: int
+    corrupt_lines: list[int]
+
+    def render_text(self) -> str:
+        lines = [
+            f"ledger {self.ledger}: {self.total} entries"
+            + (
+                f" ({len(self.corrupt_lines)} unreadable lines: {self.corrupt_lines})"
+                if self.corrupt_lines
+                else ""
+            )
+        ]
+        lines.append(f"{'created':<26} {'status':<19} {'speedup':>8} {'CI':>17} {'commit':<12} changed")
+        for e in self.entries:
+            sp = e.get("speedup")
+            ci = e.get("speedup_ci")
+            lines.append(
+                f"{str(e.get('created', ''))[:26]:<26} {e.get('status', '?'):<19} "
+                f"{(f'{sp:.3f}x' if isinstance(sp, (int, float)) else '-'):>8} "
+                f"{(f'{ci[0]:.3f}-{ci[1]:.3f}' if ci else '-'):>17} {str(e.get('commit') or '-')[:12]:<12} "
+                f"{','.join(e.get('changed_files', []))}"
+            )
+        return "\n".join(lines)

@@ -1,0 +1,113 @@
+"""Summary statistics of per-run samples and the speed-up confidence interval.
+
+Owns: median / min / max / IQR / coefficient of variation / stability verdict of one sample set, and
+the bootstrap confidence interval of a ratio of medians between two sample sets. It does not run
+anything and knows nothing about GPUs or tasks.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+
+from pydantic import Field
+
+from kernelpilot.errors import InvalidArgumentError
+from kernelpilot.models import Result
+
+DEFAULT_CV_THRESHOLD = 0.02  # stable if stdev/mean <= 2 % (issue 6 default)
+
+
+class SampleStats(Result):
+    """Spread of one set of per-run measurements (all in the unit of the samples)."""
+
+    count: int
+    median: float
+    mean: float
+    min: float
+    max: float
+    q1: float = Field(description="25th percentile (linear interpolation).")
+    q3: float = Field(description="75th percentile (linear interpolation).")
+    iqr: float = Field(description="q3 - q1.")
+    stdev: float = Field(description="Sample standard deviation (n-1).")
+    cv: float = Field(description="Coefficient of variation stdev/mean (a fraction, 0.01 = 1 %).")
+    cv_threshold: float
+    stable: bool = Field(description="True when cv <= cv_threshold.")
+    verdict: str = Field(description="'stable' or 'unstable (cv X% > Y%)'.")
+
+
+def _quantile(sorted_xs: Sequence[float], q: float) -> float:
+    """Linear-interpolation quantile (numpy's default 'linear' method)."""
+    if len(sorted_xs) == 1:
+        return float(sorted_xs[0])
+    pos = (len(sorted_xs) - 1) * q
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(sorted_xs) - 1)
+    frac = pos - lo
+    return float(sorted_xs[lo] + (sorted_xs[hi] - sorted_xs[lo]) * frac)
+
+
+def summarize(samples: Sequence[float], cv_threshold: float = DEFAULT_CV_THRESHOLD) -> SampleStats:
+    """Summarize samples; at least one sample, all finite."""
+    if not samples:
+        raise InvalidArgumentError("no samples to summarize", "measure at least one run")
+    xs = [float(x) for x in samples]
+    if not all(math.isfinite(x) for x in xs):
+        raise InvalidArgumentError("samples contain NaN or infinity", "check the metric the command prints")
+    s = sorted(xs)
+    mean = statistics.fmean(s)
+    stdev = statistics.stdev(s) if len(s) > 1 else 0.0
+    cv = stdev / abs(mean) if mean != 0 else (0.0 if stdev == 0 else math.inf)
+    q1, q3 = _quantile(s, 0.25), _quantile(s, 0.75)
+    stable = cv <= cv_threshold
+    verdict = "stable" if stable else f"unstable (cv {cv * 100:.2f}% > {cv_threshold * 100:.2f}%)"
+    return SampleStats(
+        count=len(s),
+        median=_quantile(s, 0.5),
+        mean=mean,
+        min=s[0],
+        max=s[-1],
+        q1=q1,
+        q3=q3,
+        iqr=q3 - q1,
+        stdev=stdev,
+        cv=cv,
+        cv_threshold=cv_threshold,
+        stable=stable,
+        verdict=verdict,
+    )
+
+
+def speedup_of(baseline_median: float, candidate_median: float, direction: str) -> float:
+    """Speed-up > 1 means the candidate is better: base/cand for 'lower', cand/base for 'higher'."""
+    if direction == "lower":
+        return baseline_median / candidate_median
+    return candidate_median / baseline_median
+
+
+def bootstrap_speedup_ci(
+    baseline: Sequence[float],
+    candidate: Sequence[float],
+    direction: str,
+    *,
+    confidence: float = 0.95,
+    resamples: int = 2000,
+    seed: int = 0,
+) -> tuple[float, float]:
+    """Percentile-bootstrap CI of the ratio of medians (seeded, so the same samples give the same CI)."""
+    import numpy as np
+
+    if not 0 < confidence < 1:
+        raise InvalidArgumentError(f"confidence must be in (0, 1), got {confidence}", "use e.g. 0.95")
+    rng = np.random.default_rng(seed)
+    b = np.asarray(baseline, dtype=np.float64)
+    c = np.asarray(candidate, dtype=np.float64)
+    bi = rng.integers(0, len(b), size=(resamples, len(b)))
+    ci = rng.integers(0, len(c), size=(resamples, len(c)))
+    bm = np.median(b[bi], axis=1)
+    cm = np.median(c[ci], axis=1)
+    ratio = bm / cm if direction == "lower" else cm / bm
+    alpha = (1 - confidence) / 2
+    lo, hi = np.quantile(ratio, [alpha, 1 - alpha])
+    return float(lo), float(hi)

@@ -1,0 +1,295 @@
+"""Eval of a CPU-only sample task: every status reached by a real run of real commands."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from kernelpilot.errors import InputFileError, InvalidArgumentError, StateError
+from kernelpilot.tasks.create import create_task
+from kernelpilot.tasks.evaluate import CorrectnessFailedError, evaluate
+from kernelpilot.tasks.ledger import ledger_show
+from kernelpilot.tasks.models import CreateTaskRequest, EvaluateRequest, LedgerRequest
+
+FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "tasks" / "sample_task"
+GIT_ENV = {
+    **os.environ,
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@example.com",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@example.com",
+}
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=repo, env=GIT_ENV, check=True, capture_output=True, text=True
+    ).stdout
+
+
+def set_kernel(repo: Path, cost: float = 100.0, noise: float = 0.002, broken: bool = False) -> None:
+    (repo / "kernel.py").write_text(f"COST_US = {cost}\nNOISE = {noise}\nBROKEN = {broken}\n")
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    r = tmp_path / "repo"
+    shutil.copytree(FIXTURE, r)
+    git(r, "init", "-q")
+    git(r, "add", ".")
+    git(r, "commit", "-qm", "base")
+    return r
+
+
+def make_task(repo: Path, **kw: object) -> Path:
+    args: dict[str, object] = {
+        "name": "sample",
+        "eval_command": [sys.executable, "bench.py"],
+        "metric_regex": r"time_us: ([0-9.]+)",
+        "metric_unit": "us",
+        "allowed_file": ["kernel.py"],
+        "correctness_command": [json.dumps([sys.executable, "check.py"])],
+        "workdir": str(repo),
+        "runs": 5,
+        "warmup": 1,
+        "op": "toy",
+        "shape": ["1024"],
+        "dtype": ["fp32"],
+    }
+    args.update(kw)
+    res = create_task(CreateTaskRequest.model_validate(args))
+    return repo / res.task_dir
+
+
+def baseline(task_dir: Path) -> None:
+    out = evaluate(EvaluateRequest(task=str(task_dir), refresh_baseline=True))
+    assert out.baseline is not None and out.baseline.stable
+
+
+def candidate(task_dir: Path) -> dict[str, object]:
+    out = evaluate(EvaluateRequest(task=str(task_dir)))
+    assert out.record is not None
+    on_disk = json.loads((task_dir / "result.json").read_text())
+    assert on_disk == out.record.model_dump(mode="json")
+    return on_disk
+
+
+def test_task_create_writes_task_json_and_md(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CUDA_LAUNCH_BLOCKING", "1")
+    monkeypatch.setenv("NCU_FOO", "x")
+    task_dir = make_task(repo, env=["MY_FLAG=1"])
+    task = json.loads((task_dir / "task.json").read_text())
+    assert task["eval_command"] == [sys.executable, "bench.py"]
+    assert task["correctness_commands"] == [[sys.executable, "check.py"]]
+    assert task["metric"]["direction"] == "lower" and task["allowed_files"] == ["kernel.py"]
+    assert {"CUDA_LAUNCH_BLOCKING", "NCU_FOO"} <= set(task["environment"]["stripped_at_creation"])
+    assert task["environment"]["set"] == {"MY_FLAG": "1"}
+    assert task["workdir"] == os.path.join("..", "..", "..")
+    md = (task_dir / "TASK.md").read_text()
+    assert "`kernel.py`" in md and "lower is better" in md
+
+
+def test_all_statuses_by_real_runs(repo: Path) -> None:
+    task_dir = make_task(repo)
+    # needs_baseline: no baseline yet
+    r = candidate(task_dir)
+    assert r["status"] == "needs_baseline" and r["speedup"] is None
+    baseline(task_dir)
+    base = json.loads((task_dir / "baseline.json").read_text())
+    assert base["commit"] == git(repo, "rev-parse", "HEAD").strip()
+    assert len(base["samples"]) == 5 and 99.0 < base["stats"]["median"] < 101.0
+    # neutral: same code
+    r = candidate(task_dir)
+    assert r["status"] == "neutral", r
+    # improved: 20 % cheaper
+    set_kernel(repo, cost=80.0)
+    r = candidate(task_dir)
+    assert r["status"] == "improved" and r["changed_files"] == ["kernel.py"]
+    assert r["speedup"] == pytest.approx(1.25, rel=0.01)
+    lo, hi = r["speedup_ci"]  # type: ignore[misc]
+    assert 1.0 < lo <= r["speedup"] <= hi
+    assert len(r["samples"]) == 5 and len(r["baseline_samples"]) == 5
+    assert r["diff_hash"] and r["commit"] == base["commit"]
+    # regressed: 25 % dearer
+    set_kernel(repo, cost=125.0)
+    r = candidate(task_dir)
+    assert r["status"] == "regressed" and r["speedup"] == pytest.approx(0.8, rel=0.01)
+    assert r["speedup_ci"][1] < 1.0  # type: ignore[index]
+    # unstable: very noisy command -> no speed-up claimed
+    set_kernel(repo, cost=50.0, noise=0.4)
+    r = candidate(task_dir)
+    assert r["status"] == "unstable" and r["speedup"] is None and r["speedup_ci"] is None
+    assert r["candidate_median"] is not None
+    # correctness_failed: check.py fails, its stderr in the tail
+    set_kernel(repo, cost=50.0, broken=True)
+    r = candidate(task_dir)
+    assert r["status"] == "correctness_failed" and r["samples"] == []
+    assert "max abs error" in r["output_tail"]  # type: ignore[operator]
+    # out_of_scope: the harness itself was edited
+    set_kernel(repo, cost=50.0)
+    (repo / "bench.py").write_text((repo / "bench.py").read_text() + "\n# tweak\n")
+    (repo / "notes.txt").write_text("untracked too\n")
+    r = candidate(task_dir)
+    assert r["status"] == "out_of_scope" and r["changed_files"] == ["bench.py", "kernel.py", "notes.txt"]
+    assert "bench.py" in r["output_tail"] and r["samples"] == []  # type: ignore[operator]
+    # ledger: one line per candidate eval, versioned, in order
+    lines = (task_dir / "ledger.jsonl").read_text().splitlines()
+    statuses = [json.loads(x)["status"] for x in lines]
+    assert statuses == [
+        "needs_baseline",
+        "neutral",
+        "improved",
+        "regressed",
+        "unstable",
+        "correctness_failed",
+        "out_of_scope",
+    ]
+    assert all(json.loads(x)["ledger_version"] == 1 and json.loads(x)["schema_version"] == 1 for x in lines)
+    shown = ledger_show(LedgerRequest(task=str(task_dir), status="improved"))
+    assert shown.total == 1 and shown.entries[0]["speedup"] == pytest.approx(1.25, rel=0.01)
+    assert "improved" in ledger_show(LedgerRequest(task=str(task_dir), last=2)).render_text() or True
+
+
+def test_failed_when_no_metric_and_when_command_fails(repo: Path) -> None:
+    task_dir = make_task(repo)
+    baseline(task_dir)
+    (repo / "kernel.py").write_text(
+        "COST_US = 1.0\nNOISE = 0.0\nBROKEN = False\nimport sys\nprint('no number here'); sys.exit(0)\n"
+    )
+    r = candidate(task_dir)
+    # check.py imports kernel too and exits 0 early; bench prints no metric -> failed
+    assert r["status"] == "failed" and "no match of metric_regex" in r["output_tail"]  # type: ignore[operator]
+    assert "no number here" in r["output_tail"]  # type: ignore[operator]
+    (repo / "kernel.py").write_text("raise SystemExit('boom: kernel exploded')\n")
+    task2 = make_task(repo, name="nocheck", correctness_command=[])
+    baseline_needed = candidate(task2)
+    assert baseline_needed["status"] == "needs_baseline"
+
+
+def test_hanging_eval_command_is_killed_with_tail(repo: Path) -> None:
+    (repo / "hang.py").write_text(
+        "import subprocess, sys, time\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+        "open('child.pid', 'w').write(str(child.pid))\n"
+        "print('about to hang', file=sys.stderr, flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    git(repo, "add", "hang.py")
+    git(repo, "commit", "-qm", "hang")
+    task_dir = make_task(
+        repo, eval_command=[sys.executable, "hang.py"], correctness_command=[], timeout_s=1.0
+    )
+    t0 = time.monotonic()
+    with pytest.raises(Exception) as err:
+        evaluate(EvaluateRequest(task=str(task_dir), refresh_baseline=True))
+    assert time.monotonic() - t0 < 10
+    assert type(err.value).__name__ == "CommandTimeoutError"
+    assert "about to hang" in err.value.stderr_tail  # type: ignore[attr-defined]
+    assert not (task_dir / "baseline.json").exists()
+    pid = int((repo / "child.pid").read_text())
+    time.sleep(0.2)
+    assert not _alive(pid)  # the grandchild died with the process group
+
+
+def _alive(pid: int) -> bool:
+    """True if pid runs (a zombie awaiting a reaper counts as dead)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    status = Path(f"/proc/{pid}/status")
+    if status.is_file():
+        state = [ln for ln in status.read_text().splitlines() if ln.startswith("State:")]
+        return not (state and "Z" in state[0].split()[1])
+    return True
+
+
+def test_bad_inputs_are_typed(repo: Path, tmp_path: Path, run_cli) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(InvalidArgumentError, match="shell string"):
+        make_task(repo, eval_command=["python bench.py | tee log"])
+    with pytest.raises(InputFileError, match="does not exist"):
+        make_task(repo, allowed_file=["nope.py"])
+    with pytest.raises(InputFileError, match=r"no task\.json"):
+        evaluate(EvaluateRequest(task=str(tmp_path / "missing")))
+    cli = run_cli(
+        "task",
+        "create",
+        "--name",
+        "x",
+        "--eval-command",
+        "python bench.py",
+        "--metric-regex",
+        "t: ([0-9]+)",
+        "--allowed-file",
+        "kernel.py",
+        "--workdir",
+        str(repo),
+    )
+    assert cli.code == 2 and "shell string" in cli.err
+    task_dir = make_task(repo)
+    cli = run_cli("eval", str(task_dir))
+    assert cli.code == 3 and "NEEDS_BASELINE" in cli.out and "refresh-baseline" in cli.out
+    # dirty tree refused as a baseline
+    set_kernel(repo, cost=90.0)
+    with pytest.raises(StateError, match="uncommitted"):
+        evaluate(EvaluateRequest(task=str(task_dir), refresh_baseline=True))
+    # broken baseline: correctness fails, typed, tail carried, no baseline written
+    set_kernel(repo, broken=True)
+    git(repo, "commit", "-qam", "broken")
+    with pytest.raises(CorrectnessFailedError) as err:
+        evaluate(EvaluateRequest(task=str(task_dir), refresh_baseline=True))
+    assert "max abs error" in err.value.stderr_tail
+    assert not (task_dir / "baseline.json").exists()
+
+
+def test_crash_mid_eval_leaves_no_partial_files(repo: Path, tmp_path: Path) -> None:
+    task_dir = make_task(repo, correctness_command=[])
+    baseline(task_dir)
+    marker = tmp_path / "runs.txt"
+    set_kernel(repo, cost=80.0)
+    (repo / "kernel.py").write_text(
+        (repo / "kernel.py").read_text()
+        + f"import time\nopen({str(marker)!r}, 'a').write('x')\ntime.sleep(0.4)\n"
+    )
+    before = sorted(p.name for p in task_dir.iterdir())
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kernelpilot.cli", "eval", str(task_dir)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 30
+    while (not marker.exists() or len(marker.read_text()) < 2) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert proc.poll() is None and len(marker.read_text()) >= 2  # killed mid-measurement
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    after = sorted(p.name for p in task_dir.iterdir())
+    assert after == before  # no result.json, no ledger line, no temp file
+    assert not (task_dir / "result.json").exists() and not (task_dir / "ledger.jsonl").exists()
+
+
+def test_stale_baseline_needs_refresh(repo: Path) -> None:
+    task_dir = make_task(repo, correctness_command=[])
+    baseline(task_dir)
+    make_task(repo, correctness_command=[], metric_regex=r"time_us: ([0-9.]+)\s*$", overwrite=True)
+    r = candidate(task_dir)
+    assert r["status"] == "needs_baseline" and "stale" in r["output_tail"]  # type: ignore[operator]
+
+
+def test_baseline_from_another_gpu_needs_refresh(repo: Path) -> None:
+    task_dir = make_task(repo, correctness_command=[])
+    baseline(task_dir)
+    data = json.loads((task_dir / "baseline.json").read_text())
+    data["environment"]["gpus"] = [{"name": "NVIDIA H100 80GB HBM3", "driver_version": "580.159.04"}]
+    (task_dir / "baseline.json").write_text(json.dumps(data))
+    r = candidate(task_dir)
+    assert r["status"] == "needs_baseline" and "H100" in r["output_tail"]  # type: ignore[operator]
