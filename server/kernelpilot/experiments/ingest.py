@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -111,9 +112,15 @@ def _gpu_from_env(env: dict[str, Any]) -> str:
     return ""
 
 
+_DOTTED_EXC = re.compile(r"^(?:[A-Za-z_]\w*\.)+([A-Za-z_]\w*(?:Error|Exception|Failure))\b")
+WHAT_MAX_CHARS = 40
+
+
 def _summary(what: str, ev: EvalResult, status: Status) -> str:
+    """'<what> - <outcome>' in at most 80 characters: what keeps up to 40, the outcome gets the rest."""
     if ev.status in ("failed", "correctness_failed"):
         last = next((ln.strip() for ln in reversed(ev.output_tail.splitlines()) if ln.strip()), "")
+        last = _DOTTED_EXC.sub(r"\1", last)  # triton.compiler.errors.CompilationError -> CompilationError
         outcome = f"{ev.status}: {last}" if last else ev.status
     elif ev.speedup is not None:
         outcome = f"{ev.status} {ev.speedup:.3g}x"
@@ -123,9 +130,10 @@ def _summary(what: str, ev: EvalResult, status: Status) -> str:
     what = " ".join(what.split()) or ev.task
     room = SUMMARY_MAX_CHARS - 3
     if len(what) + len(outcome) > room:
-        keep_what = max(12, room - len(outcome))
-        what = what[: keep_what - 1] + "~" if len(what) > keep_what else what
-        outcome = outcome[: room - len(what) - 1] + "~" if len(what) + len(outcome) > room else outcome
+        if len(what) > WHAT_MAX_CHARS:
+            what = what[: WHAT_MAX_CHARS - 1] + "~"
+        if len(what) + len(outcome) > room:
+            outcome = outcome[: room - len(what) - 1] + "~"
     return f"{what} - {outcome}"
 
 

@@ -41,7 +41,6 @@ from kernelpilot.experiments.api import (
 )
 from kernelpilot.experiments.record import FAILURE_STATUSES, ExperimentRecord, Status
 from kernelpilot.experiments.store import RecordFilter, Store, open_store, record_error
-from kernelpilot.models import compact_json
 
 
 @contextmanager
@@ -216,7 +215,7 @@ def read_jsonl_records(path: Path) -> list[ExperimentRecord]:
     """Every record of a JSONL file, validated; errors name the line and the field."""
     out: list[ExperimentRecord] = []
     try:
-        fh = open(path, encoding="utf-8")
+        fh = open(path, encoding="utf-8", newline="\n")
     except OSError as exc:
         raise InputFileError(f"cannot read {path}: {exc.strerror}", "give an existing JSONL file") from exc
     with fh:
@@ -247,7 +246,8 @@ def import_records(req: ExpImportRequest) -> ImportResult:
 
 
 def export_line(rec: ExperimentRecord) -> str:
-    return compact_json(rec.model_dump(mode="json"))
+    """The record's own JSON (field order of the model, dict keys as stored): what import reads back."""
+    return rec.model_dump_json()
 
 
 def atomic_write_lines(path: Path, lines: Iterator[str]) -> int:
@@ -301,7 +301,7 @@ def ingest(req: ExpIngestRequest) -> IngestResult:
     items: list[tuple[Any, str, str]] = []  # (object, where, link)
     is_ledger = path.suffix == ".jsonl" or req.line is not None
     if is_ledger:
-        lines = text.splitlines()
+        lines = text.split("\n")  # not splitlines(): U+2028 & co. may sit inside JSON strings
         wanted = [req.line] if req.line is not None else [i + 1 for i, ln in enumerate(lines) if ln.strip()]
         for n in wanted:
             if n > len(lines) or not lines[n - 1].strip():
