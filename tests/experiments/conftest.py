@@ -126,6 +126,12 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 
 
 @pytest.fixture
+def pg_url(pg_base: str) -> str:
+    """A fresh, empty PostgreSQL database."""
+    return fresh_pg_db(pg_base)
+
+
+@pytest.fixture
 def second_db_url(request: pytest.FixtureRequest, db_url: str, tmp_path: Path) -> str:
     """Another fresh, empty store of the same backend as `db_url`."""
     if db_url.startswith("postgresql://"):

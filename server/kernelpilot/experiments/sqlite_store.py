@@ -245,6 +245,9 @@ class SQLiteStore:
         try:
             with self._errors("open"):
                 self.conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_s * 1000)}")
+            # read-only checks first: a foreign or newer file must not even get its journal mode changed
+            self._check_not_newer(self._read_version())
+            with self._errors("open"):
                 self.conn.execute("PRAGMA journal_mode = WAL")
                 self.conn.execute("PRAGMA synchronous = NORMAL")
             self._migrate()

@@ -218,11 +218,18 @@ def text_tokens(text: str) -> list[str]:
     return out
 
 
+_UNION_TAGS = frozenset({"int", "str", "float", "bool", "none", "list", "dict"})
+
+
 def record_error(exc: ValidationError, where: str) -> InvalidArgumentError:
     """A record validation failure as a typed error naming each bad field (dotted path)."""
-    parts = []
+    by_loc: dict[str, list[str]] = {}
     for err in exc.errors():
-        loc = ".".join(str(p) for p in err["loc"]) or "record"
+        # drop pydantic's union-branch tags ("int", "list[int]", "function-after[...]") from the path
+        parts = [
+            str(p) for p in err["loc"] if not (isinstance(p, str) and (p in _UNION_TAGS or "[" in p))
+        ]
         msg = err["msg"].removeprefix("Value error, ")
-        parts.append(f"{loc}: {msg}")
-    return InvalidArgumentError(f"invalid experiment record ({where}): " + "; ".join(parts), "fix the named field")
+        by_loc.setdefault(".".join(parts) or "record", []).append(msg)
+    text = "; ".join(f"{loc}: {' or '.join(dict.fromkeys(msgs))}" for loc, msgs in by_loc.items())
+    return InvalidArgumentError(f"invalid experiment record ({where}): {text}", "fix the named field")
