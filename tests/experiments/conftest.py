@@ -59,15 +59,21 @@ class PgServer:
                 user = "nobody"
             runuser = shutil.which("runuser")
             if not runuser:
-                raise RuntimeError("running as root and runuser is missing: cannot start postgres as non-root")
+                raise RuntimeError(
+                    "running as root and runuser is missing: cannot start postgres as non-root"
+                )
             self.prefix = [runuser, "-u", user, "--"]
             shutil.chown(self.dir, user=user)
         self.dir.chmod(0o700)
         self.port = _free_port()
         self.data = self.dir / "data"
-        self._run([initdb, "-D", str(self.data), "-A", "trust", "-U", "kp", "-E", "UTF8", "--locale=C", "--no-sync"])
+        self._run(
+            [initdb, "-D", str(self.data), "-A", "trust", "-U", "kp", "-E", "UTF8", "--locale=C", "--no-sync"]
+        )
         opts = f"-k {self.dir} -h 127.0.0.1 -p {self.port} -F -c max_connections=60 -c fsync=off"
-        self._run([pg_ctl, "-D", str(self.data), "-o", opts, "-l", str(self.dir / "log"), "-w", "-t", "60", "start"])
+        self._run(
+            [pg_ctl, "-D", str(self.data), "-o", opts, "-l", str(self.dir / "log"), "-w", "-t", "60", "start"]
+        )
         self.base = f"postgresql://kp@127.0.0.1:{self.port}"
 
     def _run(self, argv: list[str]) -> None:
@@ -77,7 +83,9 @@ class PgServer:
         if proc.returncode != 0:
             log = self.dir / "log"
             tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
-            raise RuntimeError(f"{Path(argv[0]).name} failed ({proc.returncode}): {proc.stderr[-2000:]} {tail}")
+            raise RuntimeError(
+                f"{Path(argv[0]).name} failed ({proc.returncode}): {proc.stderr[-2000:]} {tail}"
+            )
 
     def stop(self) -> None:
         with contextlib.suppress(RuntimeError, subprocess.TimeoutExpired):

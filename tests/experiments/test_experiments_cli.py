@@ -14,16 +14,17 @@ FIX = Path(__file__).resolve().parent.parent / "fixtures" / "experiments"
 def test_cli_workflow(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     db = str(tmp_path / "exp.db")
     r = run_cli(
-        "exp", "create", "--db", db, "--id", "base", "--operator", "gemm", "--dtype", "bf16", "--arch", "sm_90",
-        "--summary", "baseline - 1.0x reference", "--status", "neutral", "--score", "1.0",
+        "exp", "create", "--db", db, "--id", "base", "--operator", "gemm", "--dtype", "bf16",
+        "--arch", "sm_90", "--summary", "baseline - 1.0x reference", "--status", "neutral", "--score", "1.0",
         "--shapes", '{"M": 4096, "N": 4096}', "--environment", '{"driver": "580.159.04", "toolkit": "13.0"}',
         "--tags", "baseline",
     )  # fmt: skip
     assert r.code == 0, r.err
     assert r.out.splitlines()[0] == f"created base in {db}"
     r = run_cli(
-        "exp", "create", "--db", db, "--id", "t128", "--parent-id", "base", "--operator", "gemm", "--dtype", "bf16",
-        "--arch", "sm_90", "--summary", "tile 128x128 - 1.6x", "--status", "success", "--score", "1.6",
+        "exp", "create", "--db", db, "--id", "t128", "--parent-id", "base", "--operator", "gemm",
+        "--dtype", "bf16", "--arch", "sm_90", "--summary", "tile 128x128 - 1.6x", "--status", "success",
+        "--score", "1.6",
         "--why", "better reuse in shared memory", "--tags", "tiling",
     )  # fmt: skip
     assert r.code == 0, r.err
@@ -75,8 +76,8 @@ def test_cli_workflow(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyp
     run_cli("exp", "export", "--db", db2, str(out2))
     assert out2.read_bytes() == out.read_bytes()
 
-    r = run_cli("exp", "ingest", "--db", db, str(FIX / "ledger.jsonl"), "--line", "3", "--operator", "softmax",
-                "--change", "bigger tile")  # fmt: skip
+    r = run_cli("exp", "ingest", "--db", db, str(FIX / "ledger.jsonl"), "--line", "3",
+                "--operator", "softmax", "--change", "bigger tile")  # fmt: skip
     assert r.code == 0, r.err
     assert "bigger tile - failed: CompilationError" in r.out
 

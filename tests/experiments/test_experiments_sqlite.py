@@ -136,8 +136,8 @@ def test_migrates_v1_fixture_without_loss(tmp_path: Path) -> None:
             "reviewer": "kept by the migration under raw_result.v1_extra"
         }
         # the upgraded store is fully usable: indexes, tags, text search, lineage
-        assert [r.id for r in store.list(RecordFilter(tag=["tiling"]))] == ["v1-tile128"]
-        assert [r.id for r in store.list(RecordFilter(text="running max"))] == ["v1-quote"]
+        assert [r.id for r in store.query(RecordFilter(tag=["tiling"]))] == ["v1-tile128"]
+        assert [r.id for r in store.query(RecordFilter(text="running max"))] == ["v1-quote"]
         assert [r.id for r in store.ancestors("v1-splitk")] == ["v1-tile128", "v1-base"]
         store.create([_rec(9)])
     finally:
@@ -162,10 +162,10 @@ def test_like_fallback_without_fts(tmp_path: Path, monkeypatch: pytest.MonkeyPat
                                              "status": "neutral"}),
         ]
     )  # fmt: skip
-    assert [r.id for r in store.list(RecordFilter(text="unroll loop"))] == ["a"]
-    assert [r.id for r in store.list(RecordFilter(text="%"))] == ["a"]  # literal %, not a wildcard
-    assert [r.id for r in store.list(RecordFilter(text="_"))] == ["a"]
-    assert [r.id for r in store.list(RecordFilter(text="UNROLL"))] == ["b", "a"]
+    assert [r.id for r in store.query(RecordFilter(text="unroll loop"))] == ["a"]
+    assert [r.id for r in store.query(RecordFilter(text="%"))] == ["a"]  # literal %, not a wildcard
+    assert [r.id for r in store.query(RecordFilter(text="_"))] == ["a"]
+    assert [r.id for r in store.query(RecordFilter(text="UNROLL"))] == ["b", "a"]
     store.close()
 
 
@@ -174,7 +174,9 @@ def test_default_location(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     (ws / "sub").mkdir(parents=True)
     assert default_location(ws / "sub") == str(tmp_path / "xdg" / "kernelpilot" / "experiments.db")
     monkeypatch.delenv("XDG_DATA_HOME")
-    assert default_location(ws) == str(tmp_path / "home" / ".local" / "share" / "kernelpilot" / "experiments.db")
+    assert default_location(ws) == str(
+        tmp_path / "home" / ".local" / "share" / "kernelpilot" / "experiments.db"
+    )
     (ws / "kernelpilot.toml").write_text('[experiments]\ndb = "history/exp.db"\n')
     assert default_location(ws / "sub") == str(ws / "history" / "exp.db")
     (ws / "kernelpilot.toml").write_text('[experiments]\ndb = "postgresql://team@db.example/kp"\n')

@@ -79,27 +79,27 @@ def test_filters(store) -> None:  # type: ignore[no-untyped-def]
         ]
     )  # fmt: skip
     f = RecordFilter
-    assert ids(store.list(f())) == ["r005", "r004", "r003", "r002", "r001"]
-    assert ids(store.list(f(), order="oldest", limit=2, offset=1)) == ["r002", "r003"]
-    assert ids(store.list(f(operator="softmax"))) == ["r003"]
-    assert ids(store.list(f(dtype="fp16"))) == ["r002"]
-    assert ids(store.list(f(arch="gfx942"))) == ["r003"]
-    assert ids(store.list(f(gpu="mi300x"))) == ["r003"]
-    assert ids(store.list(f(status=[Status.crash, Status.neutral]))) == ["r005", "r004"]
-    assert ids(store.list(f(tag=["tiling"]))) == ["r002", "r001"]
-    assert ids(store.list(f(tag=["tiling", "tma"]))) == ["r002"]
-    assert ids(store.list(f(since=T0 + timedelta(minutes=2), until=T0 + timedelta(minutes=4)))) == [
+    assert ids(store.query(f())) == ["r005", "r004", "r003", "r002", "r001"]
+    assert ids(store.query(f(), order="oldest", limit=2, offset=1)) == ["r002", "r003"]
+    assert ids(store.query(f(operator="softmax"))) == ["r003"]
+    assert ids(store.query(f(dtype="fp16"))) == ["r002"]
+    assert ids(store.query(f(arch="gfx942"))) == ["r003"]
+    assert ids(store.query(f(gpu="mi300x"))) == ["r003"]
+    assert ids(store.query(f(status=[Status.crash, Status.neutral]))) == ["r005", "r004"]
+    assert ids(store.query(f(tag=["tiling"]))) == ["r002", "r001"]
+    assert ids(store.query(f(tag=["tiling", "tma"]))) == ["r002"]
+    assert ids(store.query(f(since=T0 + timedelta(minutes=2), until=T0 + timedelta(minutes=4)))) == [
         "r004",
         "r003",
         "r002",
     ]
-    assert ids(store.list(f(text="online"))) == ["r003"]
-    assert ids(store.list(f(text="UNROLL loop"))) == ["r005"]  # all words, case-insensitive
-    assert ids(store.list(f(text="tail tile"))) == ["r004"]  # description.why is searched
-    assert ids(store.list(f(text="illegal"))) == ["r004"]  # and the error message
-    assert ids(store.list(f(text="unroll softmax"))) == []
-    assert ids(store.list(f(buggy=True))) == ["r004"]
-    assert ids(store.list(f(parent_id="r001"))) == ["r005"]
+    assert ids(store.query(f(text="online"))) == ["r003"]
+    assert ids(store.query(f(text="UNROLL loop"))) == ["r005"]  # all words, case-insensitive
+    assert ids(store.query(f(text="tail tile"))) == ["r004"]  # description.why is searched
+    assert ids(store.query(f(text="illegal"))) == ["r004"]  # and the error message
+    assert ids(store.query(f(text="unroll softmax"))) == []
+    assert ids(store.query(f(buggy=True))) == ["r004"]
+    assert ids(store.query(f(parent_id="r001"))) == ["r005"]
     assert store.count(f(operator="gemm")) == 4
 
 
@@ -125,8 +125,8 @@ def test_top_and_update(store) -> None:  # type: ignore[no-untyped-def]
     assert up.updated is not None and up.score == 3.0
     assert store.get("r004") == up
     assert ids(store.top(RecordFilter(), 1)) == ["r004"]
-    assert ids(store.list(RecordFilter(tag=["x"]))) == ["r004"]
-    assert ids(store.list(RecordFilter(text="reuse"))) == ["r004"]
+    assert ids(store.query(RecordFilter(tag=["x"]))) == ["r004"]
+    assert ids(store.query(RecordFilter(text="reuse"))) == ["r004"]
     with pytest.raises(InvalidArgumentError, match="summary"):
         store.update("r004", {"summary": "x" * 81})
     with pytest.raises(InvalidArgumentError, match="'id' cannot be changed"):
@@ -172,11 +172,18 @@ def test_similar_and_failures(store, db_url: str) -> None:  # type: ignore[no-un
         ]
     )  # fmt: skip
     res = ops.similar(
-        ExpSimilarRequest(db=db_url, operator="gemm", dtype="bf16", arch="sm_90", change="unroll the k loop by 4")
+        ExpSimilarRequest(
+            db=db_url, operator="gemm", dtype="bf16", arch="sm_90", change="unroll the k loop by 4"
+        )
     )
     assert ids([m.record for m in res.matches])[:4] == ["r001", "r002", "r005", "r004"]  # ties: newest first
     top = res.matches[0]
-    assert top.similarity == 1.0 and top.components == {"operator": 1.0, "dtype": 1.0, "arch": 1.0, "change": 1.0}
+    assert top.similarity == 1.0 and top.components == {
+        "operator": 1.0,
+        "dtype": 1.0,
+        "arch": 1.0,
+        "change": 1.0,
+    }
     # stop words dropped: {unroll, k, loop, 4} vs {unroll, k, loop, 2}: Jaccard 3/5
     assert res.matches[1].components["change"] == pytest.approx(3 / 5)
     assert res.matches[1].similarity == pytest.approx(0.30 + 0.15 + 0.15 + 0.40 * 3 / 5, abs=1e-4)
@@ -229,11 +236,18 @@ def _hostile_record(i: int, h: str) -> ExperimentRecord:
             "is_buggy": True,
             "error_message": h,
             "profiling": {
-                "verdicts": [{"kernel": h, "verdict": "memory_bound", "memory_level": "dram", "confidence": 0.5,
-                              "evidence": [{"metric": h, "value": h, "threshold": h, "source": h}],
-                              "next_measurements": [h]}],
+                "verdicts": [
+                    {
+                        "kernel": h,
+                        "verdict": "memory_bound",
+                        "memory_level": "dram",
+                        "confidence": 0.5,
+                        "evidence": [{"metric": h, "value": h, "threshold": h, "source": h}],
+                        "next_measurements": [h],
+                    }
+                ],
                 "key_metrics": {h: h},
-            },  # fmt: skip
+            },
             "tags": [" ".join(h.split())[:64]],
             "links": {"workspace": h, "ledger": h, "result_json": h, "files": [h]},
         }
@@ -245,23 +259,27 @@ def test_hostile_strings_round_trip(store) -> None:  # type: ignore[no-untyped-d
     store.create(records)
     for r in records:
         assert store.get(r.id) == r
-        assert ids(store.list(RecordFilter(operator=r.operator))) == [r.id]
-        assert ids(store.list(RecordFilter(tag=r.tags))) == [r.id]
+        assert ids(store.query(RecordFilter(operator=r.operator))) == [r.id]
+        assert ids(store.query(RecordFilter(tag=r.tags))) == [r.id]
     assert store.count(RecordFilter()) == len(HOSTILE)
     # punctuation-only searches are substring matches with LIKE wildcards escaped
-    assert ids(store.list(RecordFilter(text="'"))) == ["h6", "h0"]
-    assert ids(store.list(RecordFilter(text="';"))) == ["h0"]
-    assert ids(store.list(RecordFilter(text="%"))) == ["h5", "h2"]
-    assert ids(store.list(RecordFilter(text="_"))) == ["h2"]
-    assert ids(store.list(RecordFilter(text="日本語"))) == ["h3"]
+    assert ids(store.query(RecordFilter(text="'"))) == ["h6", "h0"]
+    assert ids(store.query(RecordFilter(text="';"))) == ["h0"]
+    assert ids(store.query(RecordFilter(text="%"))) == ["h5", "h2"]
+    assert ids(store.query(RecordFilter(text="_"))) == ["h2"]
+    assert ids(store.query(RecordFilter(text="日本語"))) == ["h3"]
     upd = store.update("h0", {"description": {"why": HOSTILE[1]}})
     assert store.get("h0") == upd
 
 
 def test_export_import_round_trip(store, db_url: str, second_db_url: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    records = [rec(i, score=1 / 3 + i, raw_result={"x": 1e-300 * i, "y": [0.1, 2.5e17]}) for i in range(1, 30)]
+    records = [
+        rec(i, score=1 / 3 + i, raw_result={"x": 1e-300 * i, "y": [0.1, 2.5e17]}) for i in range(1, 30)
+    ]
     records += [_hostile_record(i, h) for i, h in enumerate(HOSTILE)]
-    records.append(rec(99, created=datetime(2026, 11, 1, 12, 0, 0, tzinfo=UTC), score=None, status="abandoned"))
+    records.append(
+        rec(99, created=datetime(2026, 11, 1, 12, 0, 0, tzinfo=UTC), score=None, status="abandoned")
+    )
     store.create(records)
     store.update("r005", {"status": "regression"})
     out = tmp_path / "export.jsonl"
@@ -329,11 +347,17 @@ def test_ingest_eval_results(db_url: str, tmp_path: Path) -> None:
     assert "shared memory 262144 exceeds limit" in (failed.error_message or "")
     assert "unstable" in by_status["unstable"].tags and "out_of_scope" in by_status["out_of_scope"].tags
     # same ledger again: nothing new; one line and the result.json
-    again = ops.ingest(ExpIngestRequest(db=db_url, path=str(FIX / "ledger.jsonl"), line=2, operator="softmax"))
+    again = ops.ingest(
+        ExpIngestRequest(db=db_url, path=str(FIX / "ledger.jsonl"), line=2, operator="softmax")
+    )
     assert again.created == [] and len(again.existing) == 1
     one = ops.ingest(ExpIngestRequest(db=db_url, path=str(FIX / "result_improved.json"), workspace=str(FIX)))
     r = one.records[0]
-    assert one.created == [r.id] and r.operator == "softmax-fp16" and r.links.result_json == "result_improved.json"
+    assert (
+        one.created == [r.id]
+        and r.operator == "softmax-fp16"
+        and r.links.result_json == "result_improved.json"
+    )
     assert r.summary == "eval softmax-fp16 - improved 1.41x"
 
 

@@ -10,10 +10,10 @@ from kernelpilot.experiments.api import (
     ExpIngestRequest,
     ExpLineageRequest,
     ExpListRequest,
+    ExportResult,
     ExpSimilarRequest,
     ExpTopRequest,
     ExpUpdateRequest,
-    ExportResult,
     FailuresResult,
     ImportResult,
     IngestResult,
@@ -62,7 +62,9 @@ CAPABILITIES = [
         tool="exp_get",
         command=("exp", "get"),
         summary="Show one experiment record in full.",
-        description="Show every field of one record: target, environment, description, error, verdicts, links.",
+        description=(
+            "Show every field of one record: target, environment, description, error, verdicts, links."
+        ),
         request=ExpGetRequest,
         result=RecordResult,
         target=f"{_OPS}:get",

@@ -49,7 +49,9 @@ class ExpCreateRequest(_DbRequest):
     id: str | None = Field(None, description="Record id; generated when omitted.")
     created: str | None = Field(None, description="When it was made (default now). " + TIME_HELP)
     dtype: str = Field("", description="Dtype signature, e.g. 'bf16*bf16->fp32'.")
-    shapes: dict[str, int | list[int]] = Field(default_factory=dict, description="Shapes by name: {'M': 4096}.")
+    shapes: dict[str, int | list[int]] = Field(
+        default_factory=dict, description="Shapes by name: {'M': 4096}."
+    )
     gpu: str = Field("", description="Target GPU id, e.g. h100-sxm5.")
     arch: str = Field("", description="Target architecture, e.g. sm_90 or gfx942.")
     environment: Environment | None = Field(None, description="{driver, toolkit, libraries{}, other{}}.")
@@ -62,7 +64,9 @@ class ExpCreateRequest(_DbRequest):
     raw_result: dict[str, Any] = Field(default_factory=dict, description="Raw result, e.g. per-kernel times.")
     is_buggy: bool = Field(False, description="The attempt produced a bug (needs --error-message).")
     error_message: str | None = Field(None, description="The error message when buggy.")
-    profiling: Profiling | None = Field(None, description="{verdicts: [bottleneck verdicts], key_metrics: {}}.")
+    profiling: Profiling | None = Field(
+        None, description="{verdicts: [bottleneck verdicts], key_metrics: {}}."
+    )
     tags: list[str] = Field(default_factory=list, description="Tags, e.g. tiling, tma, unroll.")
     links: Links | None = Field(None, description="{workspace, ledger, result_json, files[]} relative paths.")
 
@@ -84,7 +88,9 @@ class ExpUpdateRequest(_DbRequest):
     remove_tag: list[str] = Field(default_factory=list, description="Tags to remove.")
     set: dict[str, Any] = Field(
         default_factory=dict,
-        description="Any other record fields to replace, e.g. {'profiling': {...}, 'links': {...}, 'score': null}.",
+        description=(
+            "Any other record fields to replace, e.g. {'profiling': {...}, 'links': {...}, 'score': null}."
+        ),
     )
 
 
@@ -97,9 +103,13 @@ class ExpGetRequest(_DbRequest):
 class ExpListRequest(_Filters):
     """List records, newest first."""
 
-    status: list[Status] = Field(default_factory=list, description="Only these statuses (repeat for several).")
+    status: list[Status] = Field(
+        default_factory=list, description="Only these statuses (repeat for several)."
+    )
     parent_id: str | None = Field(None, description="Only direct children of this record.")
-    buggy: bool | None = Field(None, description="Only buggy (--buggy) or only non-buggy (--no-buggy) records.")
+    buggy: bool | None = Field(
+        None, description="Only buggy (--buggy) or only non-buggy (--no-buggy) records."
+    )
     limit: int = Field(20, ge=1, le=1000, description="At most this many records.")
     offset: int = Field(0, ge=0, description="Skip this many (paging).")
     order: Literal["newest", "oldest"] = Field("newest", description="Sort by creation time.")
@@ -123,7 +133,9 @@ class ExpSimilarRequest(_DbRequest):
     change: str = Field("", description="The planned change in a few words, e.g. 'unroll k loop by 4'.")
     limit: int = Field(10, ge=1, le=200, description="At most this many matches.")
     min_similarity: float = Field(0.3, ge=0.0, le=1.0, description="Drop matches below this similarity.")
-    failures_only: bool = Field(False, description="Only attempts that failed (regression/crash/incorrect/...).")
+    failures_only: bool = Field(
+        False, description="Only attempts that failed (regression/crash/incorrect/...)."
+    )
 
 
 class ExpLineageRequest(_DbRequest):
@@ -193,7 +205,9 @@ class RecordListResult(Result):
 
     def render_text(self) -> str:
         shown = len(self.records)
-        head = f"{self.total} record(s) match; showing {self.offset + 1}-{self.offset + shown}" if shown else ""
+        head = (
+            f"{self.total} record(s) match; showing {self.offset + 1}-{self.offset + shown}" if shown else ""
+        )
         return (head + "\n" if head else "") + render.table(self.records)
 
 
@@ -204,8 +218,9 @@ class TopResult(Result):
 
     def render_text(self) -> str:
         if not self.per_operator:
-            return f"top {len(self.records)} by score (speed-up vs parent; buggy/crash/incorrect excluded)\n" + (
-                render.table(self.records)
+            return (
+                f"top {len(self.records)} by score (speed-up vs parent; buggy/crash/incorrect excluded)\n"
+                + (render.table(self.records))
             )
         out: list[str] = []
         ops = list(dict.fromkeys(r.operator for r in self.records))
@@ -217,7 +232,9 @@ class TopResult(Result):
 
 class SimilarMatch(Result):
     similarity: float = Field(description="0..1; see kernelpilot.experiments.similarity for the formula.")
-    components: dict[str, float | None] = Field(description="operator, dtype, arch, change parts (None = unused).")
+    components: dict[str, float | None] = Field(
+        description="operator, dtype, arch, change parts (None = unused)."
+    )
     record: ExperimentRecord
 
 
@@ -229,7 +246,9 @@ class SimilarResult(Result):
     def render_text(self) -> str:
         if not self.matches:
             return f"no similar records (scored {self.candidates})"
-        body = render.table([m.record for m in self.matches], extra=[f"{m.similarity:.2f}" for m in self.matches])
+        body = render.table(
+            [m.record for m in self.matches], extra=[f"{m.similarity:.2f}" for m in self.matches]
+        )
         whys = [
             f"  {m.record.id}: why: {m.record.why_text()[:160]}"
             for m in self.matches
@@ -254,7 +273,11 @@ class FailuresResult(Result):
     records: list[ExperimentRecord]
 
     def render_text(self) -> str:
-        more = f"\n({self.total - len(self.records)} more; raise --limit)" if self.total > len(self.records) else ""
+        more = (
+            f"\n({self.total - len(self.records)} more; raise --limit)"
+            if self.total > len(self.records)
+            else ""
+        )
         return render.failures(self.records) + more
 
 
@@ -266,7 +289,9 @@ class ImportResult(Result):
     skipped: int
 
     def render_text(self) -> str:
-        return f"read {self.read} record(s) from {self.path}: imported {self.imported}, skipped {self.skipped}"
+        return (
+            f"read {self.read} record(s) from {self.path}: imported {self.imported}, skipped {self.skipped}"
+        )
 
 
 class ExportResult(Result):

@@ -24,7 +24,14 @@ from kernelpilot.experiments.record import SUMMARY_MAX_CHARS, ExperimentRecord, 
 from kernelpilot.models import compact_json
 
 EvalStatus = Literal[
-    "improved", "regressed", "neutral", "unstable", "failed", "correctness_failed", "out_of_scope", "needs_baseline"
+    "improved",
+    "regressed",
+    "neutral",
+    "unstable",
+    "failed",
+    "correctness_failed",
+    "out_of_scope",
+    "needs_baseline",
 ]
 
 STATUS_MAP: dict[str, tuple[Status, str | None]] = {
@@ -74,7 +81,9 @@ def parse_eval(obj: Any, where: str) -> EvalResult:
             "give a result.json or ledger.jsonl line written by `kernelpilot eval`",
         ) from exc
     if ev.schema_version != 1:
-        raise FormatError(f"{where}: eval schema_version {ev.schema_version} is not supported (1 is)", "upgrade")
+        raise FormatError(
+            f"{where}: eval schema_version {ev.schema_version} is not supported (1 is)", "upgrade"
+        )
     return ev
 
 
@@ -196,9 +205,10 @@ def record_from_eval(
         "description": {
             "approach": change or "",
             "result": result_text,
-            "why": {"unstable": "timing spread too large to tell", "needs_baseline": "no baseline measured"}.get(
-                ev.status, ""
-            ),
+            "why": {
+                "unstable": "timing spread too large to tell",
+                "needs_baseline": "no baseline measured",
+            }.get(ev.status, ""),
         },
         "raw_result": json.loads(json.dumps(raw)),
         "score": score,

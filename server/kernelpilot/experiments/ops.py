@@ -24,10 +24,10 @@ from kernelpilot.experiments.api import (
     ExpIngestRequest,
     ExpLineageRequest,
     ExpListRequest,
+    ExportResult,
     ExpSimilarRequest,
     ExpTopRequest,
     ExpUpdateRequest,
-    ExportResult,
     FailuresResult,
     ImportResult,
     IngestResult,
@@ -105,7 +105,12 @@ def create(req: ExpCreateRequest) -> RecordResult:
         "base_commit": req.base_commit,
         "diff_hash": req.diff_hash,
         "summary": req.summary,
-        "description": {"approach": req.approach, "result": req.result, "why": req.why, "insight": req.insight},
+        "description": {
+            "approach": req.approach,
+            "result": req.result,
+            "why": req.why,
+            "insight": req.insight,
+        },
         "raw_result": req.raw_result,
         "score": req.score,
         "status": req.status,
@@ -135,7 +140,11 @@ def update(req: ExpUpdateRequest) -> RecordResult:
             value = getattr(req, name)
             if value is not None:
                 changes[name] = value
-        desc = {n: getattr(req, n) for n in ("approach", "result", "why", "insight") if getattr(req, n) is not None}
+        desc = {
+            n: getattr(req, n)
+            for n in ("approach", "result", "why", "insight")
+            if getattr(req, n) is not None
+        }
         if desc:
             base = changes.get("description", current.description.model_dump())
             if not isinstance(base, dict):
@@ -159,7 +168,7 @@ def get(req: ExpGetRequest) -> RecordResult:
 def list_records(req: ExpListRequest) -> RecordListResult:
     flt = _filter(req, status=req.status, parent_id=req.parent_id, buggy=req.buggy)
     with _store(req.db) as store:
-        recs = store.list(flt, limit=req.limit, offset=req.offset, order=req.order)
+        recs = store.query(flt, limit=req.limit, offset=req.offset, order=req.order)
         total = store.count(flt) if (len(recs) == req.limit or req.offset) else req.offset + len(recs)
         return RecordListResult(db=store.url, total=total, offset=req.offset, records=recs)
 
@@ -179,10 +188,16 @@ def similar(req: ExpSimilarRequest) -> SimilarResult:
         )
     tokens = sorted(similarity.change_tokens(req.change))[:32]
     with _store(req.db) as store:
-        pool = store.similar_candidates(req.operator or None, req.dtype or None, req.arch or None, tokens, 2000)
+        pool = store.similar_candidates(
+            req.operator or None, req.dtype or None, req.arch or None, tokens, 2000
+        )
         matches: list[SimilarMatch] = []
         for rec in pool:
-            if req.failures_only and rec.status not in (*FAILURE_STATUSES, Status.neutral) and not rec.is_buggy:
+            if (
+                req.failures_only
+                and rec.status not in (*FAILURE_STATUSES, Status.neutral)
+                and not rec.is_buggy
+            ):
                 continue
             sim, comps = similarity.score(rec, req.operator, req.dtype, req.arch, req.gpu, req.change)
             if sim >= req.min_similarity:
@@ -206,7 +221,7 @@ def failures(req: ExpFailuresRequest) -> FailuresResult:
     statuses = list(FAILURE_STATUSES) + ([Status.neutral] if req.include_neutral else [])
     flt = _filter(req, status=statuses)
     with _store(req.db) as store:
-        recs = store.list(flt, limit=req.limit)
+        recs = store.query(flt, limit=req.limit)
         total = store.count(flt) if len(recs) == req.limit else len(recs)
         return FailuresResult(db=store.url, total=total, records=recs)
 
@@ -215,7 +230,7 @@ def read_jsonl_records(path: Path) -> list[ExperimentRecord]:
     """Every record of a JSONL file, validated; errors name the line and the field."""
     out: list[ExperimentRecord] = []
     try:
-        fh = open(path, encoding="utf-8", newline="\n")
+        fh = open(path, encoding="utf-8", newline="\n")  # noqa: SIM115 - closed by the with below
     except OSError as exc:
         raise InputFileError(f"cannot read {path}: {exc.strerror}", "give an existing JSONL file") from exc
     with fh:
@@ -226,7 +241,9 @@ def read_jsonl_records(path: Path) -> list[ExperimentRecord]:
                 try:
                     data = json.loads(line)
                 except json.JSONDecodeError as exc:
-                    raise FormatError(f"{path}:{n}: not JSON ({exc.msg})", "one JSON record per line") from exc
+                    raise FormatError(
+                        f"{path}:{n}: not JSON ({exc.msg})", "one JSON record per line"
+                    ) from exc
                 if not isinstance(data, dict):
                     raise FormatError(f"{path}:{n}: a record must be a JSON object", "one record per line")
                 out.append(_validate(data, f"{path}:{n}"))
@@ -278,7 +295,7 @@ def export_records(req: ExpExportRequest) -> ExportResult:
             lines = (export_line(r) for r in store.iter_all())
         else:
             total = store.count(flt)
-            lines = (export_line(r) for r in store.list(flt, limit=max(total, 1), order="oldest"))
+            lines = (export_line(r) for r in store.query(flt, limit=max(total, 1), order="oldest"))
         count = atomic_write_lines(Path(req.out), lines)
         return ExportResult(db=store.url, path=req.out, count=count)
 
@@ -295,7 +312,9 @@ def ingest(req: ExpIngestRequest) -> IngestResult:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise InputFileError(f"cannot read {req.path}: {exc.strerror}", "give an eval result.json or ledger") from exc
+        raise InputFileError(
+            f"cannot read {req.path}: {exc.strerror}", "give an eval result.json or ledger"
+        ) from exc
     except UnicodeDecodeError as exc:
         raise FormatError(f"{req.path}: not UTF-8 text", "give an eval result.json or ledger.jsonl") from exc
     items: list[tuple[Any, str, str]] = []  # (object, where, link)
@@ -305,17 +324,23 @@ def ingest(req: ExpIngestRequest) -> IngestResult:
         wanted = [req.line] if req.line is not None else [i + 1 for i, ln in enumerate(lines) if ln.strip()]
         for n in wanted:
             if n > len(lines) or not lines[n - 1].strip():
-                raise InputFileError(f"{req.path} has no line {n} with a record", f"it has {len(lines)} lines")
+                raise InputFileError(
+                    f"{req.path} has no line {n} with a record", f"it has {len(lines)} lines"
+                )
             try:
                 obj = json.loads(lines[n - 1])
             except json.JSONDecodeError as exc:
-                raise FormatError(f"{req.path}:{n}: not JSON ({exc.msg})", "one eval object per line") from exc
+                raise FormatError(
+                    f"{req.path}:{n}: not JSON ({exc.msg})", "one eval object per line"
+                ) from exc
             items.append((obj, f"{req.path}:{n}", f"{rel}#L{n}"))
     else:
         try:
             obj = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise FormatError(f"{req.path}: not JSON ({exc.msg} at line {exc.lineno})", "give result.json") from exc
+            raise FormatError(
+                f"{req.path}: not JSON ({exc.msg} at line {exc.lineno})", "give result.json"
+            ) from exc
         items.append((obj, req.path, rel))
     records = [
         record_from_eval(

@@ -48,7 +48,8 @@ _V2_DDL = [
         summary TEXT NOT NULL,
         description TEXT NOT NULL,
         doc TEXT NOT NULL,
-        fts TSVECTOR GENERATED ALWAYS AS (to_tsvector('simple'::regconfig, summary || ' ' || description)) STORED
+        fts TSVECTOR GENERATED ALWAYS AS
+            (to_tsvector('simple'::regconfig, summary || ' ' || description)) STORED
     )""",
     "CREATE TABLE tags (tag TEXT NOT NULL, record_id TEXT NOT NULL, PRIMARY KEY (tag, record_id))",
     "CREATE INDEX tags_record ON tags (record_id)",
@@ -156,7 +157,9 @@ class PostgresStore:
                 f"experiment store {self.url}: {what} failed: {str(exc).strip()}", "check the server"
             ) from exc
         except self._pg.Error as exc:
-            raise StoreError(f"experiment store {self.url}: {what} failed: {str(exc).strip()}", "see message") from exc
+            raise StoreError(
+                f"experiment store {self.url}: {what} failed: {str(exc).strip()}", "see message"
+            ) from exc
 
     @contextlib.contextmanager
     def _write(self, what: str) -> Iterator[Any]:
@@ -243,20 +246,25 @@ class PostgresStore:
         return recs[0]
 
     def get_many(self, record_ids: Sequence[str]) -> list[ExperimentRecord]:
-        got = {r.id: r for r in self._docs("SELECT doc FROM records WHERE id = ANY(%s)", [list(record_ids)], "get")}
+        got = {
+            r.id: r
+            for r in self._docs("SELECT doc FROM records WHERE id = ANY(%s)", [list(record_ids)], "get")
+        }
         return [got[i] for i in record_ids if i in got]
 
     def update(self, record_id: str, changes: dict[str, Any]) -> ExperimentRecord:
         with self._write("update") as conn:
             row = conn.execute("SELECT doc FROM records WHERE id = %s FOR UPDATE", (record_id,)).fetchone()
             if row is None:
-                raise NotFoundError(f"no experiment record with id {record_id!r} in {self.url}", "see exp list")
+                raise NotFoundError(
+                    f"no experiment record with id {record_id!r} in {self.url}", "see exp list"
+                )
             rec = apply_changes(ExperimentRecord.model_validate_json(row[0]), changes)
             r = _row(rec)
             conn.execute(
                 "UPDATE records SET parent_id = %s, created = %s, updated = %s, operator = %s, dtype = %s, "
-                "gpu = %s, arch = %s, status = %s, score = %s, is_buggy = %s, summary = %s, description = %s, "
-                "doc = %s WHERE id = %s",
+                "gpu = %s, arch = %s, status = %s, score = %s, is_buggy = %s, summary = %s, "
+                "description = %s, doc = %s WHERE id = %s",
                 (*r[1:], record_id),
             )
             conn.execute("DELETE FROM tags WHERE record_id = %s", (record_id,))
@@ -267,12 +275,19 @@ class PostgresStore:
                     )
         return rec
 
-    def list(
-        self, flt: RecordFilter, limit: int = 50, offset: int = 0, order: Literal["newest", "oldest"] = "newest"
+    def query(
+        self,
+        flt: RecordFilter,
+        limit: int = 50,
+        offset: int = 0,
+        order: Literal["newest", "oldest"] = "newest",
     ) -> list[ExperimentRecord]:
         w, params = sqlbuild.where(flt, self.dialect)
         direction = "DESC" if order == "newest" else "ASC"
-        sql = f'SELECT doc FROM records{w} ORDER BY created {direction}, id COLLATE "C" {direction} LIMIT %s OFFSET %s'
+        sql = (
+            f"SELECT doc FROM records{w} "
+            f'ORDER BY created {direction}, id COLLATE "C" {direction} LIMIT %s OFFSET %s'
+        )
         return self._docs(sql, [*params, limit, offset], "list")
 
     def count(self, flt: RecordFilter) -> int:
@@ -289,7 +304,10 @@ class PostgresStore:
             sql = f'SELECT doc FROM records{cond} ORDER BY score DESC, created DESC, id COLLATE "C" LIMIT %s'
             return self._docs(sql, [*params, *tparams, n], "top")
         with self._errors("top"):
-            ops = [r[0] for r in self.conn.execute(f"SELECT DISTINCT operator FROM records{w}", params).fetchall()]
+            ops = [
+                r[0]
+                for r in self.conn.execute(f"SELECT DISTINCT operator FROM records{w}", params).fetchall()
+            ]
         out: list[ExperimentRecord] = []
         for op in sorted(ops):
             sql = (
@@ -304,7 +322,9 @@ class PostgresStore:
     ) -> list[ExperimentRecord]:
         queries: list[tuple[str, list[Any]]] = []
         if operator:
-            queries.append(("SELECT doc FROM records WHERE operator = %s ORDER BY created DESC LIMIT %s", [operator]))
+            queries.append(
+                ("SELECT doc FROM records WHERE operator = %s ORDER BY created DESC LIMIT %s", [operator])
+            )
         if tokens:
             queries.append(
                 (
@@ -347,13 +367,14 @@ class PostgresStore:
         sql = (
             "WITH RECURSIVE d(id) AS (SELECT id FROM records WHERE parent_id = %s "
             "UNION SELECT r.id FROM records r JOIN d ON r.parent_id = d.id) "
-            "SELECT doc FROM records WHERE id IN (SELECT id FROM d WHERE id <> %s LIMIT %s) ORDER BY created, id COLLATE \"C\""
+            "SELECT doc FROM records WHERE id IN (SELECT id FROM d WHERE id <> %s LIMIT %s) "
+            'ORDER BY created, id COLLATE "C"'
         )
         return self._docs(sql, [record_id, record_id, max_nodes], "lineage")
 
     def iter_all(self) -> Iterator[ExperimentRecord]:
         with self._errors("export"), self.conn.cursor() as cur:
-            cur.execute("SELECT doc FROM records ORDER BY created, id COLLATE \"C\"")
+            cur.execute('SELECT doc FROM records ORDER BY created, id COLLATE "C"')
             while rows := cur.fetchmany(1000):
                 for r in rows:
                     yield ExperimentRecord.model_validate_json(r[0])

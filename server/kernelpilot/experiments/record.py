@@ -16,7 +16,7 @@ import math
 import re
 import uuid
 from datetime import UTC, datetime
-from enum import Enum
+from enum import StrEnum
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -27,7 +27,7 @@ ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$"
 _ID_RE = re.compile(ID_PATTERN)
 
 
-class Status(str, Enum):
+class Status(StrEnum):
     """Outcome of one attempt."""
 
     success = "success"
@@ -100,7 +100,8 @@ def new_id() -> str:
 def check_id(value: str) -> str:
     if not _ID_RE.match(value):
         raise ValueError(
-            "ids are 1-128 characters of letters, digits, '.', '_', ':' or '-', starting with a letter or digit"
+            "ids are 1-128 characters of letters, digits, '.', '_', ':' or '-', "
+            "starting with a letter or digit"
         )
     return value
 
@@ -174,7 +175,7 @@ class Links(_Strict):
 class ExperimentRecord(_Strict):
     """One optimization attempt."""
 
-    record_version: Literal[2] = RECORD_VERSION
+    record_version: Literal[2] = 2
     id: RecordId = Field(default_factory=new_id, description="Record id (generated when omitted).")
     parent_id: RecordId | None = Field(None, description="The record this attempt started from (lineage).")
     created: UtcTime = Field(default_factory=now_utc, description="When the attempt was made (UTC).")

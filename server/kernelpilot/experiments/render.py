@@ -16,7 +16,9 @@ def score_text(score: float | None) -> str:
     return "-" if score is None else f"{score:.3g}x"
 
 
-def table(records: Sequence[ExperimentRecord], numbered: bool = True, extra: Sequence[str] | None = None) -> str:
+def table(
+    records: Sequence[ExperimentRecord], numbered: bool = True, extra: Sequence[str] | None = None
+) -> str:
     """One line per record: rank, id, score, status, operator, dtype, arch, summary."""
     if not records:
         return "(no records)"
@@ -62,7 +64,10 @@ def detail(r: ExperimentRecord) -> str:
     if r.shapes:
         lines.append("  shapes: " + ", ".join(f"{k}={v}" for k, v in r.shapes.items()))
     env = r.environment
-    env_parts = [f"driver {env.driver}" if env.driver else "", f"toolkit {env.toolkit}" if env.toolkit else ""]
+    env_parts = [
+        f"driver {env.driver}" if env.driver else "",
+        f"toolkit {env.toolkit}" if env.toolkit else "",
+    ]
     env_parts += [f"{k} {v}" for k, v in {**env.libraries, **env.other}.items()]
     if any(env_parts):
         lines.append("  environment: " + ", ".join(p for p in env_parts if p))
@@ -131,6 +136,9 @@ def failures(records: Sequence[ExperimentRecord]) -> str:
     lines = [f"{len(records)} attempt(s) that did not pay off - do not repeat without a new reason:"]
     for r in records:
         target = " ".join(x for x in (r.operator, r.dtype, r.arch or r.gpu) if x)
-        lines.append(f"- [{r.status.value}{'!' if r.is_buggy else ''} {score_text(r.score)}] {r.what()}  ({target}, {r.id})")
+        lines.append(
+            f"- [{r.status.value}{'!' if r.is_buggy else ''} {score_text(r.score)}] {r.what()}"
+            f"  ({target}, {r.id})"
+        )
         lines.append(f"    why: {_clip(r.why_text(), 200)}")
     return "\n".join(lines)

@@ -21,9 +21,8 @@ from kernelpilot.experiments.record import ExperimentRecord
 from kernelpilot.experiments.store import text_tokens
 
 WEIGHTS = {"operator": 0.30, "dtype": 0.15, "arch": 0.15, "change": 0.40}
-STOP_WORDS = frozenset(
-    "a an and as at by for from in into of on or the to with use using via per than then".split()
-)
+_STOP = "a an and as at by for from in into of on or the to with use using via per than then"
+STOP_WORDS = frozenset(_STOP.split(" "))
 
 
 class Components(BaseModel):

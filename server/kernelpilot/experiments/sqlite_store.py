@@ -195,9 +195,7 @@ def _migrate_2(conn: sqlite3.Connection, use_fts: bool) -> None:
                 "export the file with the kernelpilot version that wrote it, fix the record, re-import",
             ) from exc
         conn.execute(_INSERT, _row(rec))
-        conn.executemany(
-            "INSERT INTO tags (tag, record_id) VALUES (?, ?)", [(t, rec.id) for t in rec.tags]
-        )
+        conn.executemany("INSERT INTO tags (tag, record_id) VALUES (?, ?)", [(t, rec.id) for t in rec.tags])
     conn.execute("DROP TABLE experiments")
 
 
@@ -272,7 +270,9 @@ class SQLiteStore:
         except IsADirectoryError as exc:
             raise StoreCorruptError(f"database path {self.path} is a directory", "give a file path") from exc
         except OSError as exc:
-            raise StoreError(f"cannot read database {self.path}: {exc.strerror}", "check permissions") from exc
+            raise StoreError(
+                f"cannot read database {self.path}: {exc.strerror}", "check permissions"
+            ) from exc
         if head and head != SQLITE_HEADER:
             raise StoreCorruptError(
                 f"{self.path} is not an SQLite database (bad header); it was left untouched",
@@ -295,7 +295,9 @@ class SQLiteStore:
                     f"experiment store {self.path} needs SQLite FTS5, which this Python lacks",
                     "use a Python whose sqlite3 has FTS5, or export/import into a new store",
                 ) from exc
-            raise StoreError(f"experiment store {self.path}: {what} failed: {msg}", "see the message") from exc
+            raise StoreError(
+                f"experiment store {self.path}: {what} failed: {msg}", "see the message"
+            ) from exc
         except sqlite3.DatabaseError as exc:
             raise StoreCorruptError(
                 f"experiment store {self.path} is corrupt or not a database ({what}: {exc})",
@@ -316,7 +318,8 @@ class SQLiteStore:
     def _read_version(self) -> int | None:
         with self._errors("read schema version"):
             tables = {
-                r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+                r[0]
+                for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
             }
             if "schema_version" not in tables:
                 if tables:
@@ -428,21 +431,29 @@ class SQLiteStore:
         with self._write("update") as conn:
             row = conn.execute("SELECT doc FROM records WHERE id = ?", (record_id,)).fetchone()
             if row is None:
-                raise NotFoundError(f"no experiment record with id {record_id!r} in {self.path}", "see exp list")
+                raise NotFoundError(
+                    f"no experiment record with id {record_id!r} in {self.path}", "see exp list"
+                )
             rec = apply_changes(ExperimentRecord.model_validate_json(row[0]), changes)
             r = _row(rec)
             conn.execute(
-                "UPDATE records SET parent_id = ?, created = ?, updated = ?, operator = ?, dtype = ?, gpu = ?, "
-                "arch = ?, status = ?, score = ?, is_buggy = ?, summary = ?, description = ?, doc = ? "
-                "WHERE id = ?",
+                "UPDATE records SET parent_id = ?, created = ?, updated = ?, operator = ?, dtype = ?, "
+                "gpu = ?, arch = ?, status = ?, score = ?, is_buggy = ?, summary = ?, description = ?, "
+                "doc = ? WHERE id = ?",
                 (*r[1:], record_id),
             )
             conn.execute("DELETE FROM tags WHERE record_id = ?", (record_id,))
-            conn.executemany("INSERT INTO tags (tag, record_id) VALUES (?, ?)", [(t, rec.id) for t in rec.tags])
+            conn.executemany(
+                "INSERT INTO tags (tag, record_id) VALUES (?, ?)", [(t, rec.id) for t in rec.tags]
+            )
         return rec
 
-    def list(
-        self, flt: RecordFilter, limit: int = 50, offset: int = 0, order: Literal["newest", "oldest"] = "newest"
+    def query(
+        self,
+        flt: RecordFilter,
+        limit: int = 50,
+        offset: int = 0,
+        order: Literal["newest", "oldest"] = "newest",
     ) -> list[ExperimentRecord]:
         w, params = sqlbuild.where(flt, self.dialect)
         direction = "DESC" if order == "newest" else "ASC"
@@ -465,7 +476,10 @@ class SQLiteStore:
             ops = [r[0] for r in self.conn.execute(f"SELECT DISTINCT operator FROM records{w}", params)]
         out: list[ExperimentRecord] = []
         for op in sorted(ops):
-            sql = f"SELECT doc FROM records{cond} AND operator = ? ORDER BY score DESC, created DESC, id LIMIT ?"
+            sql = (
+                f"SELECT doc FROM records{cond} AND operator = ? "
+                "ORDER BY score DESC, created DESC, id LIMIT ?"
+            )
             out.extend(self._docs(sql, [*params, *tparams, op, n], "top"))
         return out
 
@@ -475,7 +489,9 @@ class SQLiteStore:
         seen: dict[str, ExperimentRecord] = {}
         queries: list[tuple[str, list[Any]]] = []
         if operator:
-            queries.append(("SELECT doc FROM records WHERE operator = ? ORDER BY created DESC LIMIT ?", [operator]))
+            queries.append(
+                ("SELECT doc FROM records WHERE operator = ? ORDER BY created DESC LIMIT ?", [operator])
+            )
         if tokens:
             if self.has_fts:
                 q = " OR ".join('"' + t.replace('"', '""') + '"' for t in tokens)
@@ -527,7 +543,8 @@ class SQLiteStore:
         sql = (
             "WITH RECURSIVE d(id) AS (SELECT id FROM records WHERE parent_id = ? "
             "UNION SELECT r.id FROM records r JOIN d ON r.parent_id = d.id) "
-            "SELECT doc FROM records WHERE id IN (SELECT id FROM d WHERE id <> ? LIMIT ?) ORDER BY created, id"
+            "SELECT doc FROM records WHERE id IN (SELECT id FROM d WHERE id <> ? LIMIT ?) "
+            "ORDER BY created, id"
         )
         return self._docs(sql, [record_id, record_id, max_nodes], "lineage")
 
@@ -552,7 +569,9 @@ def apply_changes(rec: ExperimentRecord, changes: dict[str, Any]) -> ExperimentR
         raise InvalidArgumentError(f"field {bad[0]!r} cannot be changed by an update", "create a new record")
     unknown = [k for k in changes if k not in ExperimentRecord.model_fields]
     if unknown:
-        raise InvalidArgumentError(f"unknown record field {unknown[0]!r}", "see exp get --json for field names")
+        raise InvalidArgumentError(
+            f"unknown record field {unknown[0]!r}", "see exp get --json for field names"
+        )
     data = rec.model_dump(mode="json")
     data.update(changes)
     data["updated"] = datetime.now(UTC)

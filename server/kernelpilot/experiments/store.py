@@ -100,8 +100,12 @@ class Store(Protocol):
         """Apply field changes atomically, re-validate, stamp `updated`; returns the new record."""
         ...
 
-    def list(
-        self, flt: RecordFilter, limit: int = 50, offset: int = 0, order: Literal["newest", "oldest"] = "newest"
+    def query(
+        self,
+        flt: RecordFilter,
+        limit: int = 50,
+        offset: int = 0,
+        order: Literal["newest", "oldest"] = "newest",
     ) -> list[ExperimentRecord]: ...
 
     def count(self, flt: RecordFilter) -> int: ...
@@ -152,7 +156,9 @@ def _workspace_db(start: Path) -> str | None:
             if db is None:
                 return None
             if not isinstance(db, str) or not db:
-                raise InputFileError(f"{cfg}: [experiments] db must be a non-empty string", "set a path or URL")
+                raise InputFileError(
+                    f"{cfg}: [experiments] db must be a non-empty string", "set a path or URL"
+                )
             if is_pg_url(db) or os.path.isabs(db):
                 return db
             return str(folder / db)
@@ -226,9 +232,7 @@ def record_error(exc: ValidationError, where: str) -> InvalidArgumentError:
     by_loc: dict[str, list[str]] = {}
     for err in exc.errors():
         # drop pydantic's union-branch tags ("int", "list[int]", "function-after[...]") from the path
-        parts = [
-            str(p) for p in err["loc"] if not (isinstance(p, str) and (p in _UNION_TAGS or "[" in p))
-        ]
+        parts = [str(p) for p in err["loc"] if not (isinstance(p, str) and (p in _UNION_TAGS or "[" in p))]
         msg = err["msg"].removeprefix("Value error, ")
         by_loc.setdefault(".".join(parts) or "record", []).append(msg)
     text = "; ".join(f"{loc}: {' or '.join(dict.fromkeys(msgs))}" for loc, msgs in by_loc.items())
