@@ -42,6 +42,8 @@ from kernelpilot.experiments.api import (
 from kernelpilot.experiments.record import FAILURE_STATUSES, ExperimentRecord, Status
 from kernelpilot.experiments.store import RecordFilter, Store, open_store, record_error
 
+ANALYZE_AFTER = 1000  # records: an import this large refreshes the planner statistics
+
 
 @contextmanager
 def _store(db: str | None) -> Iterator[Store]:
@@ -257,6 +259,8 @@ def import_records(req: ExpImportRequest) -> ImportResult:
     records = read_jsonl_records(path)
     with _store(req.db) as store:
         written = store.create(records, on_conflict=req.on_conflict)
+        if written >= ANALYZE_AFTER:
+            store.analyze()
         return ImportResult(
             db=store.url, path=req.path, read=len(records), imported=written, skipped=len(records) - written
         )

@@ -379,5 +379,10 @@ class PostgresStore:
                 for r in rows:
                     yield ExperimentRecord.model_validate_json(r[0])
 
+    def analyze(self) -> None:
+        with self._errors("analyze"):
+            self.conn.execute("ANALYZE records")
+            self.conn.execute("ANALYZE tags")
+
     def close(self) -> None:
         self.conn.close()

@@ -555,6 +555,10 @@ class SQLiteStore:
                 for r in rows:
                     yield ExperimentRecord.model_validate_json(r[0])
 
+    def analyze(self) -> None:
+        with self._errors("analyze"):
+            self.conn.execute("ANALYZE")
+
     def close(self) -> None:
         self.conn.close()
 

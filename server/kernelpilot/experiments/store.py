@@ -134,6 +134,10 @@ class Store(Protocol):
 
     def schema_version(self) -> int: ...
 
+    def analyze(self) -> None:
+        """Refresh the query planner's statistics (after bulk loads)."""
+        ...
+
     def close(self) -> None: ...
 
 
