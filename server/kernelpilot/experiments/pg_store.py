@@ -64,6 +64,11 @@ _V2_DDL = [
     "CREATE INDEX records_fts ON records USING GIN (fts)",
 ]
 
+_DISTINCT_OPERATORS = (
+    "WITH RECURSIVE ops(op) AS (SELECT MIN(operator) FROM records UNION ALL "
+    "SELECT (SELECT MIN(operator) FROM records WHERE operator > ops.op) FROM ops WHERE ops.op IS NOT NULL) "
+    "SELECT op FROM ops WHERE op IS NOT NULL"
+)
 _COLS = (
     "id, parent_id, created, updated, operator, dtype, gpu, arch, status, score, is_buggy, summary, "
     "description, doc"
@@ -303,11 +308,10 @@ class PostgresStore:
         if not per_operator:
             sql = f'SELECT doc FROM records{cond} ORDER BY score DESC, created DESC, id COLLATE "C" LIMIT %s'
             return self._docs(sql, [*params, *tparams, n], "top")
+        # no filter: walk the operator index (loose index scan) instead of reading every row
+        distinct = _DISTINCT_OPERATORS if not w else f"SELECT DISTINCT operator FROM records{w}"
         with self._errors("top"):
-            ops = [
-                r[0]
-                for r in self.conn.execute(f"SELECT DISTINCT operator FROM records{w}", params).fetchall()
-            ]
+            ops = [r[0] for r in self.conn.execute(distinct, params).fetchall()]
         out: list[ExperimentRecord] = []
         for op in sorted(ops):
             sql = (
