@@ -1,0 +1,226 @@
+"""Turn an eval `result.json` or a `ledger.jsonl` line (contract 4, timing helper) into a record.
+
+Status map (eval -> record): improved -> success, regressed -> regression, neutral -> neutral,
+failed -> crash (is_buggy), correctness_failed -> incorrect (is_buggy), unstable -> neutral (tag
+`unstable`: the timing could not separate the two), out_of_scope -> abandoned (tag `out_of_scope`),
+needs_baseline -> neutral with no score (tag `needs_baseline`). Score = the speed-up.
+The record id is derived from the eval object's content (`ev-` + 16 hex of its SHA-256), so ingesting
+the same line twice finds the existing record instead of duplicating it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from kernelpilot.errors import FormatError
+from kernelpilot.experiments.record import SUMMARY_MAX_CHARS, ExperimentRecord, Status
+from kernelpilot.models import compact_json
+
+EvalStatus = Literal[
+    "improved",
+    "regressed",
+    "neutral",
+    "unstable",
+    "failed",
+    "correctness_failed",
+    "out_of_scope",
+    "needs_baseline",
+]
+
+STATUS_MAP: dict[str, tuple[Status, str | None]] = {
+    "improved": (Status.success, None),
+    "regressed": (Status.regression, None),
+    "neutral": (Status.neutral, None),
+    "unstable": (Status.neutral, "unstable"),
+    "failed": (Status.crash, None),
+    "correctness_failed": (Status.incorrect, None),
+    "out_of_scope": (Status.abandoned, "out_of_scope"),
+    "needs_baseline": (Status.neutral, "needs_baseline"),
+}
+
+
+class EvalResult(BaseModel):
+    """Contract 4 (`result.json`; a ledger line adds `ledger_version`). Extra keys are tolerated."""
+
+    model_config = ConfigDict(extra="allow")
+
+    schema_version: int
+    task: str
+    status: EvalStatus
+    speedup: float | None = None
+    speedup_ci: list[float] | None = None
+    baseline_median: float | None = None
+    candidate_median: float | None = None
+    metric: str = ""
+    direction: Literal["lower", "higher"] = "lower"
+    samples: list[float] = []
+    baseline_samples: list[float] = []
+    commit: str | None = None
+    diff_hash: str | None = None
+    changed_files: list[str] = []
+    output_tail: str = ""
+    created: str
+    environment: dict[str, Any] = {}
+
+
+def parse_eval(obj: Any, where: str) -> EvalResult:
+    try:
+        ev = EvalResult.model_validate(obj)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(p) for p in err["loc"]) or "object"
+        raise FormatError(
+            f"{where}: not an eval result ({loc}: {err['msg']}; {len(exc.errors())} problem(s))",
+            "give a result.json or ledger.jsonl line written by `kernelpilot eval`",
+        ) from exc
+    if ev.schema_version != 1:
+        raise FormatError(
+            f"{where}: eval schema_version {ev.schema_version} is not supported (1 is)", "upgrade"
+        )
+    return ev
+
+
+def _created(ev: EvalResult, where: str) -> datetime:
+    try:
+        ts = datetime.fromisoformat(ev.created.replace("Z", "+00:00"))
+    except ValueError as exc:
+        raise FormatError(f"{where}: created {ev.created!r} is not an ISO-8601 time", "fix the file") from exc
+    return ts.replace(tzinfo=UTC) if ts.tzinfo is None else ts
+
+
+def _environment(env: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {"libraries": {}, "other": {}}
+    for key, value in env.items():
+        if value is None:
+            continue
+        text = value if isinstance(value, str) else compact_json(value)
+        low = key.lower()
+        if low in ("driver", "driver_version", "nvidia_driver"):
+            out["driver"] = text
+        elif low in ("toolkit", "cuda", "cuda_version", "rocm", "rocm_version", "hip_version"):
+            out["toolkit"] = text
+        elif low in ("torch", "triton", "cutlass", "cudnn", "cublas", "python", "numpy", "jax", "tilelang"):
+            out["libraries"][key] = text
+        else:
+            out["other"][key] = text
+    return out
+
+
+def _gpu_from_env(env: dict[str, Any]) -> str:
+    for key in ("gpu", "gpu_name", "device", "device_name"):
+        value = env.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return ""
+
+
+_DOTTED_EXC = re.compile(r"^(?:[A-Za-z_]\w*\.)+([A-Za-z_]\w*(?:Error|Exception|Failure))\b")
+WHAT_MAX_CHARS = 40
+
+
+def _summary(what: str, ev: EvalResult, status: Status) -> str:
+    """'<what> - <outcome>' in at most 80 characters: what keeps up to 40, the outcome gets the rest."""
+    if ev.status in ("failed", "correctness_failed"):
+        last = next((ln.strip() for ln in reversed(ev.output_tail.splitlines()) if ln.strip()), "")
+        last = _DOTTED_EXC.sub(r"\1", last)  # triton.compiler.errors.CompilationError -> CompilationError
+        outcome = f"{ev.status}: {last}" if last else ev.status
+    elif ev.speedup is not None:
+        outcome = f"{ev.status} {ev.speedup:.3g}x"
+    else:
+        outcome = ev.status
+    outcome = " ".join(outcome.split())
+    what = " ".join(what.split()) or ev.task
+    room = SUMMARY_MAX_CHARS - 3
+    if len(what) + len(outcome) > room:
+        if len(what) > WHAT_MAX_CHARS:
+            what = what[: WHAT_MAX_CHARS - 1] + "~"
+        if len(what) + len(outcome) > room:
+            outcome = outcome[: room - len(what) - 1] + "~"
+    return f"{what} - {outcome}"
+
+
+def eval_record_id(obj: Any) -> str:
+    return "ev-" + hashlib.sha256(compact_json(obj).encode("utf-8")).hexdigest()[:16]
+
+
+def record_from_eval(
+    obj: Any,
+    where: str,
+    *,
+    operator: str | None,
+    dtype: str,
+    gpu: str | None,
+    arch: str,
+    change: str | None,
+    parent_id: str | None,
+    tags: list[str],
+    link_field: Literal["ledger", "result_json"],
+    link: str,
+    workspace: str | None,
+) -> ExperimentRecord:
+    """The record for one eval object (validation errors name the field)."""
+    ev = parse_eval(obj, where)
+    status, extra_tag = STATUS_MAP[ev.status]
+    score = ev.speedup if ev.speedup is not None and math.isfinite(ev.speedup) and ev.speedup > 0 else None
+    if ev.status == "needs_baseline":
+        score = None
+    buggy = ev.status in ("failed", "correctness_failed")
+    all_tags = list(dict.fromkeys([*tags, *([extra_tag] if extra_tag else [])]))
+    raw = {
+        "eval_status": ev.status,
+        "metric": ev.metric,
+        "direction": ev.direction,
+        "speedup_ci": ev.speedup_ci,
+        "baseline_median": ev.baseline_median,
+        "candidate_median": ev.candidate_median,
+        "samples": ev.samples,
+        "baseline_samples": ev.baseline_samples,
+    }
+    error = ev.output_tail[-2000:].strip() or ev.status if buggy else None
+    result_text = (
+        f"{ev.metric or 'metric'} median {ev.baseline_median} -> {ev.candidate_median} ({ev.direction} is "
+        f"better), speed-up {ev.speedup} CI {ev.speedup_ci}"
+        if ev.baseline_median is not None or ev.candidate_median is not None
+        else f"eval status {ev.status}"
+    )
+    data = {
+        "id": eval_record_id(obj),
+        "parent_id": parent_id,
+        "created": _created(ev, where),
+        "operator": operator or ev.task,
+        "dtype": dtype,
+        "gpu": gpu if gpu is not None else _gpu_from_env(ev.environment),
+        "arch": arch,
+        "environment": _environment(ev.environment),
+        "base_commit": ev.commit,
+        "diff_hash": ev.diff_hash,
+        "summary": _summary(change or f"eval {ev.task}", ev, status),
+        "description": {
+            "approach": change or "",
+            "result": result_text,
+            "why": {
+                "unstable": "timing spread too large to tell",
+                "needs_baseline": "no baseline measured",
+            }.get(ev.status, ""),
+        },
+        "raw_result": json.loads(json.dumps(raw)),
+        "score": score,
+        "status": status,
+        "is_buggy": buggy,
+        "error_message": error,
+        "tags": all_tags,
+        "links": {link_field: link, "workspace": workspace, "files": ev.changed_files},
+    }
+    try:
+        return ExperimentRecord.model_validate(data)
+    except ValidationError as exc:
+        from kernelpilot.experiments.store import record_error
+
+        raise record_error(exc, f"ingest of {where}") from exc

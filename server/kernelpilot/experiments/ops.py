@@ -1,0 +1,376 @@
+"""Core functions behind the `exp_*` tools: each opens the store, does one thing, closes it."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from kernelpilot.errors import FormatError, InputFileError, InvalidArgumentError
+from kernelpilot.experiments import similarity
+from kernelpilot.experiments.api import (
+    ExpCreateRequest,
+    ExpExportRequest,
+    ExpFailuresRequest,
+    ExpGetRequest,
+    ExpImportRequest,
+    ExpIngestRequest,
+    ExpLineageRequest,
+    ExpListRequest,
+    ExportResult,
+    ExpSimilarRequest,
+    ExpTopRequest,
+    ExpUpdateRequest,
+    FailuresResult,
+    ImportResult,
+    IngestResult,
+    LineageResult,
+    RecordListResult,
+    RecordResult,
+    SimilarMatch,
+    SimilarResult,
+    TopResult,
+    _Filters,
+)
+from kernelpilot.experiments.record import FAILURE_STATUSES, ExperimentRecord, Status
+from kernelpilot.experiments.store import RecordFilter, Store, open_store, record_error
+
+ANALYZE_AFTER = 1000  # records: an import this large refreshes the planner statistics
+
+
+@contextmanager
+def _store(db: str | None) -> Iterator[Store]:
+    store = open_store(db)
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+def parse_time(value: str | None, name: str) -> datetime | None:
+    """An ISO date or time from the command line; naive means UTC."""
+    if value is None:
+        return None
+    text = value.strip().replace("Z", "+00:00")
+    try:
+        ts = datetime.fromisoformat(text)
+    except ValueError:
+        try:
+            d = date.fromisoformat(text)
+        except ValueError as exc:
+            raise InvalidArgumentError(
+                f"--{name.replace('_', '-')}: {value!r} is not an ISO-8601 date or time", "e.g. 2026-11-01"
+            ) from exc
+        ts = datetime(d.year, d.month, d.day)
+    return ts.replace(tzinfo=UTC) if ts.tzinfo is None else ts.astimezone(UTC)
+
+
+def _filter(req: _Filters, **extra: Any) -> RecordFilter:
+    try:
+        return RecordFilter(
+            operator=req.operator,
+            dtype=req.dtype,
+            gpu=req.gpu,
+            arch=req.arch,
+            tag=req.tag,
+            since=parse_time(req.since, "since"),
+            until=parse_time(req.until, "until"),
+            text=req.text,
+            **extra,
+        )
+    except ValidationError as exc:
+        raise record_error(exc, "filter") from exc
+
+
+def _validate(data: dict[str, Any], where: str) -> ExperimentRecord:
+    try:
+        return ExperimentRecord.model_validate(data)
+    except ValidationError as exc:
+        raise record_error(exc, where) from exc
+
+
+def create(req: ExpCreateRequest) -> RecordResult:
+    data: dict[str, Any] = {
+        "parent_id": req.parent_id,
+        "operator": req.operator,
+        "dtype": req.dtype,
+        "shapes": req.shapes,
+        "gpu": req.gpu,
+        "arch": req.arch,
+        "base_commit": req.base_commit,
+        "diff_hash": req.diff_hash,
+        "summary": req.summary,
+        "description": {
+            "approach": req.approach,
+            "result": req.result,
+            "why": req.why,
+            "insight": req.insight,
+        },
+        "raw_result": req.raw_result,
+        "score": req.score,
+        "status": req.status,
+        "is_buggy": req.is_buggy,
+        "error_message": req.error_message,
+        "tags": req.tags,
+    }
+    if req.id is not None:
+        data["id"] = req.id
+    if req.created is not None:
+        data["created"] = parse_time(req.created, "created")
+    for name in ("environment", "profiling", "links"):
+        value = getattr(req, name)
+        if value is not None:
+            data[name] = value
+    rec = _validate(data, "create")
+    with _store(req.db) as store:
+        store.create([rec])
+        return RecordResult(db=store.url, action="created", record=rec)
+
+
+def update(req: ExpUpdateRequest) -> RecordResult:
+    with _store(req.db) as store:
+        current = store.get(req.id)
+        changes: dict[str, Any] = dict(req.set)
+        for name in ("status", "score", "summary", "is_buggy", "error_message"):
+            value = getattr(req, name)
+            if value is not None:
+                changes[name] = value
+        desc = {
+            n: getattr(req, n)
+            for n in ("approach", "result", "why", "insight")
+            if getattr(req, n) is not None
+        }
+        if desc:
+            base = changes.get("description", current.description.model_dump())
+            if not isinstance(base, dict):
+                raise InvalidArgumentError("--set: description must be an object", "give {'why': ...}")
+            changes["description"] = {**base, **desc}
+        if req.add_tag or req.remove_tag:
+            tags = list(changes.get("tags", current.tags))
+            tags += [t for t in req.add_tag if t not in tags]
+            changes["tags"] = [t for t in tags if t not in req.remove_tag]
+        if not changes:
+            raise InvalidArgumentError("nothing to update", "give at least one field, e.g. --status or --why")
+        rec = store.update(req.id, changes)
+        return RecordResult(db=store.url, action="updated", record=rec)
+
+
+def get(req: ExpGetRequest) -> RecordResult:
+    with _store(req.db) as store:
+        return RecordResult(db=store.url, action="found", record=store.get(req.id))
+
+
+def list_records(req: ExpListRequest) -> RecordListResult:
+    flt = _filter(req, status=req.status, parent_id=req.parent_id, buggy=req.buggy)
+    with _store(req.db) as store:
+        recs = store.query(flt, limit=req.limit, offset=req.offset, order=req.order)
+        total = store.count(flt) if (len(recs) == req.limit or req.offset) else req.offset + len(recs)
+        return RecordListResult(db=store.url, total=total, offset=req.offset, records=recs)
+
+
+def top(req: ExpTopRequest) -> TopResult:
+    flt = _filter(req, status=req.status)
+    with _store(req.db) as store:
+        recs = store.top(flt, req.limit, per_operator=req.per_operator)
+        return TopResult(db=store.url, per_operator=req.per_operator, records=recs)
+
+
+def similar(req: ExpSimilarRequest) -> SimilarResult:
+    if not (req.operator or req.dtype or req.arch or req.gpu or req.change):
+        raise InvalidArgumentError(
+            "similar needs something to compare: --operator, --dtype, --arch, --gpu or --change",
+            "e.g. --operator gemm --arch sm_90 --change 'unroll k loop by 4'",
+        )
+    tokens = sorted(similarity.change_tokens(req.change))[:32]
+    with _store(req.db) as store:
+        pool = store.similar_candidates(
+            req.operator or None, req.dtype or None, req.arch or None, tokens, 2000
+        )
+        matches: list[SimilarMatch] = []
+        for rec in pool:
+            if (
+                req.failures_only
+                and rec.status not in (*FAILURE_STATUSES, Status.neutral)
+                and not rec.is_buggy
+            ):
+                continue
+            sim, comps = similarity.score(rec, req.operator, req.dtype, req.arch, req.gpu, req.change)
+            if sim >= req.min_similarity:
+                matches.append(SimilarMatch(similarity=sim, components=comps.model_dump(), record=rec))
+        matches.sort(key=lambda m: (-m.similarity, -m.record.created.timestamp(), m.record.id))
+        return SimilarResult(db=store.url, candidates=len(pool), matches=matches[: req.limit])
+
+
+def lineage(req: ExpLineageRequest) -> LineageResult:
+    with _store(req.db) as store:
+        rec = store.get(req.id)
+        return LineageResult(
+            db=store.url,
+            record=rec,
+            ancestors=store.ancestors(req.id),
+            descendants=store.descendants(req.id, req.max_nodes),
+        )
+
+
+def failures(req: ExpFailuresRequest) -> FailuresResult:
+    statuses = list(FAILURE_STATUSES) + ([Status.neutral] if req.include_neutral else [])
+    flt = _filter(req, status=statuses)
+    with _store(req.db) as store:
+        recs = store.query(flt, limit=req.limit)
+        total = store.count(flt) if len(recs) == req.limit else len(recs)
+        return FailuresResult(db=store.url, total=total, records=recs)
+
+
+def read_jsonl_records(path: Path) -> list[ExperimentRecord]:
+    """Every record of a JSONL file, validated; errors name the line and the field."""
+    out: list[ExperimentRecord] = []
+    try:
+        fh = open(path, encoding="utf-8", newline="\n")  # noqa: SIM115 - closed by the with below
+    except OSError as exc:
+        raise InputFileError(f"cannot read {path}: {exc.strerror}", "give an existing JSONL file") from exc
+    with fh:
+        try:
+            for n, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    data = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise FormatError(
+                        f"{path}:{n}: not JSON ({exc.msg})", "one JSON record per line"
+                    ) from exc
+                if not isinstance(data, dict):
+                    raise FormatError(f"{path}:{n}: a record must be a JSON object", "one record per line")
+                out.append(_validate(data, f"{path}:{n}"))
+        except UnicodeDecodeError as exc:
+            raise FormatError(f"{path}: not UTF-8 text", "export with kernelpilot exp export") from exc
+    return out
+
+
+def import_records(req: ExpImportRequest) -> ImportResult:
+    path = Path(req.path)
+    records = read_jsonl_records(path)
+    with _store(req.db) as store:
+        written = store.create(records, on_conflict=req.on_conflict)
+        if written >= ANALYZE_AFTER:
+            store.analyze()
+        return ImportResult(
+            db=store.url, path=req.path, read=len(records), imported=written, skipped=len(records) - written
+        )
+
+
+def export_line(rec: ExperimentRecord) -> str:
+    """The record's own JSON (field order of the model, dict keys as stored): what import reads back."""
+    return rec.model_dump_json()
+
+
+def atomic_write_lines(path: Path, lines: Iterator[str]) -> int:
+    """Write lines to a temp file beside `path`, then rename over it; returns the line count."""
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise InputFileError(f"folder {parent} does not exist", "create it or choose another --out")
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=parent)
+    count = 0
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+            for line in lines:
+                fh.write(line + "\n")
+                count += 1
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return count
+
+
+def export_records(req: ExpExportRequest) -> ExportResult:
+    flt = _filter(req)
+    with _store(req.db) as store:
+        if flt == RecordFilter():
+            lines = (export_line(r) for r in store.iter_all())
+        else:
+            total = store.count(flt)
+            lines = (export_line(r) for r in store.query(flt, limit=max(total, 1), order="oldest"))
+        count = atomic_write_lines(Path(req.out), lines)
+        return ExportResult(db=store.url, path=req.out, count=count)
+
+
+def ingest(req: ExpIngestRequest) -> IngestResult:
+    from kernelpilot.experiments.ingest import record_from_eval
+
+    path = Path(req.path)
+    root = Path(req.workspace) if req.workspace else Path.cwd()
+    try:
+        rel = os.path.relpath(path.resolve(), root.resolve())
+    except ValueError:
+        rel = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputFileError(
+            f"cannot read {req.path}: {exc.strerror}", "give an eval result.json or ledger"
+        ) from exc
+    except UnicodeDecodeError as exc:
+        raise FormatError(f"{req.path}: not UTF-8 text", "give an eval result.json or ledger.jsonl") from exc
+    items: list[tuple[Any, str, str]] = []  # (object, where, link)
+    is_ledger = path.suffix == ".jsonl" or req.line is not None
+    if is_ledger:
+        lines = text.split("\n")  # not splitlines(): U+2028 & co. may sit inside JSON strings
+        wanted = [req.line] if req.line is not None else [i + 1 for i, ln in enumerate(lines) if ln.strip()]
+        for n in wanted:
+            if n > len(lines) or not lines[n - 1].strip():
+                raise InputFileError(
+                    f"{req.path} has no line {n} with a record", f"it has {len(lines)} lines"
+                )
+            try:
+                obj = json.loads(lines[n - 1])
+            except json.JSONDecodeError as exc:
+                raise FormatError(
+                    f"{req.path}:{n}: not JSON ({exc.msg})", "one eval object per line"
+                ) from exc
+            items.append((obj, f"{req.path}:{n}", f"{rel}#L{n}"))
+    else:
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise FormatError(
+                f"{req.path}: not JSON ({exc.msg} at line {exc.lineno})", "give result.json"
+            ) from exc
+        items.append((obj, req.path, rel))
+    records = [
+        record_from_eval(
+            obj,
+            where,
+            operator=req.operator,
+            dtype=req.dtype,
+            gpu=req.gpu,
+            arch=req.arch,
+            change=req.change,
+            parent_id=req.parent_id,
+            tags=req.tags,
+            link_field="ledger" if is_ledger else "result_json",
+            link=link,
+            workspace=os.path.relpath(root.resolve(), Path.cwd().resolve()) if req.workspace else None,
+        )
+        for obj, where, link in items
+    ]
+    records = list({r.id: r for r in records}.values())  # the same line twice is one attempt
+    with _store(req.db) as store:
+        existing = {r.id for r in store.get_many([r.id for r in records])}
+        new = [r for r in records if r.id not in existing]
+        store.create(new, on_conflict="skip")
+        return IngestResult(
+            db=store.url,
+            created=[r.id for r in new],
+            existing=[r.id for r in records if r.id in existing],
+            records=store.get_many([r.id for r in records]),
+        )
