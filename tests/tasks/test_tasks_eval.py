@@ -293,3 +293,21 @@ def test_baseline_from_another_gpu_needs_refresh(repo: Path) -> None:
     (task_dir / "baseline.json").write_text(json.dumps(data))
     r = candidate(task_dir)
     assert r["status"] == "needs_baseline" and "H100" in r["output_tail"]  # type: ignore[operator]
+
+
+def test_candidate_eval_is_recorded_in_the_experiment_database(repo: Path, tmp_path: Path) -> None:
+    from kernelpilot.experiments.api import ExpGetRequest
+    from kernelpilot.experiments.ops import get
+
+    task_dir = make_task(repo)
+    baseline(task_dir)
+    set_kernel(repo, cost=60.0)
+    git(repo, "commit", "-qam", "faster")
+    db = tmp_path / "exp.db"
+    out = evaluate(EvaluateRequest(task=str(task_dir), record_db=str(db), change="cost 100 -> 60"))
+    assert out.record is not None and out.record.status == "improved"
+    assert len(out.recorded_ids) == 1
+    rec = get(ExpGetRequest(db=str(db), id=out.recorded_ids[0])).record
+    assert rec.status == "success" and rec.operator == "toy"
+    assert rec.score == pytest.approx(out.record.speedup)
+    assert rec.summary.startswith("cost 100 -> 60")

@@ -278,9 +278,33 @@ def _candidate(
     }
     record = EvalRecord(created=now_iso(), **fields)
     _commit_record(task_dir, record)
+    recorded = _record_in_db(req, task, task_dir) if req.record_db else []
     return EvaluateResult(
-        mode="candidate", record=record, written=["result.json", "ledger.jsonl"], message=message
+        mode="candidate",
+        record=record,
+        written=["result.json", "ledger.jsonl"],
+        message=message,
+        recorded_ids=recorded,
     )
+
+
+def _record_in_db(req: EvaluateRequest, task: Task, task_dir: Path) -> list[str]:
+    """Ingest the result.json just written into the experiment database (after it is safely on disk)."""
+    from kernelpilot.experiments.api import ExpIngestRequest
+    from kernelpilot.experiments.ops import ingest
+
+    out = ingest(
+        ExpIngestRequest(
+            db=None if req.record_db == "default" else req.record_db,
+            path=str(task_dir / "result.json"),
+            operator=task.op or None,
+            dtype=",".join(task.dtypes),
+            change=req.change,
+            parent_id=req.parent_id,
+            workspace=str(task_dir),
+        )
+    )
+    return [r.id for r in out.records]
 
 
 def _verdict(task: Task, base: Baseline, samples: list[float]) -> dict[str, Any]:

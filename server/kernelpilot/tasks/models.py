@@ -200,6 +200,17 @@ class EvaluateRequest(Request):
     allow_dirty_baseline: bool = Field(
         False, description="Allow a baseline from a tree with uncommitted changes (not recommended)."
     )
+    record_db: str | None = Field(
+        None,
+        description="Also record the candidate's result in the experiment database: a SQLite path, a "
+        "postgresql:// URL, or 'default' for the default store (KERNELPILOT_DB / XDG data dir).",
+    )
+    change: str | None = Field(
+        None, description="With record_db: what this candidate changed, in a few words (the record summary)."
+    )
+    parent_id: str | None = Field(
+        None, description="With record_db: the experiment record this one started from."
+    )
 
 
 class EvaluateResult(Result):
@@ -210,6 +221,10 @@ class EvaluateResult(Result):
         default_factory=list, description="Files written, relative to the task folder."
     )
     message: str = ""
+    recorded_ids: list[str] = Field(
+        default_factory=list,
+        description="Experiment-database record ids this eval was stored as (record_db).",
+    )
 
     def render_text(self) -> str:
         if self.mode == "baseline" and self.baseline is not None:
@@ -240,6 +255,8 @@ class EvaluateResult(Result):
         if r.status in ("failed", "correctness_failed", "out_of_scope", "needs_baseline") and r.output_tail:
             lines.append("  --- output tail ---\n" + r.output_tail[-1500:])
         lines.append(f"written: {', '.join(self.written)}")
+        if self.recorded_ids:
+            lines.append(f"recorded in the experiment database: {', '.join(self.recorded_ids)}")
         return "\n".join(lines)
 
     def cli_exit_code(self) -> int:
