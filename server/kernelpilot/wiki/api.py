@@ -61,7 +61,9 @@ def spec_lookup(req: SpecRequest) -> SpecResult:
             issues=_issues(wiki),
         )
     except UnknownSpecError as exc:
-        return SpecResult(status="unknown", gpu=req.gpu, metric=req.metric, unknown=exc.message, issues=_issues(wiki))
+        return SpecResult(
+            status="unknown", gpu=req.gpu, metric=req.metric, unknown=exc.message, issues=_issues(wiki)
+        )
     notes = [n for n in wiki.override_notes(gpu_id) if n.startswith(cv.metric + ":")]
     return SpecResult(
         status="found",

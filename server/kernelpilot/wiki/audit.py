@@ -197,7 +197,8 @@ def _check(c: Citation, files: _WikiFiles) -> AuditProblem | None:
         return problem(
             "dangling",
             f"{c.path} has {len(lines)} lines; L{c.line} does not exist",
-            "re-cite from `kernelpilot spec`" + (f" (the metric is now at L{elsewhere[0][0]})" if elsewhere else ""),
+            "re-cite from `kernelpilot spec`"
+            + (f" (the metric is now at L{elsewhere[0][0]})" if elsewhere else ""),
             current,
         )
     parsed = parse_spec_line(lines[c.line - 1])
@@ -253,7 +254,9 @@ def audit_paths(paths: list[Path], wiki: Wiki | None = None, *, history: bool = 
         try:
             text = f.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
-            raise InputFileError(f"cannot read {rel}: {exc}", "check the file's permissions and encoding") from exc
+            raise InputFileError(
+                f"cannot read {rel}: {exc}", "check the file's permissions and encoding"
+            ) from exc
         for c in find_citations(text, rel, f.suffix == ".json"):
             checked += 1
             p = _check(c, files)

@@ -50,7 +50,9 @@ _SPEC_RE = re.compile(
 )
 _TABLE_SEP_RE = re.compile(r"^\|?\s*:?-{2,}")
 _GPU_ID_MARK_RE = re.compile(r"\(gpu_id:\s*([A-Za-z0-9._-]+)\s*\)")
-_VENDOR_WORDS = re.compile(r"\b(nvidia|amd|instinct|radeon|geforce|rtx|tesla|tensor core gpu|gpu|accelerator)\b")
+_VENDOR_WORDS = re.compile(
+    r"\b(nvidia|amd|instinct|radeon|geforce|rtx|tesla|tensor core gpu|gpu|accelerator)\b"
+)
 
 
 def norm(name: str) -> str:
@@ -152,7 +154,11 @@ def parse_index(path: Path, rel: str, issues: list[WikiIssue]) -> RootIndex:
                 if len(row) <= max(gi, fi):
                     issues.append(WikiIssue(kind="index", path=rel, message=f"short index row: {row}"))
                     continue
-                aliases = [a.strip() for a in row[ai].split(",") if a.strip()] if ai is not None and ai < len(row) else []
+                aliases = (
+                    [a.strip() for a in row[ai].split(",") if a.strip()]
+                    if ai is not None and ai < len(row)
+                    else []
+                )
                 vendor = row[vi] if vi is not None and vi < len(row) else ""
                 idx.entries.append(IndexEntry(row[gi], row[fi], vendor, aliases))
         elif header[:2] == ["key", "unit"]:
@@ -191,7 +197,9 @@ def parse_gpu_file(path: Path, rel: str, gpu_id: str, issues: list[WikiIssue]) -
             if parsed is None:
                 continue
             if isinstance(parsed, str):
-                issues.append(WikiIssue(kind="malformed", path=rel, line=lineno, message=parsed + " (skipped)"))
+                issues.append(
+                    WikiIssue(kind="malformed", path=rel, line=lineno, message=parsed + " (skipped)")
+                )
                 continue
             if parsed.key in specs:
                 first = specs[parsed.key]
@@ -424,7 +432,9 @@ class Wiki:
             p = root.path / e.file
             rel = f"{root.name}/{e.file}"
             if not p.is_file():
-                issues.append(WikiIssue(kind="index", path=rel_readme, message=f"{e.gpu_id}: file {e.file} missing"))
+                issues.append(
+                    WikiIssue(kind="index", path=rel_readme, message=f"{e.gpu_id}: file {e.file} missing")
+                )
                 continue
             indexed.add(p.resolve())
             files.append((e.gpu_id, p, rel, e.vendor, e.aliases))
@@ -438,7 +448,9 @@ class Wiki:
             for p in sorted(root.path.rglob("*.md")):
                 if p.name.lower() != "readme.md" and p.resolve() not in indexed:
                     rel = f"{root.name}/{p.relative_to(root.path).as_posix()}"
-                    issues.append(WikiIssue(kind="unindexed", path=rel, message="not in README index; ignored"))
+                    issues.append(
+                        WikiIssue(kind="unindexed", path=rel, message="not in README index; ignored")
+                    )
         for gpu_id, p, rel, vendor, aliases in files:
             parsed = parse_gpu_file(p, rel, gpu_id or "", issues)
             if gpu_id is None:

@@ -14,7 +14,20 @@ from kernelpilot.errors import CitationError, InvalidArgumentError, UnknownSpecE
 from kernelpilot.models import Request, Result
 
 # Contract 1: the only units a wiki line may carry.
-UNITS: tuple[str, ...] = ("TFLOP/s", "TOP/s", "TB/s", "GB/s", "GB", "MB", "KB", "MHz", "W", "count", "bytes", "text")
+UNITS: tuple[str, ...] = (
+    "TFLOP/s",
+    "TOP/s",
+    "TB/s",
+    "GB/s",
+    "GB",
+    "MB",
+    "KB",
+    "MHz",
+    "W",
+    "count",
+    "bytes",
+    "text",
+)
 UNKNOWN_TEXT = "UNKNOWN (gpu-wiki not found)"
 
 WIKI_FIELD_DESCRIPTION = (
@@ -84,10 +97,14 @@ class CitedValue(BaseModel):
     metric: str = Field(description="metric key, e.g. bf16_dense_tflops")
     value: float | str = Field(description="the value: a number, or text for unit `text`")
     unit: str = Field(description="unit from the wiki unit vocabulary, e.g. TFLOP/s")
-    path: str = Field(description="file relative to the wiki root's parent, e.g. gpu-wiki-index/nvidia/h100-sxm5.md")
+    path: str = Field(
+        description="file relative to the wiki root's parent, e.g. gpu-wiki-index/nvidia/h100-sxm5.md"
+    )
     line: int = Field(description="1-based line number in that file")
     source_text: str = Field(description="the provenance after `source:` or `measured:` on that line")
-    measured: bool = Field(default=False, description="true for a `measured:` line (a ceiling measured on a device)")
+    measured: bool = Field(
+        default=False, description="true for a `measured:` line (a ceiling measured on a device)"
+    )
     value_text: str = Field(default="", description="the value exactly as written on the line")
     gpu_id: str = Field(default="", description="wiki GPU id this value belongs to")
 
@@ -141,7 +158,9 @@ class GpuInfo(BaseModel):
 
 
 class SpecRequest(Request):
-    gpu: str = Field(description="GPU name, wiki id or alias: 'H100', 'h100-sxm5', 'sm_90', 'MI300X', 'gfx942'")
+    gpu: str = Field(
+        description="GPU name, wiki id or alias: 'H100', 'h100-sxm5', 'sm_90', 'MI300X', 'gfx942'"
+    )
     metric: str | None = Field(
         default=None,
         description=(
@@ -162,7 +181,9 @@ class SpecResult(Result):
     candidates: list[str] = Field(default_factory=list, description="matching names when ambiguous")
     unknown: str | None = Field(default=None, description="the UNKNOWN text when not found")
     overrides: list[str] = Field(default_factory=list, description="user-wiki overrides that apply here")
-    issues: list[str] = Field(default_factory=list, description="wiki load problems (malformed/conflict lines)")
+    issues: list[str] = Field(
+        default_factory=list, description="wiki load problems (malformed/conflict lines)"
+    )
 
     def render_text(self) -> str:
         out: list[str] = []
