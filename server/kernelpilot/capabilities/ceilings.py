@@ -11,7 +11,8 @@ CAPABILITIES = [
         description=(
             "On a machine with a CUDA GPU and PyTorch: measure device-to-device copy bandwidth (read+write "
             "bytes), read bandwidth (sum reduction) and square-matmul TFLOP/s for bf16/fp16/fp32/tf32/fp8 "
-            "(warm-up, median of many CUDA-event-timed runs, clocks untouched) and return wiki lines with full "
+            "(warm-up, median of many CUDA-event-timed runs, clocks untouched) and return wiki lines with "
+            "full "
             "provenance (device, driver, torch, date, method, command, runs, median, spread). With `out` the "
             "lines are written as a one-GPU user wiki file; pass its folder as `wiki` to `roofline` to get "
             "spec vs measured. Takes about a minute; fails with DeviceUnavailableError without a GPU."

@@ -16,7 +16,8 @@ CAPABILITIES = [
         command=("spec",),
         summary="Look up a cited GPU hardware spec (or all specs of a GPU) in the gpu-wiki.",
         description=(
-            "Return a hardware number with its citation `<metric>: <value> <unit> <- <path>:L<line>` from the "
+            "Return a hardware number with its citation `<metric>: <value> <unit> <- <path>:L<line>` from "
+            "the "
             "gpu-wiki (bundled + user wikis). GPU by name or alias (H100, h100-sxm5, sm_90, MI300X, gfx942); "
             "metric by key (bf16_dense_tflops, memory_bandwidth_tb_s, ...) or a close name ('bf16 dense'); "
             "omit metric to list all. Unknown GPU/metric gives status 'unknown' with "

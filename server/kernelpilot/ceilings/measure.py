@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import functools
+import importlib
 import os
 import re
 import shlex
@@ -31,7 +32,7 @@ _MATMUL_DTYPES = ("bf16", "fp16", "fp32", "tf32", "fp8")
 
 def _import_torch() -> Any:
     try:
-        import torch
+        torch = importlib.import_module("torch")
     except ImportError as exc:
         raise DeviceUnavailableError(
             "`ceilings measure` needs PyTorch with CUDA, and `import torch` failed",

@@ -1,4 +1,4 @@
-"""Request/result models of `ceilings measure` (cheap to import; the measuring code is in `ceilings.measure`)."""
+"""Request/result models of `ceilings measure` (cheap to import; measuring is in `ceilings.measure`)."""
 
 from __future__ import annotations
 
@@ -30,7 +30,10 @@ class CeilingsRequest(Request):
     )
     dtypes: list[str] = Field(
         default_factory=lambda: list(DEFAULT_DTYPES),
-        description="matmul dtypes: bf16, fp16, fp32 (TF32 off), tf32 (fp32 with TF32 on), fp8 (e4m3 via torch._scaled_mm)",
+        description=(
+            "matmul dtypes: bf16, fp16, fp32 (TF32 off), tf32 (fp32 with TF32 on), "
+            "fp8 (e4m3 via torch._scaled_mm)"
+        ),
     )
     runs: int = Field(default=50, description="timed runs per measurement (median reported)")
     warmup: int = Field(default=10, description="untimed warm-up runs per measurement")

@@ -22,6 +22,7 @@ import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from kernelpilot.errors import InputFileError, InvalidArgumentError, UnknownSpecError
 from kernelpilot.roofline import ops
@@ -217,7 +218,7 @@ def analyze(req: RooflineRequest, wiki: Wiki | None = None) -> RooflineResult:
         compute, memory = spec_compute, spec_memory
         peak_choice = f"{reason} -> {compute.metric}; memory roof -> {memory.metric}"
     roof = roof_from_peaks(count.flops, count.bytes, compute, memory)
-    bound: str = "compute" if roof.intensity >= roof.ridge else "memory"
+    bound: Literal["compute", "memory"] = "compute" if roof.intensity >= roof.ridge else "memory"
     f = req.target_fraction
     floor_us = roof.floor_s * 1e6
     target_us = floor_us / f
@@ -260,7 +261,8 @@ def analyze(req: RooflineRequest, wiki: Wiki | None = None) -> RooflineResult:
         )
         verdict = "MET" if t <= roof.floor_s / f else "NOT met"
         notes.append(
-            f"stop condition {verdict}: measured {_fmt_time(req.measured_time_us)} vs target {_fmt_time(target_us)}"
+            f"stop condition {verdict}: measured {_fmt_time(req.measured_time_us)} "
+            f"vs target {_fmt_time(target_us)}"
         )
     if matrix and count.description.startswith("attention"):
         notes.append("attention softmax FLOPs (~5 per score) run on the vector units and are not counted")
@@ -288,7 +290,7 @@ def analyze(req: RooflineRequest, wiki: Wiki | None = None) -> RooflineResult:
         peak_choice=peak_choice,
         basis=req.basis,
         ridge_point=roof.ridge,
-        bound=bound,  # type: ignore[arg-type]
+        bound=bound,
         compute_time_us=roof.compute_s * 1e6,
         memory_time_us=roof.memory_s * 1e6,
         time_floor_us=floor_us,
@@ -459,7 +461,8 @@ def render_svg(
     parts.append(f'<polyline points="{poly}" fill="none" stroke="#1f5fbf" stroke-width="2.5"/>')
     parts.append(
         f'<circle cx="{X(roof.ridge):.1f}" cy="{Y(roof.compute_per_s):.1f}" r="4" fill="#1f5fbf"/>'
-        f'<text x="{X(roof.ridge) + 6:.1f}" y="{Y(roof.compute_per_s) - 6:.1f}">ridge {roof.ridge:.4g} FLOP/B</text>'
+        f'<text x="{X(roof.ridge) + 6:.1f}" y="{Y(roof.compute_per_s) - 6:.1f}">'
+        f"ridge {roof.ridge:.4g} FLOP/B</text>"
     )
     ai = min(max(roof.intensity, xmin), xmax)
     parts.append(
@@ -470,10 +473,12 @@ def render_svg(
     if achieved_per_s is not None:
         parts.append(
             f'<circle cx="{X(ai):.1f}" cy="{Y(achieved_per_s):.1f}" r="5" fill="none" stroke="#2ca02c" '
-            f'stroke-width="2"/><text x="{X(ai) + 7:.1f}" y="{Y(achieved_per_s):.1f}" fill="#2ca02c">achieved</text>'
+            f'stroke-width="2"/><text x="{X(ai) + 7:.1f}" y="{Y(achieved_per_s):.1f}" fill="#2ca02c">'
+            "achieved</text>"
         )
     parts.append(
-        f'<text x="{left + pw / 2:.1f}" y="{top + ph + 30}" text-anchor="middle">arithmetic intensity (FLOP/byte)</text>'
+        f'<text x="{left + pw / 2:.1f}" y="{top + ph + 30}" text-anchor="middle">'
+        "arithmetic intensity (FLOP/byte)</text>"
         f'<text x="16" y="{top + ph / 2:.1f}" transform="rotate(-90 16 {top + ph / 2:.1f})" '
         'text-anchor="middle">TFLOP/s</text>'
     )

@@ -68,7 +68,7 @@ class RooflineRequest(Request):
     target_fraction: float = Field(default=0.9, description="target fraction of the roofline, 0 < f <= 1")
     basis: Literal["spec", "measured"] = Field(
         default="spec",
-        description="ceilings for floor/targets: datasheet specs, or measured lines of the wiki (## Measured)",
+        description="ceilings for floor/targets: datasheet specs, or the wiki's measured lines (## Measured)",
     )
     measured_time_us: float | None = Field(default=None, description="measured kernel time (µs) -> % of peak")
     measured_bytes: float | None = Field(default=None, description="measured DRAM bytes (e.g. from ncu)")
@@ -143,7 +143,8 @@ class RooflineResult(Result):
         if self.achieved:
             a = self.achieved
             out.append(
-                f"achieved: {a.time_us:.4g} µs = {a.tflops:.4g} TFLOP/s ({a.pct_of_compute_peak:.1f}% of compute "
+                f"achieved: {a.time_us:.4g} µs = {a.tflops:.4g} TFLOP/s "
+                f"({a.pct_of_compute_peak:.1f}% of compute "
                 f"peak), {a.tb_s:.4g} TB/s ({a.pct_of_memory_peak:.1f}% of bandwidth), "
                 f"{a.pct_of_roofline:.1f}% of roofline"
             )

@@ -95,12 +95,15 @@ def _pos(name: str, value: int | float | None, *, required: bool = True) -> floa
 def gemm(
     m: int | None, n: int | None, k: int | None, batch: int | None, s: float, so: float, accumulate: bool
 ) -> OpCount:
-    """C[b] = A[b] (M×K) @ B[b] (K×N): FLOPs = 2·b·M·N·K; bytes = b·(M·K·s + K·N·s + M·N·so·(2 if C is read else 1))."""
+    """C[b] = A[b] (M×K) @ B[b] (K×N).
+
+    FLOPs = 2·b·M·N·K; bytes = b·(M·K·s + K·N·s + M·N·so·(2 if C is read else 1)).
+    """
     M, N, K = _pos("m", m), _pos("n", n), _pos("k", k)
     b = _pos("batch", batch) if batch is not None else 1.0
     flops = 2.0 * b * M * N * K
     nbytes = b * (M * K * s + K * N * s + M * N * so * (2 if accumulate else 1))
-    desc = f"{'batched ' if b > 1 else ''}GEMM {'b=%d ' % b if b > 1 else ''}M={M:.0f} N={N:.0f} K={K:.0f}"
+    desc = f"{'batched ' if b > 1 else ''}GEMM {f'b={b:.0f} ' if b > 1 else ''}M={M:.0f} N={N:.0f} K={K:.0f}"
     formula = "FLOPs = 2·b·M·N·K; bytes = b·(M·K·s_in + K·N·s_in + M·N·s_out" + ("·2)" if accumulate else ")")
     return OpCount(flops, nbytes, True, desc, formula)
 
@@ -108,7 +111,10 @@ def gemm(
 def elementwise(
     numel: int | None, inputs: int, outputs: int, flops_per_element: float, s: float, so: float
 ) -> OpCount:
-    """out = f(in_1..in_i) per element: FLOPs = numel·flops_per_element; bytes = numel·(inputs·s + outputs·so)."""
+    """out = f(in_1..in_i) per element.
+
+    FLOPs = numel·flops_per_element; bytes = numel·(inputs·s + outputs·so).
+    """
     n = _pos("numel", numel)
     i = _pos("inputs", inputs)
     o = _pos("outputs", outputs)

@@ -1,7 +1,8 @@
 """The gpu-wiki: cited hardware specs (bundled `gpu-wiki-index/` plus user wikis), lookup and citation audit.
 
 Public API (contract 2): `load_wiki`, `Wiki` (`lookup`, `resolve_gpu`, `specs`), `CitedValue`
-(`citation()`), `audit_paths` -> `AuditResult`. A missing spec is `UNKNOWN (gpu-wiki not found)`, never a guess.
+(`citation()`), `audit_paths` -> `AuditResult`.
+A missing spec is `UNKNOWN (gpu-wiki not found)`, never a guess.
 """
 
 from kernelpilot.wiki.audit import audit_paths

@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from kernelpilot.errors import InputFileError, ToolchainError
 from kernelpilot.wiki.core import Wiki, load_wiki, parse_spec_line
@@ -35,6 +36,7 @@ CITATION_RE = re.compile(
     r"(?P<unit>[A-Za-z/]+) <- (?P<path>[^\s:`\"'<>|()\[\]]+):L(?P<line>\d+)"
 )
 SCAN_SUFFIXES = (".md", ".json")
+Kind = Literal["forged", "stale", "dangling"]
 _SKIP_DIRS = {".git", ".venv", "node_modules", "__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_cache"}
 
 
@@ -61,7 +63,7 @@ def _same_value(a: float | str, b: float | str) -> bool:
 
 def find_citations(text: str, rel: str, is_json: bool) -> list[Citation]:
     """Every citation in a file's text, with `<rel>:L<line>` locations."""
-    out = []
+    out: list[Citation] = []
     if "<- " not in text:
         return out
     for lineno, line in enumerate(text.splitlines(), start=1):
@@ -169,9 +171,9 @@ def _check(c: Citation, files: _WikiFiles) -> AuditProblem | None:
     lines = files.lines(c.path)
     cited_value = _value_of(c.value_text)
 
-    def problem(kind: str, reason: str, fix: str, current: str | None = None) -> AuditProblem:
+    def problem(kind: Kind, reason: str, fix: str, current: str | None = None) -> AuditProblem:
         return AuditProblem(
-            kind=kind,  # type: ignore[arg-type]
+            kind=kind,
             location=c.location,
             citation=c.text,
             reason=reason,

@@ -8,7 +8,8 @@ missing GPU or metric raises `UnknownSpecError` whose message starts with `UNKNO
 Line grammar (one Markdown list item per spec; anything else is prose and ignored):
     - <metric_key>: <value> <unit> | source: <document title>, <table/page>, <URL>
     - <metric_key>: "<text>" text | source: ...
-    - measured_<...>: <value> <unit> | measured: device=..., driver=..., date=..., method=..., runs=..., median=...
+    - measured_<...>: <value> <unit> | measured: device=..., driver=..., date=..., method=...,
+      runs=..., median=...
 A list item that starts like a spec (`- lower_snake_key: `) but breaks this grammar (unit outside the
 vocabulary, no source, text without quotes, ...) is a *malformed* line: reported with file:line and skipped.
 
@@ -141,7 +142,7 @@ class RootIndex:
 
 
 def parse_index(path: Path, rel: str, issues: list[WikiIssue]) -> RootIndex:
-    """Parse README.md: the `| gpu_id | file | vendor | aliases |` table and `| key | unit | meaning |` table."""
+    """Parse README.md: the `| gpu_id | file | vendor | aliases |` and `| key | unit | meaning |` tables."""
     idx = RootIndex()
     lines = path.read_text(encoding="utf-8").splitlines()
     for table in _table_rows(lines):
@@ -523,7 +524,8 @@ class Wiki:
                         kind="duplicate",
                         path=rel,
                         line=cv.line,
-                        message=f"{gpu_id} {key} repeats {old.path}:L{old.line} with the same value (first kept)",
+                        message=f"{gpu_id} {key} repeats {old.path}:L{old.line} with the same value "
+                        "(first kept)",
                     )
                 )
             else:
@@ -555,7 +557,8 @@ class Wiki:
                             kind="malformed",
                             path=cv.path,
                             line=cv.line,
-                            message=f"unit {cv.unit!r} does not match the vocabulary unit {voc[0]!r} of {key} "
+                            message=f"unit {cv.unit!r} does not match the vocabulary unit {voc[0]!r} of "
+                            f"{key} "
                             "(skipped)",
                         )
                     )

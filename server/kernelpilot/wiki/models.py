@@ -238,7 +238,7 @@ class AuditRequest(Request):
     wiki: list[str] = Field(default_factory=list, description=WIKI_FIELD_DESCRIPTION)
     history: bool = Field(
         default=True,
-        description="use the wiki file's git history (when it is in a git checkout) to tell stale from forged",
+        description="use the wiki file's git history (when in a git checkout) to tell stale from forged",
     )
 
 
