@@ -9,8 +9,9 @@ Peak choice (`choose_peak_metric`):
   fp64 -> fp64_matrix_tflops, fp32 -> fp32_vector_tflops (fp32 matmul without TF32 runs on the FP32
   units) or tf32_dense_tflops with allow_tf32, tf32 -> tf32_dense_tflops, fp16/bf16/fp8/fp6/fp4 ->
   <dtype>_dense_tflops, int8 -> int8_dense_tops; `sparse` picks the *_sparse_* key.
-- vector ops (elementwise, reductions, softmax, norms; or `unit=vector`): fp64 -> fp64_vector_tflops,
-  anything else -> fp32_vector_tflops (16-bit inputs are computed in fp32 by typical kernels).
+- vector ops (elementwise, reductions, softmax, norms; or `unit=vector`): fp64 -> fp64_vector_tflops;
+  fp16/bf16 -> fp16_vector_tflops / bf16_vector_tflops when the wiki has that line, else
+  fp32_vector_tflops; anything else -> fp32_vector_tflops.
 - memory: memory_bandwidth_tb_s.
 With `basis=measured`: measured_copy_bandwidth_tb_s and measured_<dtype>_matmul_tflops (tensor ops).
 """
@@ -68,6 +69,13 @@ def choose_peak_metric(dtype: str, matrix: bool, allow_tf32: bool, sparse: bool)
             "int32 is not a tensor-core input type", "use int8 inputs or --unit vector"
         )
     return f"{dtype}_{kind}_tflops", f"{dtype} matrix op on tensor/matrix cores ({kind})"
+
+
+def vector_fallback(dtype: str, matrix: bool) -> str | None:
+    """A packed 16-bit vector peak (fp16_vector_tflops / bf16_vector_tflops) preferred when the wiki has it."""
+    if not matrix and dtype in ("fp16", "bf16"):
+        return f"{dtype}_vector_tflops"
+    return None
 
 
 def measured_compute_metric(dtype: str, allow_tf32: bool) -> str:
@@ -203,6 +211,9 @@ def analyze(req: RooflineRequest, wiki: Wiki | None = None) -> RooflineResult:
         wiki = load_wiki([Path(d) for d in req.wiki])
     gpu_id = wiki.resolve_gpu(req.gpu)
     spec_metric, reason = choose_peak_metric(dtype, matrix, req.allow_tf32, req.sparse)
+    packed = vector_fallback(dtype, matrix)
+    if packed is not None and wiki.get(gpu_id, packed) is not None:
+        spec_metric, reason = packed, f"{dtype} vector op on the packed {dtype} vector units"
     spec_compute = _require(wiki, gpu_id, spec_metric, f"the {dtype} {'tensor' if matrix else 'vector'} peak")
     spec_memory = _require(wiki, gpu_id, "memory_bandwidth_tb_s", "the memory roof")
     notes: list[str] = []

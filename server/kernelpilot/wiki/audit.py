@@ -104,47 +104,48 @@ def _iter_files(paths: list[Path]) -> list[tuple[Path, str]]:
 
 
 class _WikiFiles:
-    """Cache of cited wiki files: their lines, parsed spec lines, and (lazily) their git history values."""
+    """Cache of cited wiki files (by path on disk): lines, parsed spec lines, git history values."""
 
     def __init__(self, wiki: Wiki, history: bool) -> None:
         self.wiki = wiki
         self.history = history
-        self._lines: dict[str, list[str] | None] = {}
-        self._by_metric: dict[str, dict[str, list[tuple[int, float | str, str]]]] = {}
-        self._past: dict[str, set[tuple[str, str, str]] | None] = {}
-        self._disk: dict[str, Path | None] = {}
+        self._lines: dict[Path, list[str]] = {}
+        self._by_metric: dict[Path, dict[str, list[tuple[int, float | str, str]]]] = {}
+        self._past: dict[Path, set[tuple[str, str, str]] | None] = {}
+        self._disks: dict[str, list[Path]] = {}
 
-    def lines(self, cited: str) -> list[str] | None:
-        if cited not in self._lines:
-            disk = self.wiki.resolve_cited_file(cited)
-            self._disk[cited] = disk
-            self._lines[cited] = disk.read_text(encoding="utf-8").splitlines() if disk else None
-        return self._lines[cited]
+    def disks(self, cited: str) -> list[Path]:
+        if cited not in self._disks:
+            self._disks[cited] = self.wiki.resolve_cited_files(cited)
+        return self._disks[cited]
 
-    def metric_lines(self, cited: str, metric: str) -> list[tuple[int, float | str, str]]:
-        if cited not in self._by_metric:
+    def lines(self, disk: Path) -> list[str]:
+        if disk not in self._lines:
+            self._lines[disk] = disk.read_text(encoding="utf-8").splitlines()
+        return self._lines[disk]
+
+    def metric_lines(self, disk: Path, metric: str) -> list[tuple[int, float | str, str]]:
+        if disk not in self._by_metric:
             table: dict[str, list[tuple[int, float | str, str]]] = {}
-            for i, ln in enumerate(self.lines(cited) or [], start=1):
+            for i, ln in enumerate(self.lines(disk), start=1):
                 parsed = parse_spec_line(ln)
                 if parsed is not None and not isinstance(parsed, str):
                     table.setdefault(parsed.key, []).append((i, parsed.value, parsed.unit))
-            self._by_metric[cited] = table
-        return self._by_metric[cited].get(metric, [])
+            self._by_metric[disk] = table
+        return self._by_metric[disk].get(metric, [])
 
-    def past_values(self, cited: str) -> set[tuple[str, str, str]] | None:
-        """(metric, value text, unit) of spec lines removed in the file's git history; None if unknown."""
+    def past_values(self, disk: Path) -> set[tuple[str, str, str]] | None:
+        """(metric, value repr, unit) of spec lines in the file's git history; None if unknown."""
         if not self.history:
             return None
-        if cited not in self._past:
-            self._past[cited] = self._git_history(self._disk.get(cited))
-        return self._past[cited]
+        if disk not in self._past:
+            self._past[disk] = self._git_history(disk)
+        return self._past[disk]
 
     @staticmethod
-    def _git_history(disk: Path | None) -> set[tuple[str, str, str]] | None:
+    def _git_history(disk: Path) -> set[tuple[str, str, str]] | None:
         from kernelpilot.toolchain import find_tool, run
 
-        if disk is None:
-            return None
         git = find_tool("git")
         if git is None:
             return None
@@ -168,7 +169,21 @@ class _WikiFiles:
 
 
 def _check(c: Citation, files: _WikiFiles) -> AuditProblem | None:
-    lines = files.lines(c.path)
+    """Verdict for one citation; with several wiki roots of the same folder name, ok if any file agrees."""
+    disks = files.disks(c.path)
+    if not disks:
+        return _check_one(c, files, None)
+    first: AuditProblem | None = None
+    for disk in disks:
+        p = _check_one(c, files, disk)
+        if p is None:
+            return None
+        first = first or p
+    return first
+
+
+def _check_one(c: Citation, files: _WikiFiles, disk: Path | None) -> AuditProblem | None:
+    lines = files.lines(disk) if disk is not None else None
     cited_value = _value_of(c.value_text)
 
     def problem(kind: Kind, reason: str, fix: str, current: str | None = None) -> AuditProblem:
@@ -181,7 +196,7 @@ def _check(c: Citation, files: _WikiFiles) -> AuditProblem | None:
             current=current,
         )
 
-    if lines is None:
+    if lines is None or disk is None:
         roots = ", ".join(files.wiki.root_names()) or "none"
         return problem(
             "dangling",
@@ -189,7 +204,7 @@ def _check(c: Citation, files: _WikiFiles) -> AuditProblem | None:
             "cite a file of a loaded wiki (pass the user wiki with --wiki) or re-look the value up with "
             "`kernelpilot spec`",
         )
-    elsewhere = files.metric_lines(c.path, c.metric)
+    elsewhere = files.metric_lines(disk, c.metric)
     current = None
     if elsewhere:
         i, v, u = elsewhere[0]
@@ -225,7 +240,7 @@ def _check(c: Citation, files: _WikiFiles) -> AuditProblem | None:
         return None
     shown_now = f"{parsed.value_text} {parsed.unit}"
     now = f"{c.metric}: {parsed.value_text} {parsed.unit} <- {c.path}:L{c.line}"
-    past = files.past_values(c.path)
+    past = files.past_values(disk)
     if past is not None and (c.metric, repr(cited_value), c.unit) in past:
         return problem(
             "stale",

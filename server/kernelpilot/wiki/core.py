@@ -288,13 +288,13 @@ class Wiki:
             for v in _norm_variants(n):
                 self._names.setdefault(v, set()).add(gpu_id)
 
-    def _match_gpu(self, name: str) -> list[str]:
-        """GPU ids matching a name exactly (normalized), else by unique prefix."""
+    def _match_gpu(self, name: str, *, exact_only: bool = False) -> list[str]:
+        """GPU ids matching a name exactly (normalized), else (unless exact_only) by prefix."""
         keys = _norm_variants(name)
         exact: set[str] = set()
         for k in keys:
             exact |= self._names.get(k, set())
-        if exact:
+        if exact or exact_only:
             return sorted(exact)
         pref: set[str] = set()
         for k in keys:
@@ -407,17 +407,18 @@ class Wiki:
             )
         return out
 
-    def resolve_cited_file(self, cited: str) -> Path | None:
-        """File on disk for a cited path `<root folder>/<file>`, trying each loaded root of that name."""
+    def resolve_cited_files(self, cited: str) -> list[Path]:
+        """Files on disk for a cited `<root folder>/<file>`: one per loaded root of that name, user first."""
         first, _, rest = cited.partition("/")
-        if not rest:
-            return None
-        for root in self.roots:
+        if not rest or ".." in rest.split("/"):
+            return []
+        out = []
+        for root in reversed(self.roots):
             if root.name == first:
                 candidate = root.path / rest
                 if candidate.is_file():
-                    return candidate
-        return None
+                    out.append(candidate)
+        return out
 
     # ------------------------------------------------------------------ loading
     def _add_root(self, root: WikiRoot) -> None:
@@ -457,7 +458,7 @@ class Wiki:
             if gpu_id is None:
                 gpu_id = self._identify_unindexed(p, parsed.title)
             elif not root.bundled and gpu_id not in self.gpus:
-                same = self._match_gpu(gpu_id)
+                same = self._match_gpu(gpu_id, exact_only=True)
                 gpu_id = same[0] if len(same) == 1 else gpu_id
             self._merge(root, gpu_id, parsed, rel, vendor, aliases, issues)
         self._check_vocabulary(issues)
@@ -469,7 +470,7 @@ class Wiki:
         for name in ([mark.group(1)] if mark else []) + [path.stem, _GPU_ID_MARK_RE.sub("", title).strip()]:
             if not name:
                 continue
-            found = self._match_gpu(name)
+            found = self._match_gpu(name, exact_only=True)
             if len(found) == 1:
                 return found[0]
         return mark.group(1) if mark else path.stem
