@@ -20,13 +20,15 @@ def bundled_wiki_or_skip() -> Wiki:
 
     root = bundled_dir("gpu-wiki-index")
     if not (root / "nvidia" / "h100-sxm5.md").is_file() or not (root / "amd" / "mi300x.md").is_file():
-        pytest.skip("bundled gpu-wiki-index has no h100-sxm5/mi300x files on this branch (wikidata not merged)")
+        pytest.skip(
+            "bundled gpu-wiki-index has no h100-sxm5/mi300x files on this branch (wikidata not merged)"
+        )
     return load_wiki()
 
 
 @pytest.fixture(params=["small", "wikidata-copy", "bundled"])
 def any_wiki(request: pytest.FixtureRequest) -> Wiki:
-    """The acceptance wikis: small fixture, copy of the wikidata files, and the bundled wiki (skips if empty)."""
+    """Acceptance wikis: small fixture, copy of the wikidata files, bundled wiki (skips if empty)."""
     if request.param == "bundled":
         return bundled_wiki_or_skip()
     root = SMALL if request.param == "small" else WIKIDATA_COPY

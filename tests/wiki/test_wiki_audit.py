@@ -1,4 +1,4 @@
-"""Audit: exactly the bad citations are reported (forged, dangling, stale), in Markdown and JSON, via API and CLI."""
+"""Audit: exactly the bad citations are reported (forged, dangling, stale), in .md and .json, API and CLI."""
 
 from __future__ import annotations
 
@@ -30,7 +30,8 @@ def _workspace(tmp_path: Path, wiki_root: Path) -> Path:
         "# Plan\n\n"
         f"- peak: bf16_dense_tflops: 989.4 TFLOP/s <- gpu-wiki-index/nvidia/h100-sxm5.md:L{bf}\n"  # correct
         f"- bw: memory_bandwidth_tb_s: 3.9 TB/s <- gpu-wiki-index/nvidia/h100-sxm5.md:L{bw}\n"  # forged
-        f"- again: memory_bandwidth_tb_s: 3.35 TB/s <- gpu-wiki-index/nvidia/h100-sxm5.md:L{bw + 1}\n"  # moved
+        # dangling: the line moved
+        f"- again: memory_bandwidth_tb_s: 3.35 TB/s <- gpu-wiki-index/nvidia/h100-sxm5.md:L{bw + 1}\n"
     )
     return ws
 
@@ -50,9 +51,15 @@ def test_acceptance_one_correct_one_forged_one_dangling(tmp_path: Path, which: s
     ws = _workspace(tmp_path, root)
     res = audit_paths([ws], wiki, history=False)
     assert res.citations_checked == 3 and res.citations_ok == 1 and not res.ok
-    assert [(p.kind, p.location) for p in res.problems] == [("forged", "plan.md:L4"), ("dangling", "plan.md:L5")]
+    assert [(p.kind, p.location) for p in res.problems] == [
+        ("forged", "plan.md:L4"),
+        ("dangling", "plan.md:L5"),
+    ]
     bw = _line_of(root / "nvidia" / "h100-sxm5.md", "memory_bandwidth_tb_s")
-    assert res.problems[0].current == f"memory_bandwidth_tb_s: 3.35 TB/s <- gpu-wiki-index/nvidia/h100-sxm5.md:L{bw}"
+    assert (
+        res.problems[0].current
+        == f"memory_bandwidth_tb_s: 3.35 TB/s <- gpu-wiki-index/nvidia/h100-sxm5.md:L{bw}"
+    )
     assert f"memory_bandwidth_tb_s is at L{bw}" in res.problems[1].reason
 
 
@@ -92,7 +99,12 @@ def test_stale_when_the_value_was_in_the_wiki_history(tmp_path: Path) -> None:
     wiki_root.mkdir()
     f = wiki_root / "acme-x1.md"
     f.write_text("# ACME X1\n- memory_bandwidth_tb_s: 1.5 TB/s | source: rev A sheet, t1, https://a\n")
-    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+    env = {
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@t",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@t",
+    }
     import os
 
     env = {**os.environ, **env}

@@ -83,7 +83,9 @@ def test_override_of_bundled_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     import kernelpilot.paths as paths
 
     monkeypatch.setattr(paths, "bundled_dir", lambda name: SMALL)
-    u = _user_wiki(tmp_path, "labwiki", "- memory_bandwidth_tb_s: 3.2 TB/s | source: lab sheet, row 1, https://lab")
+    u = _user_wiki(
+        tmp_path, "labwiki", "- memory_bandwidth_tb_s: 3.2 TB/s | source: lab sheet, row 1, https://lab"
+    )
     wiki = load_wiki([u])
     cv = wiki.lookup("H100", "memory_bandwidth_tb_s")
     assert cv.citation() == "memory_bandwidth_tb_s: 3.2 TB/s <- labwiki/h100-sxm5.md:L3"
@@ -94,7 +96,9 @@ def test_override_of_bundled_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     assert wiki.lookup("H100", "bf16_dense_tflops").path == "gpu-wiki-index/nvidia/h100-sxm5.md"
 
 
-def test_conflicting_user_wikis_are_reported_and_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_conflicting_user_wikis_are_reported_and_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import kernelpilot.paths as paths
 
     monkeypatch.setattr(paths, "bundled_dir", lambda name: SMALL)
@@ -105,11 +109,16 @@ def test_conflicting_user_wikis_are_reported_and_refused(tmp_path: Path, monkeyp
     assert len(conflicts) == 1 and conflicts[0].location() == "wb/h100-sxm5.md:L3"
     with pytest.raises(WikiConflictError) as exc:
         wiki.lookup("H100", "tdp_w")
-    assert exc.value.candidates == ["tdp_w: 650 W <- wa/h100-sxm5.md:L3", "tdp_w: 600 W <- wb/h100-sxm5.md:L3"]
+    assert exc.value.candidates == [
+        "tdp_w: 650 W <- wa/h100-sxm5.md:L3",
+        "tdp_w: 600 W <- wb/h100-sxm5.md:L3",
+    ]
 
 
 def test_env_var_adds_user_wikis_and_new_gpus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    u = _user_wiki(tmp_path, "mine", "- memory_bandwidth_tb_s: 1.5 TB/s | source: my doc, t1, https://m", "acme-x1")
+    u = _user_wiki(
+        tmp_path, "mine", "- memory_bandwidth_tb_s: 1.5 TB/s | source: my doc, t1, https://m", "acme-x1"
+    )
     monkeypatch.setenv("KERNELPILOT_WIKI_PATH", f"{SMALL}{__import__('os').pathsep}{u}")
     wiki = load_wiki(include_bundled=False)
     assert [r.name for r in wiki.roots] == ["gpu-wiki-index", "mine"]
@@ -134,7 +143,9 @@ def test_measured_lines_attach_by_gpu_id_marker(tmp_path: Path) -> None:
 
 
 def test_cli_spec_and_gpus(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    u = _user_wiki(tmp_path, "mine", "- memory_bandwidth_tb_s: 1.5 TB/s | source: my doc, t1, https://m", "acme-x1")
+    u = _user_wiki(
+        tmp_path, "mine", "- memory_bandwidth_tb_s: 1.5 TB/s | source: my doc, t1, https://m", "acme-x1"
+    )
     r = run_cli("spec", "acme-x1", "memory_bandwidth_tb_s", "--wiki", str(u))
     assert r.code == 0 and r.out.strip() == "memory_bandwidth_tb_s: 1.5 TB/s <- mine/acme-x1.md:L3"
     r = run_cli("spec", "acme-x1", "fp4_dense_tflops", "--wiki", str(u))

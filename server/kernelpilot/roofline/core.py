@@ -72,7 +72,7 @@ def choose_peak_metric(dtype: str, matrix: bool, allow_tf32: bool, sparse: bool)
 
 
 def vector_fallback(dtype: str, matrix: bool) -> str | None:
-    """A packed 16-bit vector peak (fp16_vector_tflops / bf16_vector_tflops) preferred when the wiki has it."""
+    """Packed 16-bit vector peak (fp16_vector_tflops / bf16_vector_tflops), preferred when the wiki has it."""
     if not matrix and dtype in ("fp16", "bf16"):
         return f"{dtype}_vector_tflops"
     return None
