@@ -117,3 +117,30 @@ def test_every_value_line_has_source_unit_and_no_duplicates(root: Path) -> None:
         parse_gpu_file(f, f.name, "x", issues)
         problems.extend(i.render() for i in issues)
     assert problems == []
+
+
+def test_measured_lines_only_in_measured_section_and_with_measured_keys(tmp_path: Path) -> None:
+    root = tmp_path / "w"
+    root.mkdir()
+    (root / "README.md").write_text(
+        "| gpu_id | file | vendor | aliases |\n|---|---|---|---|\n| g1 | g1.md | ACME | |\n\n"
+        "| key | unit | meaning |\n|---|---|---|\n| tdp_w | W | power |\n"
+        "| measured_copy_bandwidth_tb_s | TB/s | copy |\n"
+    )
+    (root / "g1.md").write_text(
+        "# G1\n"
+        "- measured_copy_bandwidth_tb_s: 1 TB/s | measured: device=G1, runs=5\n"  # L2 outside section
+        "- tdp_w: 300 W | measured: device=G1, runs=5\n"  # L3 measured tag on datasheet key
+        "- fp99_tflops: 1 TFLOP/s | source: doc, t, https://a\n"  # L4 not in vocabulary (kept, reported)
+        "## Measured\n"
+        "- tdp_w: 300 W | source: doc, t, https://a\n"  # L6 datasheet line inside Measured
+        "- measured_copy_bandwidth_tb_s: 1.5 TB/s | source: doc, t, https://a\n"  # L7 source tag on measured key
+        "- measured_copy_bandwidth_tb_s: 1.2 TB/s | measured: device=G1, runs=5, median=1.2\n"  # L8 ok
+    )
+    wiki = load_wiki([root], include_bundled=False)
+    by_line = {i.line: i.kind for i in wiki.issues}
+    assert by_line == {2: "malformed", 3: "malformed", 4: "unknown_metric", 6: "malformed", 7: "malformed"}
+    cv = wiki.lookup("g1", "measured_copy_bandwidth_tb_s")
+    assert cv.line == 8 and cv.measured and cv.value == 1.2
+    assert wiki.get("g1", "tdp_w") is None
+    assert wiki.lookup("g1", "fp99_tflops").value == 1.0

@@ -101,6 +101,10 @@ def parse_spec_line(text: str) -> ParsedLine | str | None:
     if not is_text and unit == "text":
         return "unit 'text' needs a double-quoted value"
     measured = m["tag"] == "measured"
+    if measured != m["key"].startswith("measured_"):
+        if measured:
+            return "'| measured:' provenance needs a measured_<...> key (datasheet keys take '| source:')"
+        return "measured_<...> keys need '| measured: device=..., ...' provenance"
     src = m["src"]
     if len(src) < 3:
         return "empty provenance"
@@ -182,6 +186,7 @@ def parse_gpu_file(path: Path, rel: str, gpu_id: str, issues: list[WikiIssue]) -
     title = ""
     specs: dict[str, CitedValue] = {}
     in_fence = False
+    in_measured = False
     with path.open(encoding="utf-8") as fh:
         for lineno, text in enumerate(fh, start=1):
             if text.startswith("```"):
@@ -189,8 +194,11 @@ def parse_gpu_file(path: Path, rel: str, gpu_id: str, issues: list[WikiIssue]) -
                 continue
             if in_fence:
                 continue
-            if not title and text.startswith("# "):
-                title = text[2:].strip()
+            if text.startswith("#"):
+                if not title and text.startswith("# "):
+                    title = text[2:].strip()
+                elif text.startswith("##"):
+                    in_measured = text.lstrip("#").strip().lower().startswith("measured")
                 continue
             if text[:1] not in "-* \t":
                 continue
@@ -200,6 +208,18 @@ def parse_gpu_file(path: Path, rel: str, gpu_id: str, issues: list[WikiIssue]) -
             if isinstance(parsed, str):
                 issues.append(
                     WikiIssue(kind="malformed", path=rel, line=lineno, message=parsed + " (skipped)")
+                )
+                continue
+            if parsed.measured != in_measured:
+                where = "outside" if parsed.measured else "inside"
+                issues.append(
+                    WikiIssue(
+                        kind="malformed",
+                        path=rel,
+                        line=lineno,
+                        message=f"{'measured' if parsed.measured else 'datasheet'} line {where} the "
+                        "'## Measured' section (skipped)",
+                    )
                 )
                 continue
             if parsed.key in specs:
@@ -281,6 +301,7 @@ class Wiki:
         self.vocabulary: dict[str, tuple[str, str]] = {}
         self.issues: list[WikiIssue] = []
         self._names: dict[str, set[str]] = {}
+        self._vocab_reported: set[str] = set()
 
     # ------------------------------------------------------------------ names
     def _register_names(self, gpu_id: str, names: list[str]) -> None:
@@ -551,6 +572,16 @@ class Wiki:
                 cv = entry.specs[key]
                 voc = self.vocabulary.get(key)
                 if voc is None:
+                    if key not in self._vocab_reported:
+                        self._vocab_reported.add(key)
+                        issues.append(
+                            WikiIssue(
+                                kind="unknown_metric",
+                                path=cv.path,
+                                line=cv.line,
+                                message=f"{key} is not in the README metric vocabulary (used as written)",
+                            )
+                        )
                     continue
                 if voc[0] != cv.unit:
                     issues.append(
