@@ -134,7 +134,7 @@ def test_measured_lines_only_in_measured_section_and_with_measured_keys(tmp_path
         "- fp99_tflops: 1 TFLOP/s | source: doc, t, https://a\n"  # L4 not in vocabulary (kept, reported)
         "## Measured\n"
         "- tdp_w: 300 W | source: doc, t, https://a\n"  # L6 datasheet line inside Measured
-        "- measured_copy_bandwidth_tb_s: 1.5 TB/s | source: doc, t, https://a\n"  # L7 source tag on measured key
+        "- measured_copy_bandwidth_tb_s: 1.5 TB/s | source: doc, t, https://a\n"  # L7 source tag
         "- measured_copy_bandwidth_tb_s: 1.2 TB/s | measured: device=G1, runs=5, median=1.2\n"  # L8 ok
     )
     wiki = load_wiki([root], include_bundled=False)
