@@ -156,3 +156,10 @@ def test_cli_spec_and_gpus(run_cli, tmp_path: Path) -> None:  # type: ignore[no-
     assert r.code == 1 and '"status": "unknown"' in r.out
     r = run_cli("gpus", "--wiki", str(u))
     assert r.code == 0 and "acme-x1" in r.out
+
+
+def test_absent_vocabulary_key_is_unknown_not_fuzzy(small_wiki: Wiki) -> None:
+    # h100-pcie (fixture) has bf16_sparse_tflops but no bf16_dense_tflops: the exact key must not drift
+    with pytest.raises(UnknownSpecError):
+        small_wiki.lookup("H100 PCIe", "bf16_dense_tflops")
+    assert small_wiki.lookup("H100 PCIe", "bf16").metric == "bf16_sparse_tflops"

@@ -355,8 +355,8 @@ class Wiki:
         if not q:
             raise UnknownSpecError(f"{UNKNOWN_TEXT}: empty metric name for {gpu_id}", "give a metric key")
         wants_measured = "measured" in q
-        hits = []
-        for k in sorted(keys):
+        hits: list[str] = []
+        for k in sorted(keys) if metric not in self.vocabulary else []:  # a known key never fuzzy-matches
             kt = _metric_tokens(k)
             if all(any(t == x or x.startswith(t) for x in kt) for t in q):
                 hits.append(k)
