@@ -72,3 +72,13 @@ def test_recorded_h100_lines_are_measured_wiki_lines() -> None:
         "measured_tf32_matmul_tflops",
         "measured_fp8_matmul_tflops",
     }
+
+
+def test_device_name_to_wiki_id() -> None:
+    from kernelpilot.ceilings.measure import _resolve_gpu
+
+    wiki = [str(FIX / "gpu-wiki-index")]
+    assert _resolve_gpu(CeilingsRequest(wiki=wiki), "NVIDIA H100 80GB HBM3")[0] == "h100-sxm5"
+    assert _resolve_gpu(CeilingsRequest(wiki=wiki, gpu="H100 PCIe"), "whatever")[0] == "h100-pcie"
+    ident, how = _resolve_gpu(CeilingsRequest(wiki=wiki), "NVIDIA H200 NVL")
+    assert ident == "nvidia-h200-nvl" and "--gpu" in how

@@ -99,7 +99,7 @@ def _driver_version() -> str:
 
 
 def _resolve_gpu(req: CeilingsRequest, device_name: str) -> tuple[str, str]:
-    from kernelpilot.wiki.core import load_wiki, norm
+    from kernelpilot.wiki.core import load_wiki
 
     try:
         wiki = load_wiki([Path(d) for d in req.wiki])
@@ -113,22 +113,8 @@ def _resolve_gpu(req: CeilingsRequest, device_name: str) -> tuple[str, str]:
         return wiki.resolve_gpu(device_name), "device name matched a wiki alias"
     except KernelpilotError:
         pass
-    # Longest wiki name that prefixes the device name ("NVIDIA H100 80GB HBM3" -> "h100").
-    dn = norm(re.sub(r"(?i)\b(nvidia|amd|geforce|radeon|instinct)\b", " ", device_name))
-    best: tuple[int, str] | None = None
-    for known, ids in wiki._names.items():
-        if (
-            len(ids) == 1
-            and len(known) >= 3
-            and dn.startswith(known)
-            and (best is None or len(known) > best[0])
-        ):
-            best = (len(known), next(iter(ids)))
-    if best is not None:
-        return best[1], f"device name starts with a wiki alias of {best[1]} (pass --gpu to override)"
-    return re.sub(r"[^a-z0-9]+", "-", device_name.lower()).strip(
-        "-"
-    ), "not in the wiki; id made from the device name"
+    ident = re.sub(r"[^a-z0-9]+", "-", device_name.lower()).strip("-")
+    return ident, "no wiki alias equals the device name; id made from it (pass --gpu <wiki id> to file it)"
 
 
 def _write_atomic(path: Path, text: str) -> None:
