@@ -1,0 +1,91 @@
+"""Core functions behind the `spec`, `gpus` and `audit` capabilities (no CLI/MCP code here)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kernelpilot.errors import UnknownSpecError
+from kernelpilot.wiki.audit import audit_paths
+from kernelpilot.wiki.core import Wiki, load_wiki
+from kernelpilot.wiki.models import (
+    AmbiguousNameError,
+    AuditRequest,
+    AuditResult,
+    GpusRequest,
+    GpusResult,
+    SpecRequest,
+    SpecResult,
+)
+
+_REPORTED_ISSUES = ("malformed", "conflict", "duplicate", "index", "unindexed")
+
+
+def wiki_from_dirs(dirs: list[str]) -> Wiki:
+    return load_wiki([Path(d) for d in dirs])
+
+
+def _issues(wiki: Wiki, gpu_id: str | None = None) -> list[str]:
+    out = []
+    for i in wiki.issues:
+        if i.kind not in _REPORTED_ISSUES:
+            continue
+        if gpu_id is not None and gpu_id not in i.message and not i.path.endswith(f"/{gpu_id}.md"):
+            continue
+        out.append(i.render())
+    return out
+
+
+def spec_lookup(req: SpecRequest) -> SpecResult:
+    wiki = wiki_from_dirs(req.wiki)
+    try:
+        gpu_id = wiki.resolve_gpu(req.gpu)
+        if req.metric is None:
+            values = wiki.specs(gpu_id)
+            return SpecResult(
+                status="found",
+                gpu=req.gpu,
+                gpu_id=gpu_id,
+                values=values,
+                citations=[v.citation() for v in values],
+                overrides=wiki.override_notes(gpu_id),
+                issues=_issues(wiki, gpu_id),
+            )
+        cv = wiki.lookup(gpu_id, req.metric)
+    except AmbiguousNameError as exc:
+        return SpecResult(
+            status="ambiguous",
+            gpu=req.gpu,
+            metric=req.metric,
+            candidates=exc.candidates,
+            unknown=exc.message,
+            issues=_issues(wiki),
+        )
+    except UnknownSpecError as exc:
+        return SpecResult(
+            status="unknown", gpu=req.gpu, metric=req.metric, unknown=exc.message, issues=_issues(wiki)
+        )
+    notes = [n for n in wiki.override_notes(gpu_id) if n.startswith(cv.metric + ":")]
+    return SpecResult(
+        status="found",
+        gpu=req.gpu,
+        gpu_id=gpu_id,
+        metric=cv.metric,
+        values=[cv],
+        citations=[cv.citation()],
+        overrides=notes,
+        issues=_issues(wiki, gpu_id),
+    )
+
+
+def list_gpus(req: GpusRequest) -> GpusResult:
+    wiki = wiki_from_dirs(req.wiki)
+    return GpusResult(
+        gpus=wiki.gpu_infos(),
+        roots=[f"{r.name} ({'bundled' if r.bundled else r.path})" for r in wiki.roots],
+        issues=[i.render() for i in wiki.issues if i.kind != "duplicate"],
+    )
+
+
+def audit_citations(req: AuditRequest) -> AuditResult:
+    wiki = wiki_from_dirs(req.wiki)
+    return audit_paths([Path(p) for p in req.paths], wiki, history=req.history)

@@ -1,0 +1,275 @@
+"""Pydantic models and typed errors of the gpu-wiki: cited values, load issues, and the tool requests/results.
+
+Owns the data shapes only (cheap to import: the capability declarations import this module). Parsing,
+loading and lookup live in `kernelpilot.wiki.core`; the citation audit in `kernelpilot.wiki.audit`.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from kernelpilot.errors import CitationError, InvalidArgumentError, UnknownSpecError
+from kernelpilot.models import Request, Result
+
+# Contract 1: the only units a wiki line may carry.
+UNITS: tuple[str, ...] = (
+    "TFLOP/s",
+    "TOP/s",
+    "TB/s",
+    "GB/s",
+    "GB",
+    "MB",
+    "KB",
+    "MHz",
+    "W",
+    "count",
+    "bytes",
+    "text",
+)
+UNKNOWN_TEXT = "UNKNOWN (gpu-wiki not found)"
+
+WIKI_FIELD_DESCRIPTION = (
+    "Extra wiki folder(s) that extend or override the bundled gpu-wiki-index (repeatable; also "
+    "KERNELPILOT_WIKI_PATH, os.pathsep-separated). A user wiki cites as <its folder name>/<file>:L<line>."
+)
+
+
+class AmbiguousNameError(InvalidArgumentError):
+    """A GPU or metric name matches more than one entry; `candidates` lists them."""
+
+    kind = "ambiguous_name"
+
+    def __init__(self, message: str, hint: str = "", *, candidates: list[str] | None = None) -> None:
+        super().__init__(message, hint)
+        self.candidates = list(candidates or [])
+
+
+class WikiConflictError(CitationError):
+    """Two user wikis define the same GPU metric with different values: neither is used silently."""
+
+    kind = "wiki_conflict"
+
+    def __init__(self, message: str, hint: str = "", *, candidates: list[str] | None = None) -> None:
+        super().__init__(message, hint)
+        self.candidates = list(candidates or [])
+
+
+class UnitMismatchError(InvalidArgumentError):
+    """A value has a unit other than the one required (e.g. a bandwidth given in TFLOP/s)."""
+
+    kind = "unit_mismatch"
+
+
+class BareNumberError(CitationError):
+    """A hardware number was offered without a citation (a bare float): refused."""
+
+    kind = "bare_number"
+
+
+__all__ = [
+    "UNITS",
+    "UNKNOWN_TEXT",
+    "AmbiguousNameError",
+    "AuditProblem",
+    "AuditRequest",
+    "AuditResult",
+    "BareNumberError",
+    "CitedValue",
+    "GpuInfo",
+    "GpusRequest",
+    "GpusResult",
+    "SpecRequest",
+    "SpecResult",
+    "UnitMismatchError",
+    "UnknownSpecError",
+    "WikiConflictError",
+    "WikiIssue",
+]
+
+
+class CitedValue(BaseModel):
+    """One wiki line: a hardware number (or text) with the exact file and line that states it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    metric: str = Field(description="metric key, e.g. bf16_dense_tflops")
+    value: float | str = Field(description="the value: a number, or text for unit `text`")
+    unit: str = Field(description="unit from the wiki unit vocabulary, e.g. TFLOP/s")
+    path: str = Field(
+        description="file relative to the wiki root's parent, e.g. gpu-wiki-index/nvidia/h100-sxm5.md"
+    )
+    line: int = Field(description="1-based line number in that file")
+    source_text: str = Field(description="the provenance after `source:` or `measured:` on that line")
+    measured: bool = Field(
+        default=False, description="true for a `measured:` line (a ceiling measured on a device)"
+    )
+    value_text: str = Field(default="", description="the value exactly as written on the line")
+    gpu_id: str = Field(default="", description="wiki GPU id this value belongs to")
+
+    def written_value(self) -> str:
+        if self.value_text:
+            return self.value_text
+        if isinstance(self.value, str):
+            return f'"{self.value}"'
+        return f"{self.value:g}"
+
+    def citation(self) -> str:
+        """`<metric>: <value> <unit> <- <path>:L<line>` (the only way a hardware number may be quoted)."""
+        return f"{self.metric}: {self.written_value()} {self.unit} <- {self.path}:L{self.line}"
+
+    def number(self) -> float:
+        """The numeric value; a text spec here is a unit mismatch."""
+        if isinstance(self.value, str):
+            raise UnitMismatchError(
+                f"{self.metric} is text ({self.value!r}), not a number ({self.path}:L{self.line})",
+                "use a numeric metric",
+            )
+        return float(self.value)
+
+
+class WikiIssue(BaseModel):
+    """Something the loader noticed: a malformed or duplicate line (skipped), an override, a conflict."""
+
+    kind: Literal["malformed", "duplicate", "override", "conflict", "unknown_metric", "index", "unindexed"]
+    path: str = Field(description="file relative to the wiki root's parent")
+    line: int | None = None
+    message: str
+
+    def location(self) -> str:
+        return f"{self.path}:L{self.line}" if self.line else self.path
+
+    def render(self) -> str:
+        return f"{self.kind}: {self.location()}: {self.message}"
+
+
+class GpuInfo(BaseModel):
+    gpu_id: str
+    name: str
+    vendor: str
+    file: str = Field(description="file relative to the wiki root's parent")
+    aliases: list[str] = Field(default_factory=list)
+    spec_count: int = 0
+    measured_count: int = 0
+
+
+# ---------------------------------------------------------------------------------------------- spec
+
+
+class SpecRequest(Request):
+    gpu: str = Field(
+        description="GPU name, wiki id or alias: 'H100', 'h100-sxm5', 'sm_90', 'MI300X', 'gfx942'"
+    )
+    metric: str | None = Field(
+        default=None,
+        description=(
+            "Metric key (e.g. bf16_dense_tflops, memory_bandwidth_tb_s) or a close name ('bf16 dense', "
+            "'hbm bandwidth'); omit to list every spec of the GPU"
+        ),
+    )
+    wiki: list[str] = Field(default_factory=list, description=WIKI_FIELD_DESCRIPTION)
+
+
+class SpecResult(Result):
+    status: Literal["found", "unknown", "ambiguous"]
+    gpu: str = Field(description="the name asked for")
+    gpu_id: str | None = None
+    metric: str | None = None
+    values: list[CitedValue] = Field(default_factory=list)
+    citations: list[str] = Field(default_factory=list, description="one citation line per value")
+    candidates: list[str] = Field(default_factory=list, description="matching names when ambiguous")
+    unknown: str | None = Field(default=None, description="the UNKNOWN text when not found")
+    overrides: list[str] = Field(default_factory=list, description="user-wiki overrides that apply here")
+    issues: list[str] = Field(
+        default_factory=list, description="wiki load problems (malformed/conflict lines)"
+    )
+
+    def render_text(self) -> str:
+        out: list[str] = []
+        if self.status == "found":
+            out.extend(self.citations)
+            if self.metric is None and self.gpu_id:
+                out.insert(0, f"# {self.gpu_id}: {len(self.values)} cited values")
+            for o in self.overrides:
+                out.append(f"override: {o}")
+        elif self.status == "ambiguous":
+            out.append(f"ambiguous: {self.unknown or ''}")
+            out.extend(f"  candidate: {c}" for c in self.candidates)
+        else:
+            out.append(self.unknown or UNKNOWN_TEXT)
+        for issue in self.issues:
+            out.append(f"wiki issue: {issue}")
+        return "\n".join(out)
+
+    def cli_exit_code(self) -> int:
+        return 0 if self.status == "found" else 1
+
+
+class GpusRequest(Request):
+    wiki: list[str] = Field(default_factory=list, description=WIKI_FIELD_DESCRIPTION)
+
+
+class GpusResult(Result):
+    gpus: list[GpuInfo]
+    roots: list[str] = Field(description="wiki folders loaded, bundled first")
+    issues: list[str] = Field(default_factory=list)
+
+    def render_text(self) -> str:
+        out = [f"wiki roots: {', '.join(self.roots)}"]
+        for g in self.gpus:
+            m = f", {g.measured_count} measured" if g.measured_count else ""
+            out.append(
+                f"{g.gpu_id:<14} {g.vendor:<7} {g.name} ({g.spec_count} specs{m}) <- {g.file}"
+                + (f"  aliases: {', '.join(g.aliases)}" if g.aliases else "")
+            )
+        for issue in self.issues:
+            out.append(f"wiki issue: {issue}")
+        return "\n".join(out)
+
+
+# --------------------------------------------------------------------------------------------- audit
+
+
+class AuditRequest(Request):
+    paths: list[str] = Field(
+        description="Workspace folders or files to scan (.md and .json, recursively) for citation lines"
+    )
+    wiki: list[str] = Field(default_factory=list, description=WIKI_FIELD_DESCRIPTION)
+    history: bool = Field(
+        default=True,
+        description="use the wiki file's git history (when in a git checkout) to tell stale from forged",
+    )
+
+
+class AuditProblem(BaseModel):
+    kind: Literal["forged", "stale", "dangling"]
+    location: str = Field(description="<workspace file>:L<line> where the citation is written")
+    citation: str = Field(description="the citation as written")
+    reason: str
+    fix: str
+    current: str | None = Field(default=None, description="the current wiki citation for that metric, if any")
+
+
+class AuditResult(Result):
+    ok: bool
+    files_scanned: int
+    citations_checked: int
+    citations_ok: int
+    problems: list[AuditProblem] = Field(default_factory=list)
+
+    def render_text(self) -> str:
+        out = [
+            f"audit: {self.citations_checked} citations in {self.files_scanned} files: "
+            f"{self.citations_ok} ok, {len(self.problems)} problems"
+        ]
+        for p in self.problems:
+            out.append(f"{p.kind.upper()} {p.location}: {p.citation}")
+            out.append(f"    why: {p.reason}")
+            if p.current:
+                out.append(f"    wiki now: {p.current}")
+            out.append(f"    fix: {p.fix}")
+        return "\n".join(out)
+
+    def cli_exit_code(self) -> int:
+        return 0 if self.ok else 1
