@@ -269,7 +269,7 @@ def test_checker_rejects_crafted_bad_line(wiki_copy: Path, bad_line: str, expect
 
 def test_checker_accepts_good_measured_line(wiki_copy: Path) -> None:
     _append(
-        wiki_copy / "nvidia" / "h100-sxm5.md",
+        wiki_copy / "nvidia" / "a100-sxm-80gb.md",
         "- measured_copy_bandwidth_tb_s: 3.01 TB/s | measured: device=NVIDIA H100 80GB HBM3, driver=580.1, "
         'date=2026-11-22, method=torch copy_ d2d 2 GiB, command="kernelpilot ceilings measure", runs=50, '
         "median=3.01, spread=0.4%",

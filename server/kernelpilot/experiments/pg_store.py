@@ -172,7 +172,12 @@ class PostgresStore:
             yield self.conn
 
     def _read_version(self) -> int | None:
-        row = self.conn.execute("SELECT to_regclass('schema_version') IS NOT NULL").fetchone()
+        # A plain MVCC read of pg_tables, not to_regclass(): after waiting on the advisory lock the
+        # backend's catalog cache may not yet know the table another session just created.
+        row = self.conn.execute(
+            "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_tables"
+            " WHERE schemaname = current_schema() AND tablename = 'schema_version')"
+        ).fetchone()
         if not row or not row[0]:
             return None
         v = self.conn.execute("SELECT MAX(version) FROM schema_version").fetchone()
