@@ -49,7 +49,8 @@ def kernel_hotspots(k: SourceKernel, top: int = 10) -> KernelHotspots:
         for i, r in enumerate(ranked)
     ]
     by_line: dict[str, list[SourceLineRow]] = defaultdict(list)
-    for r in rows:
+    # Prefer ncu's own per-source-line rows (cuda,sass view); else sum the mapped SASS rows.
+    for r in k.line_rows or rows:
         loc = _loc(r)
         if loc is not None:
             by_line[loc].append(r)

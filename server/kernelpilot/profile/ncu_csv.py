@@ -228,6 +228,7 @@ class SourceKernel:
     kernel: str
     file: str | None
     rows: list[SourceLineRow]
+    line_rows: list[SourceLineRow] = field(default_factory=list)
 
 
 def parse_source(text: str, source_name: str = "<text>") -> tuple[list[SourceKernel], list[str]]:
@@ -274,19 +275,6 @@ def parse_source(text: str, source_name: str = "<text>") -> tuple[list[SourceKer
             continue
         mapped = "Line No" in col
         addr_i = col.get("Address")
-        if mapped:
-            # cuda,sass layout: "Line No","Source","Address","Source",... ; a source row has a line number and
-            # '-' as address, a SASS row has empty line number and an address.
-            line_txt = row[col["Line No"]]
-            if line_txt.strip():
-                cur_line = int(parse_number(line_txt) or 0) or None
-                cur_text = row[1]
-                continue
-            sass_i = (addr_i or 2) + 1
-        else:
-            sass_i = col.get("Source", 1)
-        if addr_i is None:
-            continue
         reasons: dict[str, float] = {}
         for h, i in col.items():
             m = _STALL_COL.match(h)
@@ -300,6 +288,22 @@ def parse_source(text: str, source_name: str = "<text>") -> tuple[list[SourceKer
         not_issued = parse_number(row[col["Warp Stall Sampling (Not-issued Samples)"]]) if (
             "Warp Stall Sampling (Not-issued Samples)" in col
         ) else None
+        if mapped:
+            # cuda,sass layout: "Line No","Source","Address","Source",... ; a source row has a line number and
+            # '-' as address (its metrics are ncu's own per-line sums), a SASS row has no line number.
+            line_txt = row[col["Line No"]]
+            if line_txt.strip():
+                cur_line = int(parse_number(line_txt) or 0) or None
+                cur_text = row[1]
+                cur.line_rows.append(
+                    SourceLineRow("-", "", samples or 0.0, not_issued or 0.0, None, reasons, cur_file, cur_line, cur_text)
+                )
+                continue
+            sass_i = (addr_i or 2) + 1
+        else:
+            sass_i = col.get("Source", 1)
+        if addr_i is None:
+            continue
         executed = parse_number(row[col["Instructions Executed"]]) if "Instructions Executed" in col else None
         cur.rows.append(
             SourceLineRow(

@@ -73,9 +73,6 @@ def check_messages(res: RunResult) -> None:
     text = res.stdout + "\n" + res.stderr
     if re.search(r"ERR_NVGPUCTRPERM|permission to access NVIDIA GPU Performance Counters", text, re.I):
         raise PermissionDeniedError("ncu was refused access to GPU performance counters (ERR_NVGPUCTRPERM)", PERM_FIX)
-    errors = [ln.strip() for ln in text.splitlines() if ln.startswith("==ERROR==")]
-    if errors:
-        raise ProfilerError("ncu reported errors: " + " | ".join(errors[:5]), "read the messages; check the arguments")
     if res.returncode != 0:
         tail = (res.stderr.strip() or res.stdout.strip())[-2000:]
         raise ToolFailedError(
@@ -84,6 +81,9 @@ def check_messages(res: RunResult) -> None:
             returncode=res.returncode,
             stderr_tail=tail,
         )
+    errors = [ln.strip() for ln in text.splitlines() if ln.startswith("==ERROR==")]
+    if errors:
+        raise ProfilerError("ncu reported errors: " + " | ".join(errors[:5]), "read the messages; check the arguments")
 
 
 def passes_from_messages(text: str) -> int | None:
