@@ -63,13 +63,18 @@ STALL_PREFIX = "smsp__average_warps_issue_stalled_"
 STALL_SUFFIX = "_per_issue_active.ratio"
 
 
-def roofline_metrics(tensor: bool = True) -> list[str]:
-    """The minimal metric set: duration, DRAM bytes, FLOPs by precision, SOL headline (11 passes on H100
-    without tensor counters, measured; launch__* come free with every profile)."""
+def roofline_metrics(tensor: bool = True, sol: bool = True) -> list[str]:
+    """The minimal metric set: duration, DRAM bytes, FLOPs by precision, and optionally the SOL headline.
+
+    Replay passes measured on H100 / ncu 2025.3.1 (tests/fixtures/profile/ncu/roofline/subsets.txt): duration,
+    DRAM bytes and scalar FLOP counters 1 pass each alone; SOL headline 10; tensor counters 7;
+    duration+DRAM+FLOPs+SOL 11; everything 17 (vs 38 for --set full). launch__* come free with every profile.
+    """
     names = [*DURATION, *DRAM_READ, *DRAM_WRITE]
     for ops in SCALAR_FLOP_OPS.values():
         names.extend(ops)
     if tensor:
         names.extend(TENSOR_FLOP_OPS.values())
-    names.extend(v[0] for v in SOL.values())
+    if sol:
+        names.extend(v[0] for v in SOL.values())
     return names

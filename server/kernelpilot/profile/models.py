@@ -177,6 +177,12 @@ class ProfileRunRequest(Request):
         description="roofline: the minimal metric set (duration, DRAM bytes, FLOPs by precision, SOL percentages) in few "
         "passes; full: ncu --set full; sections: the named --section list; metrics: the named --metrics list.",
     )
+    roofline_sol: bool = Field(
+        default=True, description="roofline mode: also collect the SOL headline (about 10 of the passes)."
+    )
+    roofline_tensor: bool = Field(
+        default=True, description="roofline mode: also collect tensor-pipe FLOP counters (about 6 more passes)."
+    )
     sections: list[str] = Field(default_factory=list, description="ncu section identifiers for mode=sections.")
     metrics: list[str] = Field(default_factory=list, description="ncu metric names (mode=metrics) or rocprofv3 --pmc.")
     kernel_name: str | None = Field(

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from kernelpilot.errors import InputFileError
 from kernelpilot.profile.errors import NoKernelsProfiledError, ProfileFormatError
-from kernelpilot.profile.units import parse_number, to_base
+from kernelpilot.profile.units import parse_number, to_base, unit_scale
 
 _ID_COLS = ("ID", "Process ID", "Process Name", "Host Name", "Kernel Name")
 
@@ -96,6 +96,23 @@ def _launch_id(text: str) -> int | None:
     return int(v) if v is not None else None
 
 
+_NA_CELLS = frozenset(("", "n/a", "(!) n/a", "-", "N/A"))
+_INF = float("inf")
+
+
+def _cell_value(cell: str, factor: float) -> float | str | None:
+    """A raw-page cell in base units: number (thousands separators removed), None for n/a, else the text."""
+    c = cell.replace(",", "") if "," in cell else cell
+    try:
+        v = float(c)
+    except ValueError:
+        t = cell.strip()
+        return None if t in _NA_CELLS else cell
+    if v != v or v in (_INF, -_INF) or "_" in c:
+        return cell  # 'nan', 'inf', '1_000' are not ncu numbers: keep the text
+    return v * factor
+
+
 def parse_raw(text: str, source_name: str = "<text>") -> ParsedPage:
     """Parse `ncu --csv --page raw` (one row per launch, one column per metric, optional units row)."""
     check_no_kernels(text)
@@ -125,6 +142,8 @@ def parse_raw(text: str, source_name: str = "<text>") -> ParsedPage:
     kernels: list[RawKernel] = []
     first_metric = max(idx.get(c, 0) for c in ("CC", "Device", "Grid Size", "Kernel Name")) + 1
     metric_cols = [(i, header[i], units[i]) for i in range(first_metric, len(header))]
+    scaled_cols = [(i, name, unit_scale(unit)[1]) for i, name, unit in metric_cols]
+    base_units = {name: unit_scale(unit)[0] for _, name, unit in metric_cols}
     for n, row in enumerate(body):
         if len(row) != len(header):
             warnings.append(
@@ -133,15 +152,8 @@ def parse_raw(text: str, source_name: str = "<text>") -> ParsedPage:
             )
             continue
         values: dict[str, float | str | None] = {}
-        vunits: dict[str, str] = {}
-        for i, name, unit in metric_cols:
-            cell = row[i]
-            val, base = to_base(cell, unit)
-            if val is None and cell.strip() and cell.strip() not in ("n/a", "(!) n/a", "-"):
-                values[name] = cell
-            else:
-                values[name] = val
-            vunits[name] = base
+        for i, name, factor in scaled_cols:
+            values[name] = _cell_value(row[i], factor)
         kernels.append(
             RawKernel(
                 launch_id=_launch_id(row[idx["ID"]]),
@@ -150,7 +162,7 @@ def parse_raw(text: str, source_name: str = "<text>") -> ParsedPage:
                 grid=_dims(row[idx["Grid Size"]]) if "Grid Size" in idx else None,
                 block=_dims(row[idx["Block Size"]]) if "Block Size" in idx else None,
                 values=values,
-                units=vunits,
+                units=base_units,
             )
         )
     if not kernels:

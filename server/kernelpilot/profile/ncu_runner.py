@@ -31,7 +31,7 @@ def build_ncu_argv(req: ProfileRunRequest, ncu: str = "ncu", csv_stdout: bool = 
         raise InvalidArgumentError("command is empty", "give the program to profile and its arguments")
     argv = [ncu, "--clock-control", req.clock_control]
     if req.mode == "roofline":
-        argv += ["--metrics", ",".join(M.roofline_metrics())]
+        argv += ["--metrics", ",".join(M.roofline_metrics(req.roofline_tensor, req.roofline_sol))]
     elif req.mode == "full":
         argv += ["--set", "full"]
     elif req.mode == "sections":
