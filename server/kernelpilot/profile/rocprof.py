@@ -23,6 +23,7 @@ from kernelpilot.profile.units import parse_number
 # FETCH_SIZE / WRITE_SIZE are in kilobytes of 1024 bytes (ROCm rocprofv3 counter docs, "FETCH_SIZE: total
 # kilobytes fetched from video memory", https://rocm.docs.amd.com/projects/rocprofiler-sdk/ ).
 _KB = 1024.0
+_NO_COUNTERS = "kernel trace has no counters: collect --pmc FETCH_SIZE WRITE_SIZE SQ_INSTS_VALU_*"
 # VALU FLOP counters: lanes per wavefront-instruction and MFMA ops per MOPS unit, from the ROCm Compute
 # Profiler (rocprof-compute) metric definitions, "VALU FLOPs" / "MFMA FLOPs", https://rocm.docs.amd.com/projects/rocprofiler-compute/
 _VALU_LANES = 64.0
@@ -81,7 +82,7 @@ def parse_kernel_trace(text: str, source_name: str = "<text>") -> list[KernelPro
         missing = []
         if start is None or end is None:
             missing.append(f"duration_ns (row {n + 2} timestamps unreadable)")
-        missing.append("dram_bytes_read, dram_bytes_write, flop_count (kernel trace has no counters: use --pmc)")
+        missing += [f"{f} ({_NO_COUNTERS})" for f in ("dram_bytes_read", "dram_bytes_write", "flop_count")]
         did = _f(r, "Dispatch_Id")
         out.append(
             KernelProfile(
@@ -126,7 +127,7 @@ def _apply_counters(p: KernelProfile, counters: dict[str, float]) -> None:
         if p.duration_ns:
             p.flop_per_s = {k: v / (p.duration_ns * 1e-9) for k, v in flops.items()}
     got = {"dram_bytes_read": p.dram_bytes_read, "dram_bytes_write": p.dram_bytes_write}
-    p.missing = [m for m in p.missing if not m.startswith("dram_bytes_read, dram_bytes_write")]
+    p.missing = [m for m in p.missing if _NO_COUNTERS not in m]
     p.missing += [f"{k} (counter {c} not collected)" for (k, v), c in zip(got.items(), ("FETCH_SIZE", "WRITE_SIZE"), strict=True) if v is None]
     if not flops:
         p.missing.append("flop_count (collect SQ_INSTS_VALU_{ADD,MUL,FMA,TRANS}_F32 or SQ_INSTS_VALU_MFMA_MOPS_*)")
