@@ -49,6 +49,7 @@ class _Builder:
         self.p = p
         self.where = where
         self.ev: list[Evidence] = []
+        self.partial: list[str] = []
 
     def add(self, metric: str, value: float | str | None, threshold: str, source: str | None = None) -> None:
         if value is None:
@@ -118,6 +119,12 @@ def classify_profile(
     for k, v in (isa or {}).items():
         if isinstance(v, (int, float, str)):
             b.add(f"isa.{k}", float(v) if isinstance(v, int) else v, "ISA fact (context)", "kernelpilot isa")
+    if (sm is None) != (mem is None) and (peak_mem is not None or peak_comp is not None):
+        # One side from a cited peak, the other unmeasured: classify on the known side, say so, lower confidence.
+        if sm is None:
+            sm, b.partial = 0.0, ["compute percent unknown (no FLOP counters or compute peak): treated as 0"]
+        else:
+            mem, b.partial = 0.0, ["memory percent unknown (no DRAM bytes or bandwidth peak): treated as 0"]
     missing: list[str] = []
     if sm is None or mem is None:
         missing = [m for m in p.missing] or ["sm/memory speed-of-light percentages"]
@@ -269,10 +276,11 @@ def classify_profile(
 
 def _verdict(p: KernelProfile, verdict: str, level: str | None, conf: float, b: _Builder,
              nxt: list[str], summary: str) -> BottleneckVerdict:
+    partial = b.partial
     return BottleneckVerdict.model_validate({
         "kernel": p.kernel, "launch_id": p.launch_id, "verdict": verdict, "memory_level": level,
-        "confidence": conf, "evidence": b.ev, "next_measurements": nxt, "summary": summary,
-        "missing": [m for m in p.missing],
+        "confidence": round(conf - (0.15 if partial else 0.0), 2), "evidence": b.ev, "next_measurements": nxt,
+        "summary": summary, "missing": [*partial, *p.missing] if partial else list(p.missing),
     })
 
 
