@@ -36,7 +36,10 @@ def main() -> None:
     header = next(ln for ln in text.splitlines() if ln.startswith('"ID"'))
     cols = header.count('","') + 1
     print(f"kernels={n} columns={cols} bytes={len(text)} runs={RUNS}")
-    print(f"figure={med:.1f} ms (median of {RUNS}, spread {spread:.0f}% min {min(times):.1f} max {max(times):.1f})")
+    print(
+        f"figure={med:.1f} ms (median of {RUNS}, spread {spread:.0f}% min {min(times):.1f} max "
+        f"{max(times):.1f})"
+    )
 
 
 if __name__ == "__main__":

@@ -56,7 +56,9 @@ def test_full_set_verdicts_and_checkable_evidence(kernel: str) -> None:
 
 def test_minimal_set_gives_sol_based_verdicts() -> None:
     for kernel in ("vector_add", "transpose_naive", "cublas_gemm_bf16", "dep_chain", "gemm_tiled"):
-        (v,) = classify_bottleneck(ClassifyRequest(profile_path=str(NCU / "minimal" / f"{kernel}_min.csv"))).verdicts
+        (v,) = classify_bottleneck(
+            ClassifyRequest(profile_path=str(NCU / "minimal" / f"{kernel}_min.csv"))
+        ).verdicts
         assert (v.verdict, v.memory_level) == EXPECTED[kernel], kernel
 
 
@@ -69,10 +71,15 @@ def test_contract_field_names() -> None:
 
 
 def test_profile_json_input_and_isa_facts() -> None:
-    parsed = profile_parse(ProfileParseRequest(path=str(NCU / "local_array_raw.csv"), include_raw_metrics=True))
-    res = classify_bottleneck(ClassifyRequest(
-        profile_json=parsed.model_dump_json(), isa_facts_json=json.dumps({"stack_frame_bytes": 256, "registers": 32})
-    ))
+    parsed = profile_parse(
+        ProfileParseRequest(path=str(NCU / "local_array_raw.csv"), include_raw_metrics=True)
+    )
+    res = classify_bottleneck(
+        ClassifyRequest(
+            profile_json=parsed.model_dump_json(),
+            isa_facts_json=json.dumps({"stack_frame_bytes": 256, "registers": 32}),
+        )
+    )
     (v,) = res.verdicts
     assert v.verdict == "latency_bound"
     metrics = {e.metric: e.value for e in v.evidence}
@@ -84,8 +91,16 @@ def test_amd_trace_without_counters_is_unknown_then_peaks_used() -> None:
     path = str(FIX / "rocprofv3" / "synthetic_counter_collection.csv")
     (copy, _gemm) = classify_bottleneck(ClassifyRequest(profile_path=path)).verdicts
     assert copy.verdict == "unknown" and copy.missing
-    peaks = json.dumps([{"metric": "memory_bandwidth_tb_s", "value": 0.1, "unit": "TB/s",
-                         "citation": "memory_bandwidth_tb_s: 0.1 TB/s <- test-peaks.md:L1"}])
+    peaks = json.dumps(
+        [
+            {
+                "metric": "memory_bandwidth_tb_s",
+                "value": 0.1,
+                "unit": "TB/s",
+                "citation": "memory_bandwidth_tb_s: 0.1 TB/s <- test-peaks.md:L1",
+            }
+        ]
+    )
     (copy, _gemm) = classify_bottleneck(ClassifyRequest(profile_path=path, peaks_json=peaks)).verdicts
     # 8 MiB in 100 us = 83.9 GB/s = 83.9% of the (test) 0.1 TB/s peak -> memory bound at DRAM
     assert copy.verdict == "memory_bound" and copy.memory_level == "dram"

@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Stand-in for ncu in tests (set KERNELPILOT_NCU to this file). Behaviour from FAKE_NCU_MODE:
-csv (print FAKE_NCU_CSV like `ncu --csv --page raw`), nomatch, perm, hang, fail, error. Writes argv to FAKE_NCU_ARGV."""
+csv (print FAKE_NCU_CSV like `ncu --csv --page raw`), nomatch, perm, hang, fail, error. Writes argv to
+FAKE_NCU_ARGV."""
+
 import os
 import sys
 import time
@@ -17,8 +19,10 @@ elif mode == "nomatch":
         sys.stdout.write(fh.read())
 elif mode == "perm":
     print("==PROF== Connected to process 1 (/bin/true)")
-    print("==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU Performance "
-          "Counters on the target device 0.")
+    print(
+        "==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU Performance "
+        "Counters on the target device 0."
+    )
     sys.exit(0)
 elif mode == "hang":
     time.sleep(60)
@@ -26,4 +30,4 @@ elif mode == "fail":
     sys.stderr.write("==ERROR== The application returned an error code (1).\n")
     sys.exit(1)
 elif mode == "error":
-    print("==ERROR== Failed to profile \"vector_add\" in process 12")
+    print('==ERROR== Failed to profile "vector_add" in process 12')

@@ -1,4 +1,4 @@
-"""rocprofv3 parsers: real MI350X captures (kernel trace, JSON) and schema-conformant synthetic counter files."""
+"""rocprofv3 parsers: real MI350X captures (kernel trace, JSON), schema-conformant synthetic counters."""
 
 from __future__ import annotations
 
@@ -74,8 +74,12 @@ def test_bad_rocprof_inputs(tmp_path: Path) -> None:
 
 
 def test_rocprof_argv() -> None:
-    req = ProfileRunRequest(command=["./app"], profiler="rocprofv3", metrics=["FETCH_SIZE", "WRITE_SIZE"],
-                            kernel_name="regex:gemm.*")
+    req = ProfileRunRequest(
+        command=["./app"],
+        profiler="rocprofv3",
+        metrics=["FETCH_SIZE", "WRITE_SIZE"],
+        kernel_name="regex:gemm.*",
+    )
     argv = build_rocprof_argv(req, "/tmp/out", "rocprofv3")
     assert argv[:2] == ["rocprofv3", "--kernel-trace"]
     assert argv[argv.index("--pmc") + 1 : argv.index("--pmc") + 3] == ["FETCH_SIZE", "WRITE_SIZE"]

@@ -15,10 +15,14 @@ MemoryLevel = Literal["dram", "l2", "l1_shared"]
 class Evidence(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    metric: str = Field(description="Metric name as in the profiler output (or isa.<fact>, or a peak's metric).")
+    metric: str = Field(
+        description="Metric name as in the profiler output (or isa.<fact>, or a peak's metric)."
+    )
     value: float | str
     threshold: str = Field(description="The rule the value was compared with, e.g. '>= 60 (%)'.")
-    source: str = Field(description="Where to check it: file + launch, or a citation '<metric>: v unit <- path:Lnn'.")
+    source: str = Field(
+        description="Where to check it: file + launch, or a citation '<metric>: v unit <- path:Lnn'."
+    )
 
 
 class BottleneckVerdict(BaseModel):
@@ -56,7 +60,8 @@ class ClassifyRequest(Request):
     kernel: str | None = Field(default=None, description="Only kernels whose name contains this text.")
     peaks_json: str | None = Field(
         default=None,
-        description="Optional JSON list of cited peaks [{metric, value, unit, citation}] (memory_bandwidth_tb_s,"
+        description="Optional JSON list of cited peaks [{metric, value, unit, citation}] "
+        "(memory_bandwidth_tb_s,"
         " *_tflops) used when the profile has no speed-of-light percentages (e.g. rocprofv3).",
     )
     isa_facts_json: str | None = Field(

@@ -7,13 +7,17 @@ CAPABILITIES = [
     Capability(
         tool="classify_bottleneck",
         command=("bottleneck",),
-        summary="Classify each profiled kernel as compute / memory (DRAM, L2, L1-shared) / latency / sync bound.",
+        summary="Classify each profiled kernel as compute / memory (DRAM, L2, L1-shared) / latency / sync "
+        "bound.",
         description=(
-            "Give a profile (ncu raw or details CSV, .ncu-rep, rocprofv3 output, or a profile_parse result as "
+            "Give a profile (ncu raw or details CSV, .ncu-rep, rocprofv3 output, or a profile_parse "
+            "result as "
             "JSON) and optionally cited peaks and ISA facts. Returns per kernel a verdict "
             "(compute_bound|memory_bound|latency_bound|sync_bound|unknown), the memory level, a confidence, "
-            "evidence lines (metric, value, threshold, where to check it) and the next measurements that would "
-            "confirm it. A full-set ncu raw page gives the most evidence (stall reasons, pipes); the roofline "
+            "evidence lines (metric, value, threshold, where to check it) and the next measurements that "
+            "would "
+            "confirm it. A full-set ncu raw page gives the most evidence (stall reasons, pipes); the "
+            "roofline "
             "mode's minimal set gives SOL-based verdicts. Missing data gives 'unknown' with what is missing."
         ),
         request=ClassifyRequest,

@@ -13,12 +13,16 @@ CAPABILITIES = [
     Capability(
         tool="profile_run",
         command=("profile", "run"),
-        summary="Profile a program's kernels with ncu or rocprofv3 and return one normalized profile per launch.",
+        summary="Profile a program's kernels with ncu or rocprofv3 and return one normalized profile per "
+        "launch.",
         description=(
             "Run the vendor profiler on a command (argv list) and return a KernelProfile per kernel launch: "
-            "duration_ns, DRAM bytes read/written, FLOPs and FLOP/s per precision, speed-of-light %, occupancy, "
-            "stalls, passes used. Default mode=roofline collects only the minimal metric set (about 11 replay "
-            "passes instead of ~38 for --set full) and never touches clocks (--clock-control none). Filter with "
+            "duration_ns, DRAM bytes read/written, FLOPs and FLOP/s per precision, speed-of-light %, "
+            "occupancy, "
+            "stalls, passes used. Default mode=roofline collects only the minimal metric set (about 11 "
+            "replay "
+            "passes instead of ~38 for --set full) and never touches clocks (--clock-control none). "
+            "Filter with "
             "kernel_name ('regex:...'), launch_skip and launch_count; use mode=full with export=path.ncu-rep "
             "and import_source=true when you then want hotspots. Needs a GPU and counter permission "
             "(ERR_NVGPUCTRPERM gives the fix)."
@@ -34,12 +38,16 @@ CAPABILITIES = [
     Capability(
         tool="profile_parse",
         command=("profile", "parse"),
-        summary="Parse an ncu CSV (raw/details page), .ncu-rep or rocprofv3 CSV/JSON into normalized profiles.",
+        summary="Parse an ncu CSV (raw/details page), .ncu-rep or rocprofv3 CSV/JSON into normalized "
+        "profiles.",
         description=(
-            "Parse profiler output already on disk (no GPU needed): ncu `--csv --page raw` or `--page details`, "
+            "Parse profiler output already on disk (no GPU needed): ncu `--csv --page raw` or `--page "
+            "details`, "
             "an .ncu-rep (through `ncu --import`), rocprofv3 kernel_trace.csv, counter_collection.csv or "
-            "results.json. Returns one KernelProfile per launch with units in field names, plus `missing` listing "
-            "anything the input could not give (never a guessed number). Feed the result to classify_bottleneck."
+            "results.json. Returns one KernelProfile per launch with units in field names, plus `missing` "
+            "listing "
+            "anything the input could not give (never a guessed number). Feed the result to "
+            "classify_bottleneck."
         ),
         request=ProfileParseRequest,
         result=ProfileResult,

@@ -54,7 +54,9 @@ def _finish(
     return kernels, missing, (max(passes) if passes else None)
 
 
-def parse_text(text: str, kind: str, name: str, include_raw: bool) -> tuple[str, list[KernelProfile], list[str]]:
+def parse_text(
+    text: str, kind: str, name: str, include_raw: bool
+) -> tuple[str, list[KernelProfile], list[str]]:
     """Parse profiler output text of a known kind; returns (profiler, kernels, warnings)."""
     if kind == "ncu_raw":
         page = ncu_csv.parse_raw(text, name)
@@ -75,10 +77,14 @@ def parse_text(text: str, kind: str, name: str, include_raw: bool) -> tuple[str,
 def profile_parse(req: ProfileParseRequest) -> ProfileResult:
     path = Path(req.path)
     if not path.is_file():
-        raise InputFileError(f"profile file {req.path!r} does not exist", "give the path of the profiler output")
+        raise InputFileError(
+            f"profile file {req.path!r} does not exist", "give the path of the profiler output"
+        )
     if path.stat().st_size == 0:
-        raise ProfileFormatError(f"{req.path}: file is empty (empty report)", "re-run the profiler; check its log")
-    kind = req.kind
+        raise ProfileFormatError(
+            f"{req.path}: file is empty (empty report)", "re-run the profiler; check its log"
+        )
+    kind: str = req.kind
     if kind == "ncu_rep" or (kind == "auto" and path.name.endswith(".ncu-rep")):
         from kernelpilot.profile.ncu_runner import read_report
 
@@ -130,22 +136,22 @@ def profile_run(req: ProfileRunRequest, progress: Progress = no_progress) -> Pro
     res = run(argv, timeout_s=req.timeout_s, cwd=req.workdir)
     progress(1, 2, "parsing")
     outs = rocprof.find_outputs(outdir)
-    kernels: list[KernelProfile] = []
+    found: list[KernelProfile] = []
     warnings: list[str] = []
     for p in outs["counters"] or outs["trace"]:
         kind = "rocprof_counters" if p in outs["counters"] else "rocprof_trace"
-        kernels += parse_text(p.read_text(), kind, str(p), False)[1]
-    if not kernels:
+        found += parse_text(p.read_text(), kind, str(p), False)[1]
+    if not found:
         raise ProfileFormatError(
             f"rocprofv3 wrote no kernel trace/counter CSV under {outdir}",
             "check that the program launched GPU kernels and the kernel filter matches",
         )
-    kernels, missing, _ = _finish(kernels, None)
+    found, missing, _ = _finish(found, None)
     progress(2, 2, "done")
     return ProfileResult(
         profiler="rocprofv3",
         path=outdir,
-        kernels=kernels,
+        kernels=found,
         command=argv,
         wall_s=res.duration_s,
         warnings=warnings,
@@ -156,7 +162,9 @@ def profile_run(req: ProfileRunRequest, progress: Progress = no_progress) -> Pro
 def profile_hotspots(req: HotspotsRequest) -> HotspotsResult:
     path = Path(req.path)
     if not path.is_file():
-        raise InputFileError(f"source page {req.path!r} does not exist", "give an ncu source-page CSV or .ncu-rep")
+        raise InputFileError(
+            f"source page {req.path!r} does not exist", "give an ncu source-page CSV or .ncu-rep"
+        )
     if path.name.endswith(".ncu-rep"):
         from kernelpilot.profile.ncu_runner import read_report
 
@@ -179,4 +187,6 @@ def profile_hotspots(req: HotspotsRequest) -> HotspotsResult:
         raise
     if req.kernel:
         kernels = [k for k in kernels if req.kernel in k.kernel]
-    return HotspotsResult(path=req.path, kernels=[kernel_hotspots(k, req.top) for k in kernels], warnings=warnings)
+    return HotspotsResult(
+        path=req.path, kernels=[kernel_hotspots(k, req.top) for k in kernels], warnings=warnings
+    )

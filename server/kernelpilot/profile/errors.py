@@ -6,7 +6,10 @@ from kernelpilot.errors import FormatError, NotFoundError, ToolchainError
 
 
 class NoKernelsProfiledError(NotFoundError):
-    """The profiler ran but no kernel launch matched the filters (ncu: '==WARNING== No kernels were profiled')."""
+    """The profiler ran but no kernel launch matched the filters.
+
+    ncu says '==WARNING== No kernels were profiled' and exits 0.
+    """
 
     kind = "no_kernels_profiled"
 

@@ -22,7 +22,9 @@ class KernelProfile(BaseModel):
     kernel: str = Field(description="Kernel (function) name as the profiler printed it.")
     launch_id: int | None = Field(default=None, description="Profiler's launch/dispatch id.")
     profiler: ProfilerName
-    source: str = Field(description="What it was parsed from: ncu raw|details page, rocprofv3 kernel_trace|...")
+    source: str = Field(
+        description="What it was parsed from: ncu raw|details page, rocprofv3 kernel_trace|..."
+    )
     device: str | None = None
     grid: list[int] | None = Field(default=None, description="Grid dims (see grid_unit).")
     block: list[int] | None = Field(default=None, description="Block / workgroup dims in threads.")
@@ -54,7 +56,9 @@ class KernelProfile(BaseModel):
     )
     counters: dict[str, float] = Field(default_factory=dict, description="AMD PMC counters as collected.")
     passes: int | None = Field(default=None, description="Replay passes the profiler used for this launch.")
-    missing: list[str] = Field(default_factory=list, description="Normalized fields the input could not give.")
+    missing: list[str] = Field(
+        default_factory=list, description="Normalized fields the input could not give."
+    )
     raw_metrics: dict[str, float | str | None] = Field(
         default_factory=dict, description="Every metric as collected, numbers converted to raw_units."
     )
@@ -113,7 +117,9 @@ class Hotspot(BaseModel):
     top_reasons: list[str] = Field(description="Dominant stall reasons on this line, 'reason: samples'.")
     address: str | None = None
     instruction: str | None = None
-    location: str | None = Field(default=None, description="file:line of the source, when -lineinfo was used.")
+    location: str | None = Field(
+        default=None, description="file:line of the source, when -lineinfo was used."
+    )
     source_text: str | None = None
 
 
@@ -133,11 +139,12 @@ class KernelHotspots(BaseModel):
 class ProfileParseRequest(Request):
     path: str = Field(
         description="Profiler output to parse: ncu CSV (--csv --page raw or --page details), an .ncu-rep "
-        "(read through `ncu --import`), rocprofv3 *kernel_trace.csv, *counter_collection.csv or *results.json."
+        "(read through `ncu --import`), rocprofv3 *kernel_trace.csv, *counter_collection.csv or "
+        "*results.json."
     )
-    kind: Literal["auto", "ncu_raw", "ncu_details", "ncu_rep", "rocprof_trace", "rocprof_counters", "rocprof_json"] = (
-        Field(default="auto", description="Input format; auto detects from the header.")
-    )
+    kind: Literal[
+        "auto", "ncu_raw", "ncu_details", "ncu_rep", "rocprof_trace", "rocprof_counters", "rocprof_json"
+    ] = Field(default="auto", description="Input format; auto detects from the header.")
     kernel: str | None = Field(default=None, description="Only kernels whose name contains this text.")
     include_raw_metrics: bool = Field(
         default=False, description="Return every raw metric too (large: ~2000 per kernel for a full ncu set)."
@@ -155,7 +162,10 @@ class ProfileResult(Result):
     missing: list[str] = Field(default_factory=list, description="Fields missing in at least one kernel.")
 
     def render_text(self) -> str:
-        out = [f"{self.profiler}: {len(self.kernels)} kernel launch(es)" + (f" from {self.path}" if self.path else "")]
+        out = [
+            f"{self.profiler}: {len(self.kernels)} kernel launch(es)"
+            + (f" from {self.path}" if self.path else "")
+        ]
         if self.passes is not None:
             out.append(f"passes: {self.passes}")
         if self.wall_s is not None:
@@ -170,21 +180,32 @@ class ProfileResult(Result):
 
 
 class ProfileRunRequest(Request):
-    command: list[str] = Field(description="The program to profile and its arguments (argv, not a shell string).")
-    profiler: Literal["auto", "ncu", "rocprofv3"] = Field(default="auto", description="auto: ncu if found, else rocprofv3.")
+    command: list[str] = Field(
+        description="The program to profile and its arguments (argv, not a shell string)."
+    )
+    profiler: Literal["auto", "ncu", "rocprofv3"] = Field(
+        default="auto", description="auto: ncu if found, else rocprofv3."
+    )
     mode: Literal["roofline", "full", "sections", "metrics"] = Field(
         default="roofline",
-        description="roofline: the minimal metric set (duration, DRAM bytes, FLOPs by precision, SOL percentages) in few "
-        "passes; full: ncu --set full; sections: the named --section list; metrics: the named --metrics list.",
+        description="roofline: the minimal metric set (duration, DRAM bytes, FLOPs by precision, SOL "
+        "percentages) in few "
+        "passes; full: ncu --set full; sections: the named --section list; metrics: the named --metrics "
+        "list.",
     )
     roofline_sol: bool = Field(
         default=True, description="roofline mode: also collect the SOL headline (about 10 of the passes)."
     )
     roofline_tensor: bool = Field(
-        default=True, description="roofline mode: also collect tensor-pipe FLOP counters (about 6 more passes)."
+        default=True,
+        description="roofline mode: also collect tensor-pipe FLOP counters (about 6 more passes).",
     )
-    sections: list[str] = Field(default_factory=list, description="ncu section identifiers for mode=sections.")
-    metrics: list[str] = Field(default_factory=list, description="ncu metric names (mode=metrics) or rocprofv3 --pmc.")
+    sections: list[str] = Field(
+        default_factory=list, description="ncu section identifiers for mode=sections."
+    )
+    metrics: list[str] = Field(
+        default_factory=list, description="ncu metric names (mode=metrics) or rocprofv3 --pmc."
+    )
     kernel_name: str | None = Field(
         default=None, description="Kernel filter: exact name, or 'regex:<expr>' (ncu --kernel-name)."
     )
@@ -197,7 +218,9 @@ class ProfileRunRequest(Request):
     profile_from_start: bool = Field(default=True, description="False: only inside cudaProfilerStart/Stop.")
     import_source: bool = Field(default=False, description="ncu --import-source yes (needs -lineinfo).")
     export: str | None = Field(default=None, description="Also write an .ncu-rep report to this path.")
-    output_dir: str | None = Field(default=None, description="rocprofv3 output directory (default: a temp dir).")
+    output_dir: str | None = Field(
+        default=None, description="rocprofv3 output directory (default: a temp dir)."
+    )
     timeout_s: float = Field(default=600.0, gt=0, description="Kill the profiler (process group) after this.")
     workdir: str | None = Field(default=None, description="Working directory of the profiled program.")
     include_raw_metrics: bool = Field(default=False, description="Return every raw metric too.")
@@ -205,7 +228,8 @@ class ProfileRunRequest(Request):
 
 class HotspotsRequest(Request):
     path: str = Field(
-        description="ncu source page CSV (`ncu --import r.ncu-rep --csv --page source --print-source cuda,sass`"
+        description="ncu source page CSV (`ncu --import r.ncu-rep --csv --page source --print-source "
+        "cuda,sass`"
         " maps to file:line; `--print-source sass` gives SASS only) or an .ncu-rep (needs ncu)."
     )
     top: int = Field(default=10, ge=1, le=1000, description="Hotspots to list per kernel.")
@@ -233,7 +257,8 @@ class HotspotsResult(Result):
             out.append("  SASS:")
             for h in k.sass:
                 out.append(
-                    f"   {h.rank:>3d}. {h.share_pct:5.1f}%  {h.address or '':>16s}  {(h.instruction or '').strip()[:44]:44s}"
+                    f"   {h.rank:>3d}. {h.share_pct:5.1f}%  {h.address or '':>16s}  "
+                    f"{(h.instruction or '').strip()[:44]:44s}"
                     f" {h.location or ''}  [{'; '.join(h.top_reasons)}]"
                 )
         out.extend(f"warning: {w}" for w in self.warnings)

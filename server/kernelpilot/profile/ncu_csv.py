@@ -178,12 +178,15 @@ def parse_details(text: str, source_name: str = "<text>") -> ParsedPage:
     check_no_kernels(text)
     rows = _csv_rows(text)
     if not rows:
-        raise ProfileFormatError(f"{source_name}: no CSV rows in details page", "re-run with --csv --page details")
+        raise ProfileFormatError(
+            f"{source_name}: no CSV rows in details page", "re-run with --csv --page details"
+        )
     header = rows[0]
     need = ("ID", "Kernel Name", "Section Name", "Metric Name", "Metric Unit", "Metric Value")
     if any(c not in header for c in need):
         raise ProfileFormatError(
-            f"{source_name}: not an ncu details page (missing columns {[c for c in need if c not in header]})",
+            f"{source_name}: not an ncu details page "
+            f"(missing columns {[c for c in need if c not in header]})",
             "give the output of `ncu --csv --page details`",
         )
     idx = {h: i for i, h in enumerate(header)}
@@ -244,7 +247,10 @@ class SourceKernel:
 
 
 def parse_source(text: str, source_name: str = "<text>") -> tuple[list[SourceKernel], list[str]]:
-    """Parse `ncu --csv --page source` with `--print-source sass` or `cuda,sass` (SASS rows mapped to lines)."""
+    """Parse `ncu --csv --page source` with `--print-source sass` or `cuda,sass`.
+
+    With cuda,sass each SASS row is mapped to the source line above it.
+    """
     check_no_kernels(text)
     warnings: list[str] = [m for m in profiler_messages(text) if "No lineinfo" in m or "No source" in m]
     rows = _source_rows(text)
@@ -294,12 +300,16 @@ def parse_source(text: str, source_name: str = "<text>") -> tuple[list[SourceKer
                 v = parse_number(row[i])
                 if v:
                     reasons[m.group(1)] = v
-        samples = parse_number(row[col["Warp Stall Sampling (All Samples)"]]) if (
-            "Warp Stall Sampling (All Samples)" in col
-        ) else None
-        not_issued = parse_number(row[col["Warp Stall Sampling (Not-issued Samples)"]]) if (
-            "Warp Stall Sampling (Not-issued Samples)" in col
-        ) else None
+        samples = (
+            parse_number(row[col["Warp Stall Sampling (All Samples)"]])
+            if ("Warp Stall Sampling (All Samples)" in col)
+            else None
+        )
+        not_issued = (
+            parse_number(row[col["Warp Stall Sampling (Not-issued Samples)"]])
+            if ("Warp Stall Sampling (Not-issued Samples)" in col)
+            else None
+        )
         if mapped:
             # cuda,sass layout: "Line No","Source","Address","Source",... ; a source row has a line number and
             # '-' as address (its metrics are ncu's own per-line sums), a SASS row has no line number.
@@ -308,7 +318,17 @@ def parse_source(text: str, source_name: str = "<text>") -> tuple[list[SourceKer
                 cur_line = int(parse_number(line_txt) or 0) or None
                 cur_text = row[1]
                 cur.line_rows.append(
-                    SourceLineRow("-", "", samples or 0.0, not_issued or 0.0, None, reasons, cur_file, cur_line, cur_text)
+                    SourceLineRow(
+                        "-",
+                        "",
+                        samples or 0.0,
+                        not_issued or 0.0,
+                        None,
+                        reasons,
+                        cur_file,
+                        cur_line,
+                        cur_text,
+                    )
                 )
                 continue
             sass_i = (addr_i or 2) + 1

@@ -36,12 +36,16 @@ def build_ncu_argv(req: ProfileRunRequest, ncu: str = "ncu", csv_stdout: bool = 
         argv += ["--set", "full"]
     elif req.mode == "sections":
         if not req.sections:
-            raise InvalidArgumentError("mode=sections needs --sections", "name ncu sections, e.g. SpeedOfLight")
+            raise InvalidArgumentError(
+                "mode=sections needs --sections", "name ncu sections, e.g. SpeedOfLight"
+            )
         for s in req.sections:
             argv += ["--section", s]
     else:
         if not req.metrics:
-            raise InvalidArgumentError("mode=metrics needs --metrics", "name ncu metrics, e.g. dram__bytes_read.sum")
+            raise InvalidArgumentError(
+                "mode=metrics needs --metrics", "name ncu metrics, e.g. dram__bytes_read.sum"
+            )
         argv += ["--metrics", ",".join(req.metrics)]
     if req.kernel_name:
         argv += ["--kernel-name", req.kernel_name]
@@ -61,7 +65,9 @@ def build_ncu_argv(req: ProfileRunRequest, ncu: str = "ncu", csv_stdout: bool = 
     return [*argv, *req.command]
 
 
-def import_argv(report: str, page: str = "raw", ncu: str = "ncu", print_source: str | None = None) -> list[str]:
+def import_argv(
+    report: str, page: str = "raw", ncu: str = "ncu", print_source: str | None = None
+) -> list[str]:
     argv = [ncu, "--import", report, "--csv", "--page", page]
     if print_source:
         argv += ["--print-source", print_source]
@@ -72,7 +78,9 @@ def check_messages(res: RunResult) -> None:
     """Raise typed errors for ncu's own failures (it often exits 0 while printing ==ERROR==)."""
     text = res.stdout + "\n" + res.stderr
     if re.search(r"ERR_NVGPUCTRPERM|permission to access NVIDIA GPU Performance Counters", text, re.I):
-        raise PermissionDeniedError("ncu was refused access to GPU performance counters (ERR_NVGPUCTRPERM)", PERM_FIX)
+        raise PermissionDeniedError(
+            "ncu was refused access to GPU performance counters (ERR_NVGPUCTRPERM)", PERM_FIX
+        )
     if res.returncode != 0:
         tail = (res.stderr.strip() or res.stdout.strip())[-2000:]
         raise ToolFailedError(
@@ -83,7 +91,9 @@ def check_messages(res: RunResult) -> None:
         )
     errors = [ln.strip() for ln in text.splitlines() if ln.startswith("==ERROR==")]
     if errors:
-        raise ProfilerError("ncu reported errors: " + " | ".join(errors[:5]), "read the messages; check the arguments")
+        raise ProfilerError(
+            "ncu reported errors: " + " | ".join(errors[:5]), "read the messages; check the arguments"
+        )
 
 
 def passes_from_messages(text: str) -> int | None:

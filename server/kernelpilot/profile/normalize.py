@@ -36,7 +36,8 @@ def profile_from_raw(k: RawKernel, include_raw: bool = False, source: str = "ncu
     for prec, (add, mul, fma) in M.SCALAR_FLOP_OPS.items():
         a, m, f = (_num(v, (x,)) for x in (add, mul, fma))
         if (a is None or m is None or f is None) and cycles is not None:
-            # full set: counts are stored as smsp rates; count = sum.per_cycle_elapsed x smsp__cycles_elapsed.avg
+            # full set: counts are stored as smsp rates;
+            # count = sum.per_cycle_elapsed x smsp__cycles_elapsed.avg
             rates = [_num(v, (M.smsp_rate(x),)) for x in (add, mul, fma)]
             if all(r is not None for r in rates):
                 a, m, f = (r * cycles for r in rates if r is not None)
@@ -63,7 +64,9 @@ def profile_from_raw(k: RawKernel, include_raw: bool = False, source: str = "ncu
     }
     passes = _num(v, (M.PASSES,))
     if derived:
-        source += f" (flop_count {', '.join(derived)} derived from per-cycle rates x smsp__cycles_elapsed.avg)"
+        source += (
+            f" (flop_count {', '.join(derived)} derived from per-cycle rates x smsp__cycles_elapsed.avg)"
+        )
     return KernelProfile(
         kernel=k.kernel,
         launch_id=k.launch_id,

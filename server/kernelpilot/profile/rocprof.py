@@ -118,7 +118,12 @@ def _apply_counters(p: KernelProfile, counters: dict[str, float]) -> None:
         if all(n in counters for n in names):
             add, mul, trans, fma = (counters[n] for n in names)
             flops[prec] = _VALU_LANES * (add + mul + trans + 2.0 * fma)
-    for prec, tag in (("matrix_f16", "F16"), ("matrix_bf16", "BF16"), ("matrix_f32", "F32"), ("matrix_f64", "F64")):
+    for prec, tag in (
+        ("matrix_f16", "F16"),
+        ("matrix_bf16", "BF16"),
+        ("matrix_f32", "F32"),
+        ("matrix_f64", "F64"),
+    ):
         n = f"SQ_INSTS_VALU_MFMA_MOPS_{tag}"
         if n in counters:
             flops[prec] = _MFMA_OPS_PER_MOPS * counters[n]
@@ -128,9 +133,15 @@ def _apply_counters(p: KernelProfile, counters: dict[str, float]) -> None:
             p.flop_per_s = {k: v / (p.duration_ns * 1e-9) for k, v in flops.items()}
     got = {"dram_bytes_read": p.dram_bytes_read, "dram_bytes_write": p.dram_bytes_write}
     p.missing = [m for m in p.missing if _NO_COUNTERS not in m]
-    p.missing += [f"{k} (counter {c} not collected)" for (k, v), c in zip(got.items(), ("FETCH_SIZE", "WRITE_SIZE"), strict=True) if v is None]
+    p.missing += [
+        f"{k} (counter {c} not collected)"
+        for (k, v), c in zip(got.items(), ("FETCH_SIZE", "WRITE_SIZE"), strict=True)
+        if v is None
+    ]
     if not flops:
-        p.missing.append("flop_count (collect SQ_INSTS_VALU_{ADD,MUL,FMA,TRANS}_F32 or SQ_INSTS_VALU_MFMA_MOPS_*)")
+        p.missing.append(
+            "flop_count (collect SQ_INSTS_VALU_{ADD,MUL,FMA,TRANS}_F32 or SQ_INSTS_VALU_MFMA_MOPS_*)"
+        )
 
 
 def parse_counter_collection(text: str, source_name: str = "<text>") -> list[KernelProfile]:
@@ -138,7 +149,8 @@ def parse_counter_collection(text: str, source_name: str = "<text>") -> list[Ker
     need = ("Kernel_Name", "Counter_Name", "Counter_Value")
     if any(c not in rows[0] for c in need):
         raise ProfileFormatError(
-            f"{source_name}: not a rocprofv3 counter-collection CSV (needs {need})", "give *_counter_collection.csv"
+            f"{source_name}: not a rocprofv3 counter-collection CSV (needs {need})",
+            "give *_counter_collection.csv",
         )
     by_dispatch: dict[str, tuple[dict[str, str], dict[str, float]]] = {}
     for r in rows:
@@ -165,7 +177,9 @@ def parse_counter_collection(text: str, source_name: str = "<text>") -> list[Ker
             sgpr_count=_f(r, "SGPR_Count"),
             shared_mem_per_block_bytes=_f(r, "LDS_Block_Size"),
             scratch_bytes_per_thread=_f(r, "Scratch_Size"),
-            missing=[] if start is not None else ["duration_ns (counter CSV has no timestamps; add --kernel-trace)"],
+            missing=[]
+            if start is not None
+            else ["duration_ns (counter CSV has no timestamps; add --kernel-trace)"],
         )
         _apply_counters(p, counters)
         out.append(p)
@@ -184,16 +198,22 @@ def parse_json(text: str, source_name: str = "<text>") -> tuple[list[KernelProfi
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ProfileFormatError(f"{source_name}: not valid JSON ({exc.msg} at char {exc.pos})", "give the *_results.json") from None
+        raise ProfileFormatError(
+            f"{source_name}: not valid JSON ({exc.msg} at char {exc.pos})", "give the *_results.json"
+        ) from None
     tools = doc.get("rocprofiler-sdk-tool") if isinstance(doc, dict) else None
     if not isinstance(tools, list) or not tools:
-        raise ProfileFormatError(f"{source_name}: no 'rocprofiler-sdk-tool' list", "give rocprofv3 JSON output")
+        raise ProfileFormatError(
+            f"{source_name}: no 'rocprofiler-sdk-tool' list", "give rocprofv3 JSON output"
+        )
     warnings: list[str] = []
     out: list[KernelProfile] = []
     for tool in tools:
         symbols = {s.get("kernel_id"): s for s in tool.get("kernel_symbols", []) if isinstance(s, dict)}
         counter_names = {
-            (c.get("id") or {}).get("handle"): c.get("name") for c in tool.get("counters", []) if isinstance(c, dict)
+            (c.get("id") or {}).get("handle"): c.get("name")
+            for c in tool.get("counters", [])
+            if isinstance(c, dict)
         }
         dispatches = (tool.get("buffer_records") or {}).get("kernel_dispatch", []) or []
         counter_recs = (tool.get("callback_records") or {}).get("counter_collection", []) or []
@@ -224,22 +244,31 @@ def parse_json(text: str, source_name: str = "<text>") -> tuple[list[KernelProfi
                 out.append(p)
         if not dispatches and not counter_recs:
             warnings.append(
-                f"{source_name}: no kernel_dispatch or counter_collection records (capture without --kernel-trace "
+                f"{source_name}: no kernel_dispatch or counter_collection records (capture without "
+                f"--kernel-trace "
                 f"or --pmc); {len([s for s in symbols.values() if s.get('kernel_name')])} kernel symbols only"
             )
     return out, warnings
 
 
-def _json_profile(info: dict[str, Any], symbols: dict[Any, dict[str, Any]], start: Any, end: Any) -> KernelProfile:
+def _json_profile(
+    info: dict[str, Any], symbols: dict[Any, dict[str, Any]], start: Any, end: Any
+) -> KernelProfile:
     sym = symbols.get(info.get("kernel_id"), {})
     name = sym.get("formatted_kernel_name") or sym.get("kernel_name") or f"kernel_id={info.get('kernel_id')}"
-    dur = float(end) - float(start) if isinstance(start, (int, float)) and isinstance(end, (int, float)) else None
+    dur = (
+        float(end) - float(start)
+        if isinstance(start, (int, float)) and isinstance(end, (int, float))
+        else None
+    )
     return KernelProfile(
         kernel=str(name),
         launch_id=info.get("dispatch_id"),
         profiler="rocprofv3",
         source="rocprofv3 json",
-        device=str((info.get("agent_id") or {}).get("handle")) if isinstance(info.get("agent_id"), dict) else None,
+        device=str((info.get("agent_id") or {}).get("handle"))
+        if isinstance(info.get("agent_id"), dict)
+        else None,
         grid=_xyz(info.get("grid_size")),
         block=_xyz(info.get("workgroup_size")),
         grid_unit="work_items",

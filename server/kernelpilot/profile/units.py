@@ -64,10 +64,8 @@ def unit_scale(unit: str) -> tuple[str, float]:
         num, _, den = u.partition("/")
         nbase, nf = _scale_token(num) if num else ("", 1.0)
         if den in _PER_TIME_TO_PER_S:
-            if nbase == "ns":  # e.g. "ns/ms" has no sense; keep as printed
-                out = (u, 1.0)
-            else:
-                out = (f"{nbase}/s", nf * _PER_TIME_TO_PER_S[den])
+            # "ns/ms" has no sense: keep it as printed
+            out = (u, 1.0) if nbase == "ns" else (f"{nbase}/s", nf * _PER_TIME_TO_PER_S[den])
         else:
             dbase, df = _scale_token(den)
             out = (f"{nbase}/{dbase}", nf / df)
