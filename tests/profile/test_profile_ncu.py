@@ -291,3 +291,16 @@ def test_cli_parse_and_hotspots(run_cli) -> None:  # type: ignore[no-untyped-def
 
 def test_no_device_paths_leak() -> None:
     assert os.path.isdir(FIX)
+
+
+def test_passes_from_real_messages_and_units() -> None:
+    from kernelpilot.profile.ncu_runner import passes_from_messages
+    from kernelpilot.profile.units import parse_number, unit_scale
+
+    assert passes_from_messages((FIX / "messages" / "vector_add.full.out").read_text()) == 38
+    assert passes_from_messages((FIX / "messages" / "cublas_gemm_bf16.full.out").read_text()) == 38
+    assert passes_from_messages((FIX / "messages" / "badmetric.out").read_text()) == 1
+    assert unit_scale("Mbyte") == ("byte", 1e6) and unit_scale("us") == ("ns", 1e3)
+    assert unit_scale("Gbyte/s") == ("byte/s", 1e9) and unit_scale("sector/ms") == ("sector/s", 1e3)
+    assert unit_scale("Ghz") == ("Hz", 1e9)
+    assert parse_number("1,234,567.5") == 1234567.5 and parse_number("(!) n/a") is None
