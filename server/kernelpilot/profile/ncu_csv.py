@@ -1,0 +1,360 @@
+"""Parsers for ncu CSV output: `--csv --page raw`, `--csv --page details`, `--csv --page source`.
+
+Handles what ncu really writes: `==PROF==`/`==WARNING==` lines and program output mixed into stdout, a units
+row under the raw header, auto-scaled units (us, Mbyte) or base units, thousands separators ("176,256"),
+multi-kernel files, and "n/a" cells. A truncated last row is dropped with a warning, never half-read.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kernelpilot.errors import InputFileError
+from kernelpilot.profile.errors import NoKernelsProfiledError, ProfileFormatError
+from kernelpilot.profile.units import parse_number, to_base, unit_scale
+
+_ID_COLS = ("ID", "Process ID", "Process Name", "Host Name", "Kernel Name")
+
+
+@dataclass
+class RawKernel:
+    """One launch of the raw page: identity columns and every metric (value in base unit, base unit)."""
+
+    launch_id: int | None
+    kernel: str
+    device: str | None
+    grid: list[int] | None
+    block: list[int] | None
+    values: dict[str, float | str | None] = field(default_factory=dict)
+    units: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class ParsedPage:
+    kernels: list[RawKernel]
+    warnings: list[str]
+
+
+def read_text(path: str | Path) -> str:
+    p = Path(path)
+    if not p.is_file():
+        raise InputFileError(f"profile file {str(path)!r} does not exist", "give the path of an ncu CSV file")
+    data = p.read_bytes()
+    return data.decode("utf-8", "replace")
+
+
+def profiler_messages(text: str) -> list[str]:
+    """The `==PROF==` / `==WARNING==` / `==ERROR==` lines ncu mixes into its output."""
+    return [ln.strip() for ln in text.splitlines() if ln.startswith("==")]
+
+
+def check_no_kernels(text: str) -> None:
+    if "No kernels were profiled" in text:
+        avail = re.findall(r"^\s*\d+\.\s+(\S.*)$", text.split("No kernels were profiled", 1)[1], re.M)
+        raise NoKernelsProfiledError(
+            "ncu profiled no kernels: no launch matched the kernel filter / launch range"
+            + (f"; kernels seen: {', '.join(avail[:20])}" if avail else ""),
+            "fix --kernel-name (exact function name or regex:<expr>), --launch-skip/--launch-count, or use "
+            "--profile-from-start only when the program calls cudaProfilerStart",
+        )
+
+
+def _csv_rows(text: str) -> list[list[str]]:
+    lines = [ln for ln in text.splitlines() if ln.startswith('"')]
+    return list(csv.reader(io.StringIO("\n".join(lines))))
+
+
+def _source_rows(text: str) -> list[list[str]]:
+    """Split source-page lines on '","': ncu does not escape quotes inside CUDA source text (extern "C")."""
+    out: list[list[str]] = []
+    for ln in text.splitlines():
+        if not ln.startswith('"'):
+            continue
+        body = ln.rstrip()
+        if body.endswith(","):
+            body = body[:-1]
+        if len(body) >= 2 and body.endswith('"'):
+            out.append(body[1:-1].split('","'))
+        else:
+            out.append(next(csv.reader([ln])))
+    return out
+
+
+def _dims(text: str | None) -> list[int] | None:
+    if not text:
+        return None
+    nums = re.findall(r"\d+", text.replace(",", " ") if text.startswith("(") else text.replace(",", ""))
+    return [int(n) for n in nums] if nums else None
+
+
+def _launch_id(text: str) -> int | None:
+    v = parse_number(text)
+    return int(v) if v is not None else None
+
+
+_NA_CELLS = frozenset(("", "n/a", "(!) n/a", "-", "N/A"))
+_INF = float("inf")
+
+
+def _cell_value(cell: str, factor: float) -> float | str | None:
+    """A raw-page cell in base units: number (thousands separators removed), None for n/a, else the text."""
+    c = cell.replace(",", "") if "," in cell else cell
+    try:
+        v = float(c)
+    except ValueError:
+        t = cell.strip()
+        return None if t in _NA_CELLS else cell
+    if v != v or v in (_INF, -_INF) or "_" in c:
+        return cell  # 'nan', 'inf', '1_000' are not ncu numbers: keep the text
+    return v * factor
+
+
+def parse_raw(text: str, source_name: str = "<text>") -> ParsedPage:
+    """Parse `ncu --csv --page raw` (one row per launch, one column per metric, optional units row)."""
+    check_no_kernels(text)
+    rows = _csv_rows(text)
+    if not rows:
+        raise ProfileFormatError(
+            f"{source_name}: no CSV rows (empty report or not `ncu --csv --page raw` output)",
+            "re-run ncu with --csv --page raw, or pass the details/source page with the matching kind",
+        )
+    header = rows[0]
+    if header[:1] != ["ID"] or "Kernel Name" not in header:
+        raise ProfileFormatError(
+            f"{source_name}: first CSV row is not an ncu raw-page header (starts {header[:3]})",
+            "give the output of `ncu --csv --page raw` (details pages have a 'Section Name' column)",
+        )
+    if "Section Name" in header:
+        raise ProfileFormatError(
+            f"{source_name}: this is an ncu details page, not a raw page", "parse it with kind=ncu_details"
+        )
+    idx = {h: i for i, h in enumerate(header)}
+    body = rows[1:]
+    units = [""] * len(header)
+    if body and body[0][:1] == [""]:
+        units = body[0] + [""] * (len(header) - len(body[0]))
+        body = body[1:]
+    warnings: list[str] = []
+    kernels: list[RawKernel] = []
+    first_metric = max(idx.get(c, 0) for c in ("CC", "Device", "Grid Size", "Kernel Name")) + 1
+    metric_cols = [(i, header[i], units[i]) for i in range(first_metric, len(header))]
+    scaled_cols = [(i, name, unit_scale(unit)[1]) for i, name, unit in metric_cols]
+    base_units = {name: unit_scale(unit)[0] for _, name, unit in metric_cols}
+    for n, row in enumerate(body):
+        if len(row) != len(header):
+            warnings.append(
+                f"{source_name}: launch row {n + 1} has {len(row)} of {len(header)} columns "
+                "(truncated file?); row ignored"
+            )
+            continue
+        values: dict[str, float | str | None] = {}
+        for i, name, factor in scaled_cols:
+            values[name] = _cell_value(row[i], factor)
+        kernels.append(
+            RawKernel(
+                launch_id=_launch_id(row[idx["ID"]]),
+                kernel=row[idx["Kernel Name"]],
+                device=row[idx["Device"]] if "Device" in idx else None,
+                grid=_dims(row[idx["Grid Size"]]) if "Grid Size" in idx else None,
+                block=_dims(row[idx["Block Size"]]) if "Block Size" in idx else None,
+                values=values,
+                units=base_units,
+            )
+        )
+    if not kernels:
+        raise ProfileFormatError(
+            f"{source_name}: raw page has a header but no complete launch row",
+            "the file is empty or truncated; re-run the profiler",
+        )
+    return ParsedPage(kernels, warnings)
+
+
+def parse_details(text: str, source_name: str = "<text>") -> ParsedPage:
+    """Parse `ncu --csv --page details`: long format, one row per (launch, section, metric)."""
+    check_no_kernels(text)
+    rows = _csv_rows(text)
+    if not rows:
+        raise ProfileFormatError(
+            f"{source_name}: no CSV rows in details page", "re-run with --csv --page details"
+        )
+    header = rows[0]
+    need = ("ID", "Kernel Name", "Section Name", "Metric Name", "Metric Unit", "Metric Value")
+    if any(c not in header for c in need):
+        raise ProfileFormatError(
+            f"{source_name}: not an ncu details page "
+            f"(missing columns {[c for c in need if c not in header]})",
+            "give the output of `ncu --csv --page details`",
+        )
+    idx = {h: i for i, h in enumerate(header)}
+    warnings: list[str] = []
+    by_id: dict[str, RawKernel] = {}
+    for n, row in enumerate(rows[1:]):
+        if len(row) < idx["Metric Value"] + 1:
+            warnings.append(f"{source_name}: row {n + 2} is short (truncated file?); ignored")
+            continue
+        lid = row[idx["ID"]]
+        k = by_id.get(lid)
+        if k is None:
+            k = RawKernel(
+                launch_id=_launch_id(lid),
+                kernel=row[idx["Kernel Name"]],
+                device=row[idx["Device"]] if "Device" in idx else None,
+                grid=_dims(row[idx["Grid Size"]]) if "Grid Size" in idx else None,
+                block=_dims(row[idx["Block Size"]]) if "Block Size" in idx else None,
+            )
+            by_id[lid] = k
+        name = row[idx["Metric Name"]]
+        if not name:
+            continue  # rule rows
+        key = f"{row[idx['Section Name']]}/{name}"
+        val, base = to_base(row[idx["Metric Value"]], row[idx["Metric Unit"]])
+        cell = row[idx["Metric Value"]].strip()
+        k.values[key] = val if (val is not None or cell in ("", "n/a", "(!) n/a", "-")) else cell
+        k.units[key] = base
+    if not by_id:
+        raise ProfileFormatError(f"{source_name}: details page has no metric rows", "re-run the profiler")
+    return ParsedPage(list(by_id.values()), warnings)
+
+
+# ------------------------------------------------------------------------------------ source page
+
+_STALL_COL = re.compile(r"^stall_(\w+)$")
+
+
+@dataclass
+class SourceLineRow:
+    address: str
+    instruction: str
+    samples: float
+    samples_not_issued: float
+    executed: float | None
+    reasons: dict[str, float]
+    file: str | None
+    line: int | None
+    source_text: str | None
+
+
+@dataclass
+class SourceKernel:
+    kernel: str
+    file: str | None
+    rows: list[SourceLineRow]
+    line_rows: list[SourceLineRow] = field(default_factory=list)
+
+
+def parse_source(text: str, source_name: str = "<text>") -> tuple[list[SourceKernel], list[str]]:
+    """Parse `ncu --csv --page source` with `--print-source sass` or `cuda,sass`.
+
+    With cuda,sass each SASS row is mapped to the source line above it.
+    """
+    check_no_kernels(text)
+    warnings: list[str] = [m for m in profiler_messages(text) if "No lineinfo" in m or "No source" in m]
+    rows = _source_rows(text)
+    kernels: list[SourceKernel] = []
+    cur: SourceKernel | None = None
+    header: list[str] | None = None
+    col: dict[str, int] = {}
+    cur_line: int | None = None
+    cur_text: str | None = None
+    cur_file: str | None = None
+    for row in rows:
+        if not row:
+            continue
+        tag = row[0]
+        if tag in ("Kernel Name", "Function Name") and len(row) == 2:
+            if tag == "Function Name" and cur is not None and cur.kernel == row[1]:
+                pass  # same kernel, another source file block
+            else:
+                cur = SourceKernel(kernel=row[1], file=cur_file, rows=[])
+                kernels.append(cur)
+            header = None
+            continue
+        if tag == "File Path" and len(row) == 2:
+            cur_file = row[1]
+            header = None
+            continue
+        if tag in ("Address", "Line No") or (len(row) > 2 and row[0] == "Line No"):
+            header = row
+            col = {}
+            for i, h in enumerate(row):
+                col.setdefault(h, i)
+            if cur is None:
+                cur = SourceKernel(kernel="<unnamed>", file=cur_file, rows=[])
+                kernels.append(cur)
+            continue
+        if header is None or cur is None:
+            continue
+        if len(row) != len(header):
+            warnings.append(f"{source_name}: source row with {len(row)} of {len(header)} columns ignored")
+            continue
+        mapped = "Line No" in col
+        addr_i = col.get("Address")
+        reasons: dict[str, float] = {}
+        for h, i in col.items():
+            m = _STALL_COL.match(h)
+            if m:
+                v = parse_number(row[i])
+                if v:
+                    reasons[m.group(1)] = v
+        samples = (
+            parse_number(row[col["Warp Stall Sampling (All Samples)"]])
+            if ("Warp Stall Sampling (All Samples)" in col)
+            else None
+        )
+        not_issued = (
+            parse_number(row[col["Warp Stall Sampling (Not-issued Samples)"]])
+            if ("Warp Stall Sampling (Not-issued Samples)" in col)
+            else None
+        )
+        if mapped:
+            # cuda,sass layout: "Line No","Source","Address","Source",... ; a source row has a line number and
+            # '-' as address (its metrics are ncu's own per-line sums), a SASS row has no line number.
+            line_txt = row[col["Line No"]]
+            if line_txt.strip():
+                cur_line = int(parse_number(line_txt) or 0) or None
+                cur_text = row[1]
+                cur.line_rows.append(
+                    SourceLineRow(
+                        "-",
+                        "",
+                        samples or 0.0,
+                        not_issued or 0.0,
+                        None,
+                        reasons,
+                        cur_file,
+                        cur_line,
+                        cur_text,
+                    )
+                )
+                continue
+            sass_i = (addr_i or 2) + 1
+        else:
+            sass_i = col.get("Source", 1)
+        if addr_i is None:
+            continue
+        executed = parse_number(row[col["Instructions Executed"]]) if "Instructions Executed" in col else None
+        cur.rows.append(
+            SourceLineRow(
+                address=row[addr_i],
+                instruction=row[sass_i].strip(),
+                samples=samples or 0.0,
+                samples_not_issued=not_issued or 0.0,
+                executed=executed,
+                reasons=reasons,
+                file=cur_file if mapped else None,
+                line=cur_line if mapped else None,
+                source_text=cur_text if mapped else None,
+            )
+        )
+    kernels = [k for k in kernels if k.rows]
+    if not kernels:
+        raise ProfileFormatError(
+            f"{source_name}: no SASS rows found in source page",
+            "export with `ncu --import r.ncu-rep --csv --page source --print-source cuda,sass` "
+            "(profile with the SourceCounters section, e.g. --set full)",
+        )
+    return kernels, warnings

@@ -1,0 +1,87 @@
+"""rocprofv3 parsers: real MI350X captures (kernel trace, JSON), schema-conformant synthetic counters."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from kernelpilot.profile.core import profile_parse
+from kernelpilot.profile.errors import ProfileFormatError
+from kernelpilot.profile.models import ProfileParseRequest, ProfileRunRequest
+from kernelpilot.profile.rocprof import build_rocprof_argv, kernel_symbols
+
+FIX = Path(__file__).resolve().parents[1] / "fixtures" / "profile" / "rocprofv3"
+
+
+def parse(name: str):
+    return profile_parse(ProfileParseRequest(path=str(FIX / name)))
+
+
+def test_kernel_trace_real_mi350x() -> None:
+    res = parse("discover_kernel_trace.csv")
+    rows = list(csv.DictReader((FIX / "discover_kernel_trace.csv").open()))
+    assert res.profiler == "rocprofv3" and len(res.kernels) == len(rows) == 45
+    for k, r in zip(res.kernels, rows, strict=True):
+        assert k.duration_ns == int(r["End_Timestamp"]) - int(r["Start_Timestamp"])
+        assert k.registers_per_thread == float(r["VGPR_Count"]) and k.sgpr_count == float(r["SGPR_Count"])
+        assert k.grid == [int(r[f"Grid_Size_{a}"]) for a in "XYZ"] and k.grid_unit == "work_items"
+        assert k.shared_mem_per_block_bytes == float(r["LDS_Block_Size"])
+    fa = [k for k in res.kernels if k.kernel == "attn_fwd"]
+    assert fa and fa[0].duration_ns == 766766  # matches discover_kernel_stats.csv (1 call, 766766 ns)
+    assert "dram_bytes_read" in res.missing
+
+
+def test_json_real_capture_symbols_only() -> None:
+    res = parse("small_results.json")
+    assert res.kernels == [] and "no kernel_dispatch" in res.warnings[0]
+    syms = kernel_symbols((FIX / "small_results.json").read_text())
+    assert len(syms) == 2216
+    last = syms[-1]
+    assert last["kernel"] == "reduce_kernel" and last["arch_vgpr_count"] == 32 and last["sgpr_count"] == 80
+    assert last["scratch_bytes"] == 20
+
+
+def test_counter_collection_synthetic() -> None:
+    res = parse("synthetic_counter_collection.csv")
+    copy, gemm = res.kernels
+    assert copy.dram_bytes_read == 4096 * 1024 and copy.dram_bytes_write == 4096 * 1024
+    assert copy.duration_ns == 100000 and copy.counters["SQ_INSTS_VALU"] == 65536
+    assert gemm.flop_count["fp32"] == 64 * (1000 + 500 + 0 + 2 * 250000)
+    assert gemm.flop_per_s["fp32"] == pytest.approx(gemm.flop_count["fp32"] / 50e-6)
+    assert "SQ_INSTS_LDS" not in gemm.counters  # n/a cell: not a number, not invented
+    assert gemm.scratch_bytes_per_thread == 64 and gemm.accum_vgpr_count == 64
+    assert any(m.startswith("dram_bytes_read") for m in gemm.missing)
+
+
+def test_json_dispatch_and_counters_synthetic() -> None:
+    k = parse("synthetic_results.json").kernels[0]
+    assert k.kernel == "copy" and k.duration_ns == 50000 and k.grid == [1048576, 1, 1]
+    assert k.dram_bytes_read == 4096 * 1024 and k.dram_bytes_write == 4096 * 1024
+    assert k.counters["SQ_BUSY_CYCLES"] == 777 and k.registers_per_thread == 12
+
+
+def test_bad_rocprof_inputs(tmp_path: Path) -> None:
+    bad = tmp_path / "x_results.json"
+    bad.write_text('{"rocprofiler-sdk-tool": [')
+    with pytest.raises(ProfileFormatError, match="not valid JSON"):
+        profile_parse(ProfileParseRequest(path=str(bad)))
+    cut = tmp_path / "t_kernel_trace.csv"
+    cut.write_text((FIX / "discover_kernel_trace.csv").read_text().splitlines()[0] + "\n")
+    with pytest.raises(ProfileFormatError):
+        profile_parse(ProfileParseRequest(path=str(cut), kind="rocprof_trace"))
+
+
+def test_rocprof_argv() -> None:
+    req = ProfileRunRequest(
+        command=["./app"],
+        profiler="rocprofv3",
+        metrics=["FETCH_SIZE", "WRITE_SIZE"],
+        kernel_name="regex:gemm.*",
+    )
+    argv = build_rocprof_argv(req, "/tmp/out", "rocprofv3")
+    assert argv[:2] == ["rocprofv3", "--kernel-trace"]
+    assert argv[argv.index("--pmc") + 1 : argv.index("--pmc") + 3] == ["FETCH_SIZE", "WRITE_SIZE"]
+    assert "--kernel-include-regex" in argv and "gemm.*" in argv and argv[-2:] == ["--", "./app"]
+    assert "csv" in argv and "json" in argv
