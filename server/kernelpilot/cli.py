@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import types
 import typing
@@ -202,10 +203,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("kernelpilot: interrupted", file=sys.stderr)
         return 130
-    if as_json:
-        print(result.model_dump_json(indent=2))
-    else:
-        print(result.render_text())
+    try:
+        print(result.model_dump_json(indent=2) if as_json else result.render_text(), flush=True)
+    except BrokenPipeError:
+        # The reader (e.g. `| head`) went away: not an error of ours. Silence the flush at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     code: int = result.cli_exit_code()
     return code
 
