@@ -67,6 +67,7 @@ def _help(field: FieldInfo) -> str:
     if (
         not field.is_required()
         and default is not None
+        and default is not PydanticUndefined
         and not callable(default)
         and default not in ("", [], ())
     ):
