@@ -311,3 +311,40 @@ def test_candidate_eval_is_recorded_in_the_experiment_database(repo: Path, tmp_p
     assert rec.status == "success" and rec.operator == "toy"
     assert rec.score == pytest.approx(out.record.speedup)
     assert rec.summary.startswith("cost 100 -> 60")
+
+
+def test_workspace_bookkeeping_is_not_out_of_scope(tmp_path: Path) -> None:
+    """In a kernelpilot workspace, memory/, plans/, reports/ changes never make an eval out_of_scope."""
+    from kernelpilot.workspace.core import init_workspace
+    from kernelpilot.workspace.models import InitWorkspaceRequest
+
+    kernel = tmp_path / "kernel.py"
+    kernel.write_text("COST_US = 100.0\n")
+    ws = tmp_path / "ws" / "toy"
+    init_workspace(
+        InitWorkspaceRequest(
+            name="toy", kernel=str(kernel), platform="H100", framework="python", root=str(tmp_path / "ws")
+        )
+    )
+    code = "import kernel, random; print(f'time_us: {kernel.COST_US * (1 + random.uniform(-1e-3, 1e-3))}')"
+    res = create_task(
+        CreateTaskRequest.model_validate(
+            {
+                "name": "toy",
+                "eval_command": [sys.executable, "-c", code],
+                "metric_regex": r"time_us: ([0-9.]+)",
+                "allowed_file": ["kernel.py"],
+                "workdir": str(ws),
+                "runs": 5,
+            }
+        )
+    )
+    task_dir = ws / res.task_dir
+    baseline(task_dir)
+    (ws / "kernel.py").write_text("COST_US = 60.0\n")
+    (ws / "plans" / "v1.md").write_text("# plan\n")
+    (ws / "memory" / "notes.txt").write_text("scratch\n")
+    assert candidate(task_dir)["status"] == "improved"
+    (ws / "extra.py").write_text("x = 1\n")
+    out = candidate(task_dir)
+    assert out["status"] == "out_of_scope" and out["changed_files"] == ["extra.py", "kernel.py"]

@@ -93,11 +93,21 @@ def _git(workdir: Path, args: list[str]) -> str:
 
 
 def _excluded(workdir: Path, task_dir: Path) -> list[str]:
+    """Paths whose changes never count against the allowed files: the task folder itself and, when the
+    workdir is a kernelpilot workspace, its bookkeeping (memory/, plans/, profiles/, reports/, README)."""
+    out: list[str] = []
     try:
         rel = task_dir.relative_to(workdir)
     except ValueError:
-        return []
-    return [str(rel)] if str(rel) != "." else []
+        pass
+    else:
+        if str(rel) != ".":
+            out.append(str(rel))
+    from kernelpilot.workspace.core import CONFIG_FILE, SUBDIRS
+
+    if (workdir / CONFIG_FILE).is_file():
+        out += [*SUBDIRS, "README.md", CONFIG_FILE]
+    return out
 
 
 def changed_files(workdir: Path, base_commit: str, exclude: list[str]) -> list[str]:
