@@ -123,7 +123,7 @@ class Occupancy(BaseModel):
     resident_warps: int = Field(description="warps per SM (waves per CU on AMD)")
     max_warps: int = Field(description="architectural maximum warps per SM (waves per CU on AMD)")
     occupancy_pct: float
-    waves_per_simd: int | None = Field(None, description="AMD: waves per SIMD (the compiler's figure)")
+    waves_per_simd: int | None = Field(None, description="AMD: waves per SIMD allowed by registers/LDS (the compiler remark figure; resident_warps is workgroup-granular)")
     limits: dict[str, int] = Field(description="blocks per SM allowed by each resource")
     limiter: str
     next_step: list[OccupancyStep] = Field(default_factory=list)
@@ -267,6 +267,10 @@ def occupancy_amd(k: KernelResources, arch: str, block: int, dyn_lds: int) -> Oc
     elif lds > 0:
         limits["lds"] = row.lds_per_cu // _round_up(lds, row.lds_granule)
     wgs = min(limits.values())
+    # the compiler's figure: register-limited waves per SIMD, further capped by what the LDS lets in
+    compiler_waves = per_simd
+    if "lds" in limits:
+        compiler_waves = min(compiler_waves, limits["lds"] * waves_per_wg // row.simds_per_cu)
     limiter = min(limits, key=lambda key: (limits[key], key != "waves"))
     waves_cu = min(wgs * waves_per_wg, row.max_waves_per_simd * row.simds_per_cu)
     max_cu = row.max_waves_per_simd * row.simds_per_cu
@@ -288,7 +292,7 @@ def occupancy_amd(k: KernelResources, arch: str, block: int, dyn_lds: int) -> Oc
     return Occupancy(
         kernel=k.name, arch=row.target, block_size=block, dynamic_shared_bytes=dyn_lds, resident_blocks=wgs,
         resident_warps=waves_cu, max_warps=max_cu, occupancy_pct=round(100.0 * waves_cu / max_cu, 1),
-        waves_per_simd=min(per_simd, -(-waves_cu // row.simds_per_cu)) if wgs else 0, limits=limits,
+        waves_per_simd=compiler_waves, limits=limits,
         limiter=limiter, next_step=steps, sources=[row.source],
         notes=[f"wave{wave}; {row.simds_per_cu} SIMDs per CU"],
     )
