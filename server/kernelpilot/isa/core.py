@@ -96,7 +96,7 @@ def _load(req: IsaFileRequest | IsaListRequest, **kw: bool) -> Loaded:
 
 
 def isa_list(req: IsaListRequest) -> IsaListResult:
-    loaded = _load(req, want_kernels=True, demangle=False)
+    loaded = _load(req, want_kernels=True, demangle=False, count_ptx=True)
     return IsaListResult(file=req.file, entries=loaded.entries, warnings=loaded.warnings)
 
 

@@ -6,6 +6,7 @@ Attribute ids (EIATTR_*) and value formats (EIFMT_*) are NVIDIA's cubin ELF conv
 
 from __future__ import annotations
 
+import re
 import struct
 
 from kernelpilot.isa.elf import EM_CUDA, SHT_NOBITS, ElfFile
@@ -81,6 +82,58 @@ def _records(elf: ElfFile, data: memoryview, section: str) -> list[tuple[int, in
     return out
 
 
+_WANTED = frozenset(
+    {
+        EIATTR_REGCOUNT, EIATTR_MAX_THREADS, EIATTR_REQNTID, EIATTR_CTA_PER_CLUSTER, EIATTR_MAXREG_COUNT,
+        EIATTR_NUM_BARRIERS, EIATTR_WMMA_USED, EIATTR_CBANK_PARAM_SIZE,
+    }
+)
+
+
+def _kernel_records(elf: ElfFile, view: memoryview, name: str) -> list[tuple[int, int, memoryview | int]]:
+    """Like `_records` but keeps only the attributes `read_cubin` uses (faster on big libraries)."""
+    data = bytes(view)
+    out: list[tuple[int, int, memoryview | int]] = []
+    pos, n = 0, len(data)
+    while pos + 4 <= n:
+        fmt = data[pos]
+        attr = data[pos + 1]
+        if fmt == EIFMT_SVAL:
+            end = pos + 4 + (data[pos + 2] | (data[pos + 3] << 8))
+            if end > n:
+                raise CodeObjectError(elf.label, f".nv.info.{name}: attribute {attr:#x} overruns the section")
+            if attr in _WANTED:
+                out.append((fmt, attr, memoryview(data)[pos + 4 : end]))
+            pos = end
+        elif fmt == EIFMT_HVAL:
+            if attr in _WANTED:
+                out.append((fmt, attr, data[pos + 2] | (data[pos + 3] << 8)))
+            pos += 4
+        elif fmt == EIFMT_BVAL or fmt == EIFMT_NVAL:
+            if attr in _WANTED:
+                out.append((fmt, attr, data[pos + 2]))
+            pos += 4
+        else:
+            raise CodeObjectError(elf.label, f".nv.info.{name}: unknown attribute format {fmt} at byte {pos}")
+    return out
+
+
+_GLOBAL_REC = struct.Struct("<BBHII")
+
+
+def _global_info_fast(data: memoryview) -> list[tuple[int, int, int]] | None:
+    """The common `.nv.info` layout (every record `SVAL size 8: symbol, value`) decoded in one C loop; None if
+    any record differs (then the generic parser runs)."""
+    if len(data) % _GLOBAL_REC.size:
+        return None
+    out = []
+    for fmt, attr, size, sym, value in _GLOBAL_REC.iter_unpack(data):
+        if fmt != EIFMT_SVAL or size != 8:
+            return None
+        out.append((attr, sym, value))
+    return out
+
+
 def read_cubin(buf: bytes | memoryview, label: str, entry: str | None = None) -> list[KernelResources]:
     """Every function in a cubin with its resources (entry kernels first-class, device functions marked)."""
     elf = buf if isinstance(buf, ElfFile) else ElfFile(buf, label)
@@ -120,10 +173,18 @@ def read_cubin(buf: bytes | memoryview, label: str, entry: str | None = None) ->
                 module_consts[bank] = s.size
     per_sym: dict[int, dict[int, int]] = {}
     if global_info is not None:
-        for fmt, attr, val in _records(elf, global_info, ".nv.info"):
-            if fmt == EIFMT_SVAL and isinstance(val, memoryview) and len(val) >= 8:
-                sym, value = _U32X2.unpack_from(val, 0)
-                per_sym.setdefault(sym, {})[attr] = value
+        fast = _global_info_fast(global_info)
+        if fast is not None:
+            for attr, sym, value in fast:
+                d = per_sym.get(sym)
+                if d is None:
+                    per_sym[sym] = d = {}
+                d[attr] = value
+        else:
+            for fmt, attr, val in _records(elf, global_info, ".nv.info"):
+                if fmt == EIFMT_SVAL and isinstance(val, memoryview) and len(val) >= 8:
+                    sym, value = _U32X2.unpack_from(val, 0)
+                    per_sym.setdefault(sym, {})[attr] = value
     reserve = SYSTEM_RESERVED_SHARED_BYTES if has_reserved else 0
     kernels: list[KernelResources] = []
     for sym, (name, sec_index) in texts.items():
@@ -142,7 +203,7 @@ def read_cubin(buf: bytes | memoryview, label: str, entry: str | None = None) ->
         cluster: list[int] | None = None
         if info is not None:
             wmma = False
-            for fmt, attr, val in _records(elf, info, f".nv.info.{name}"):
+            for fmt, attr, val in _kernel_records(elf, info, name):
                 if attr == EIATTR_REGCOUNT and isinstance(val, memoryview) and len(val) >= 8:
                     regs = _U32X2.unpack_from(val, 0)[1]
                 elif attr == EIATTR_MAX_THREADS and isinstance(val, memoryview) and len(val) >= 12:
@@ -203,12 +264,9 @@ def _nv_ptx_arch(text: str) -> str | None:
     return None
 
 
+_PTX_ENTRY = re.compile(r"\.entry\s+([^\s(]+)")
+
+
 def ptx_entries(text: str) -> list[str]:
     """Names of `.entry` kernels in PTX text."""
-    out = []
-    for line in text.splitlines():
-        s = line.strip()
-        if ".entry" in s:
-            parts = s.split(".entry", 1)[1].strip()
-            out.append(parts.split("(")[0].strip())
-    return out
+    return _PTX_ENTRY.findall(text)

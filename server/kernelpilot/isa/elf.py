@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from kernelpilot.isa.errors import CodeObjectError
 
@@ -38,8 +39,9 @@ _SHDR = struct.Struct("<IIQQQQIIQQ")
 _SYM = struct.Struct("<IBBHQQ")
 
 
-@dataclass(frozen=True, slots=True)
-class Section:
+class Section(NamedTuple):
+    """One section header (a NamedTuple: cheap to build for the ~10^5 sections of a large library)."""
+
     index: int
     name: str
     type: int
@@ -123,19 +125,27 @@ class ElfFile:
             raise CodeObjectError(
                 label, f"truncated: section headers end at {shoff + shnum * shentsize}, file has {n} bytes"
             )
-        raw = [_SHDR.unpack_from(self.buf, shoff + i * shentsize) for i in range(shnum)]
+        raw = list(_SHDR.iter_unpack(self.buf[shoff : shoff + shnum * shentsize]))
         if shstrndx >= shnum:
             raise CodeObjectError(label, f"section-name table index {shstrndx} out of range")
         str_off, str_size = raw[shstrndx][4], raw[shstrndx][5]
         self._check(str_off, str_size, "section-name table")
         names = bytes(self.buf[str_off : str_off + str_size])
+        # offset -> name for every string in the table at once (section names rarely share suffixes)
+        by_off: dict[int, str] = {}
+        pos = 0
+        for part in names.decode("utf-8", "replace").split("\0"):
+            by_off[pos] = part
+            pos += len(part.encode("utf-8", "replace")) + 1 if not part.isascii() else len(part) + 1
         self.sections: list[Section] = []
+        limit = n
         for i, (nm, typ, flags, addr, off, size, link, info, _align, entsize) in enumerate(raw):
-            if typ != SHT_NOBITS and typ != 0:
+            if typ != SHT_NOBITS and typ != 0 and (off + size > limit or off < 0):
                 self._check(off, size, f"section {i}")
-            self.sections.append(
-                Section(i, _cstr(names, nm), typ, flags, addr, off, size, link, info, entsize)
-            )
+            name = by_off.get(nm)
+            if name is None:
+                name = _cstr(names, nm)
+            self.sections.append(Section(i, name, typ, flags, addr, off, size, link, info, entsize))
         self._by_name = {s.name: s for s in self.sections}
 
     @property

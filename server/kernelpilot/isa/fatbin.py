@@ -10,6 +10,7 @@ concatenated in one section. Flag 0x2000 marks an LZ4 payload, 0x8000 a ZSTD pay
 
 from __future__ import annotations
 
+import mmap
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -65,7 +66,9 @@ def scan_fatbins(buf: memoryview, label: str, base: int = 0, end: int | None = N
     out: list[FatEntry] = []
     pos = base
     index = 0
-    raw = buf.obj if isinstance(buf.obj, bytes | bytearray) else None
+    # search the underlying object directly (bytes or mmap) when the view covers it from offset 0: no copies
+    obj = buf.obj
+    raw = obj if isinstance(obj, bytes | bytearray | mmap.mmap) and len(obj) == len(buf) else None
     while pos + _HDR.size <= stop:
         if raw is not None:
             found = raw.find(FATBIN_MAGIC_BYTES, pos, stop)

@@ -73,6 +73,7 @@ def load(
     keep_payloads: bool = False,
     demangle: bool = True,
     allow_tool_fallback: bool = True,
+    count_ptx: bool = False,
 ) -> Loaded:
     """Parse `path`; entries are always listed, kernels only for entries matching `arch`."""
     label = str(path)
@@ -86,9 +87,10 @@ def load(
         elif elf.machine == EM_AMDGPU:
             _add_hsaco(out, elf, buf, label, path.name, 0, "file", None, arch, want_kernels, keep_payloads)
         else:
-            _add_host(out, elf, buf, label, arch, want_kernels, keep_payloads, allow_tool_fallback)
+            _add_host(out, elf, buf, label, arch, want_kernels, keep_payloads, allow_tool_fallback, count_ptx)
     elif head[:4] == fatbin_mod.FATBIN_MAGIC_BYTES:
-        _add_fatbin(out, buf, label, 0, len(buf), arch, want_kernels, keep_payloads, allow_tool_fallback)
+        _add_fatbin(out, buf, label, 0, len(buf), arch, want_kernels, keep_payloads, allow_tool_fallback,
+                    count_ptx)
     elif bundle_mod.is_bundle(head):
         _add_bundle(out, buf, label, 0, arch, want_kernels, keep_payloads)
     elif _looks_like_ptx(buf):
@@ -169,14 +171,14 @@ def _add_hsaco(
 
 def _add_host(
     out: Loaded, elf: ElfFile, buf: memoryview, label: str, arch: str | None, want: bool, keep: bool,
-    fallback: bool,
+    fallback: bool, count_ptx: bool = False,
 ) -> None:
     found = False
     for name in HOST_FATBIN_SECTIONS:
         sec = elf.section(name)
         if sec is not None and sec.size:
             found = True
-            _add_fatbin(out, buf, label, sec.offset, sec.offset + sec.size, arch, want, keep, fallback)
+            _add_fatbin(out, buf, label, sec.offset, sec.offset + sec.size, arch, want, keep, fallback, count_ptx)
     for name in HOST_HIP_SECTIONS:
         sec = elf.section(name)
         if sec is not None and sec.size:
@@ -200,7 +202,7 @@ def _add_host(
 
 def _add_fatbin(
     out: Loaded, buf: memoryview, label: str, start: int, end: int, arch: str | None, want: bool,
-    keep: bool, fallback: bool,
+    keep: bool, fallback: bool, count_ptx: bool = False,
 ) -> None:
     ents = fatbin_mod.scan_fatbins(buf, label, start, end)
     base = Path(label).name
@@ -210,7 +212,7 @@ def _add_fatbin(
         elabel = f"{base}.{n}.{fe.arch_name}.{suffix}"
         if fe.kind == fatbin_mod.KIND_PTX:
             count = None
-            if want and arch_matches(fe.arch_name, arch) and fatbin_mod.can_decompress(fe):
+            if count_ptx and arch_matches(fe.arch_name, arch) and fatbin_mod.can_decompress(fe):
                 text = bytes(fatbin_mod.entry_payload(buf, fe, f"{label}:{elabel}")).rstrip(b"\0")
                 count = len(ptx_entries(text.decode("utf-8", "replace")))
             out.entries.append(
