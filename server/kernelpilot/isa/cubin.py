@@ -139,7 +139,7 @@ def read_cubin(buf: bytes | memoryview, label: str, entry: str | None = None) ->
     elf = buf if isinstance(buf, ElfFile) else ElfFile(buf, label)
     arch = cubin_arch(elf)
     entry_label = entry or label
-    secs = elf.sections
+    raw = elf.raw_sections
     # function symbol index -> name, from `.text.<name>` sections (sh_info low 24 bits = symbol index)
     texts: dict[int, tuple[str, int]] = {}
     info_secs: dict[str, memoryview] = {}
@@ -148,29 +148,29 @@ def read_cubin(buf: bytes | memoryview, label: str, entry: str | None = None) ->
     module_consts: dict[str, int] = {}
     has_reserved = False
     global_info: memoryview | None = None
-    for s in secs:
-        nm = s.name
-        if nm.startswith(".text."):
-            texts[s.info & 0xFFFFFF] = (nm[6:], s.index)
-        elif nm.startswith(".nv.info."):
-            info_secs[nm[9:]] = elf.data(s)
+    for i, nm in enumerate(elf.section_names):
+        if nm[:6] == ".text.":
+            texts[raw[i][7] & 0xFFFFFF] = (nm[6:], i)
+        elif nm[:4] != ".nv.":
+            continue
+        elif nm[4:9] == "info.":
+            info_secs[nm[9:]] = elf.raw_data(i)
         elif nm == ".nv.info":
-            global_info = elf.data(s)
-        elif nm.startswith(".nv.shared."):
+            global_info = elf.raw_data(i)
+        elif nm[4:11] == "shared.":
             rest = nm[11:]
             if rest.startswith("reserved."):
                 has_reserved = True
             else:
-                shared[rest] = s.size
-        elif nm.startswith(".nv.constant"):
-            rest = nm[12:]
-            bank, dot, fn = rest.partition(".")
+                shared[rest] = raw[i][5]
+        elif nm[4:12] == "constant":
+            bank, dot, fn = nm[12:].partition(".")
             if not bank.isdigit():
                 continue
             if dot:
-                consts.setdefault(fn, {})[bank] = s.size
+                consts.setdefault(fn, {})[bank] = raw[i][5]
             else:
-                module_consts[bank] = s.size
+                module_consts[bank] = raw[i][5]
     per_sym: dict[int, dict[int, int]] = {}
     if global_info is not None:
         fast = _global_info_fast(global_info)
@@ -191,9 +191,9 @@ def read_cubin(buf: bytes | memoryview, label: str, entry: str | None = None) ->
         g = per_sym.get(sym, {})
         info = info_secs.get(name)
         regs = g.get(EIATTR_REGCOUNT)
-        text_sec = secs[sec_index]
-        if regs is None and (text_sec.info >> 24):
-            regs = text_sec.info >> 24  # older ABI keeps the count in sh_info bits 24..31
+        text_info, text_flags = raw[sec_index][7], raw[sec_index][2]
+        if regs is None and (text_info >> 24):
+            regs = text_info >> 24  # older ABI keeps the count in sh_info bits 24..31
         max_threads: int | None = None
         reqntid: list[int] | None = None
         maxreg: int | None = None
@@ -222,7 +222,7 @@ def read_cubin(buf: bytes | memoryview, label: str, entry: str | None = None) ->
                 elif attr == EIATTR_CBANK_PARAM_SIZE and isinstance(val, int):
                     param_bytes = val
             if barriers is None:
-                barriers = (text_sec.flags >> 20) & 0x7F  # older ABI: barrier count in sh_flags bits 20..26
+                barriers = (text_flags >> 20) & 0x7F  # older ABI: barrier count in sh_flags bits 20..26
         if reqntid is not None and max_threads is None:
             max_threads = reqntid[0] * reqntid[1] * reqntid[2]
         sec_shared = shared.get(name, 0)

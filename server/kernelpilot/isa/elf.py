@@ -137,16 +137,26 @@ class ElfFile:
         for part in names.decode("utf-8", "replace").split("\0"):
             by_off[pos] = part
             pos += len(part.encode("utf-8", "replace")) + 1 if not part.isascii() else len(part) + 1
-        self.sections: list[Section] = []
         limit = n
-        for i, (nm, typ, flags, addr, off, size, link, info, _align, entsize) in enumerate(raw):
+        self.section_names: list[str] = []
+        for i, (nm, typ, _flags, _addr, off, size, *_rest) in enumerate(raw):
             if typ != SHT_NOBITS and typ != 0 and (off + size > limit or off < 0):
                 self._check(off, size, f"section {i}")
             name = by_off.get(nm)
-            if name is None:
-                name = _cstr(names, nm)
-            self.sections.append(Section(i, name, typ, flags, addr, off, size, link, info, entsize))
-        self._by_name = {s.name: s for s in self.sections}
+            self.section_names.append(name if name is not None else _cstr(names, nm))
+        # raw header tuples: (name_off, type, flags, addr, offset, size, link, info, align, entsize)
+        self.raw_sections = raw
+        self._sections: list[Section] | None = None
+        self._by_name: dict[str, Section] | None = None
+
+    @property
+    def sections(self) -> list[Section]:
+        if self._sections is None:
+            self._sections = [
+                Section(i, nm, r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[9])
+                for i, (nm, r) in enumerate(zip(self.section_names, self.raw_sections, strict=True))
+            ]
+        return self._sections
 
     @property
     def machine_name(self) -> str:
@@ -160,7 +170,15 @@ class ElfFile:
             )
 
     def section(self, name: str) -> Section | None:
+        if self._by_name is None:
+            self._by_name = {s.name: s for s in self.sections}
         return self._by_name.get(name)
+
+    def raw_data(self, index: int) -> memoryview:
+        r = self.raw_sections[index]
+        if r[1] == SHT_NOBITS:
+            return memoryview(b"")
+        return self.buf[r[4] : r[4] + r[5]]
 
     def data(self, sec: Section) -> memoryview:
         if sec.type == SHT_NOBITS:

@@ -11,6 +11,7 @@ import mmap
 import os
 import re
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -207,48 +208,76 @@ def _add_fatbin(
     ents = fatbin_mod.scan_fatbins(buf, label, start, end)
     base = Path(label).name
     pending: list[tuple[int, fatbin_mod.FatEntry]] = []
+    todo: list[tuple[int, fatbin_mod.FatEntry, str]] = []
     for n, fe in enumerate(ents, start=1):
         suffix = "ptx" if fe.kind == fatbin_mod.KIND_PTX else "cubin"
         elabel = f"{base}.{n}.{fe.arch_name}.{suffix}"
+        common = dict(index=len(out.entries), label=elabel, vendor="nvidia", arch=fe.arch_name, container="fatbin",
+                      offset=fe.offset, size_bytes=fe.size, compressed=fe.compression)
         if fe.kind == fatbin_mod.KIND_PTX:
             count = None
             if count_ptx and arch_matches(fe.arch_name, arch) and fatbin_mod.can_decompress(fe):
                 text = bytes(fatbin_mod.entry_payload(buf, fe, f"{label}:{elabel}")).rstrip(b"\0")
                 count = len(ptx_entries(text.decode("utf-8", "replace")))
-            out.entries.append(
-                CodeObjectEntry(index=len(out.entries), label=elabel, kind="ptx", vendor="nvidia",
-                                arch=fe.arch_name, container="fatbin", offset=fe.offset, size_bytes=fe.size,
-                                compressed=fe.compression, decompressed=fatbin_mod.can_decompress(fe),
-                                kernel_count=count)
-            )
-            continue
-        if fe.kind != fatbin_mod.KIND_ELF:
-            out.entries.append(
-                CodeObjectEntry(index=len(out.entries), label=elabel, kind="other", vendor="nvidia",
-                                arch=fe.arch_name, container="fatbin", offset=fe.offset, size_bytes=fe.size,
-                                compressed=fe.compression, note=f"fatbin entry kind {fe.kind} is not read")
-            )
-            continue
-        if not (want and arch_matches(fe.arch_name, arch)):
-            out.entries.append(
-                CodeObjectEntry(index=len(out.entries), label=elabel, kind="cubin", vendor="nvidia",
-                                arch=fe.arch_name, container="fatbin", offset=fe.offset, size_bytes=fe.size,
-                                compressed=fe.compression, decompressed=False)
-            )
-            continue
-        if not fatbin_mod.can_decompress(fe):
+            out.entries.append(CodeObjectEntry(kind="ptx", decompressed=fatbin_mod.can_decompress(fe),
+                                               kernel_count=count, **common))  # type: ignore[arg-type]
+        elif fe.kind != fatbin_mod.KIND_ELF:
+            out.entries.append(CodeObjectEntry(kind="other", note=f"fatbin entry kind {fe.kind} is not read",
+                                               **common))  # type: ignore[arg-type]
+        elif not (want and arch_matches(fe.arch_name, arch)):
+            out.entries.append(CodeObjectEntry(kind="cubin", decompressed=False, **common))  # type: ignore[arg-type]
+        elif not fatbin_mod.can_decompress(fe):
             pending.append((len(out.entries), fe))
-            out.entries.append(
-                CodeObjectEntry(index=len(out.entries), label=elabel, kind="cubin", vendor="nvidia",
-                                arch=fe.arch_name, container="fatbin", offset=fe.offset, size_bytes=fe.size,
-                                compressed=fe.compression, decompressed=False,
-                                note="ZSTD-compressed; no in-process decoder")
-            )
-            continue
-        payload = fatbin_mod.entry_payload(buf, fe, f"{label}:{elabel}")
-        _add_cubin(out, None, payload, label, elabel, fe.offset, "fatbin", fe.compression, arch, want, keep)
+            out.entries.append(CodeObjectEntry(kind="cubin", decompressed=False,
+                                               note="ZSTD-compressed; no in-process decoder",
+                                               **common))  # type: ignore[arg-type]
+        else:
+            todo.append((len(out.entries), fe, elabel))
+            out.entries.append(CodeObjectEntry(kind="cubin", **common))  # type: ignore[arg-type]
+    results: list[tuple[int, list[KernelResources]]] = []
+    for idx, elabel, payload in _payloads(buf, label, todo):
+        ks = read_cubin(payload, f"{label}:{elabel}", elabel)
+        if keep:
+            out.payloads[elabel] = payload
+        results.append((idx, ks))
+    for idx, ks in results:
+        out.kernels.extend(ks)
+        out.entries[idx].kernel_count = sum(1 for k in ks if k.is_entry)
     if pending:
         _tool_fallback(out, label, pending, arch, keep, fallback)
+
+
+PREFETCH = 16  # compressed entries decompressed ahead on a helper thread (bounded memory)
+
+
+def _payloads(
+    buf: memoryview, label: str, todo: list[tuple[int, fatbin_mod.FatEntry, str]]
+) -> Iterator[tuple[int, str, bytes | memoryview]]:
+    """Payloads in order; ZSTD/LZ4 decompression of the next few entries overlaps parsing of the current one
+    (the ZSTD decoder releases the GIL), with at most PREFETCH decompressed entries held at once."""
+    if sum(1 for _, fe, _ in todo if fe.compression) < PREFETCH:
+        for idx, fe, elabel in todo:
+            yield idx, elabel, fatbin_mod.entry_payload(buf, fe, f"{label}:{elabel}")
+        return
+    import collections
+    import concurrent.futures
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, min(4, (os.cpu_count() or 2) - 1))) as pool:
+        window: collections.deque[tuple[int, str, concurrent.futures.Future[bytes | memoryview]]] = (
+            collections.deque()
+        )
+        it = iter(todo)
+        for idx, fe, elabel in it:
+            window.append((idx, elabel, pool.submit(fatbin_mod.entry_payload, buf, fe, f"{label}:{elabel}")))
+            if len(window) >= PREFETCH:
+                break
+        while window:
+            idx, elabel, fut = window.popleft()
+            nxt = next(it, None)
+            if nxt is not None:
+                window.append((nxt[0], nxt[2], pool.submit(fatbin_mod.entry_payload, buf, nxt[1],
+                                                           f"{label}:{nxt[2]}")))
+            yield idx, elabel, fut.result()
 
 
 def _tool_fallback(
