@@ -1,9 +1,9 @@
-"""Benchmark: per-kernel resources of every kernel in a large real library, kernelpilot vs `cuobjdump -res-usage`.
+"""Benchmark: resources of every kernel in a large real library, kernelpilot vs `cuobjdump -res-usage`.
 
 Usage: python bench/isa_resources_bench.py [LIB] [--runs N]
 LIB defaults to $KERNELPILOT_BENCH_LIB, else libcublasLt.so.* under /tmp/isa_whl (make it with
-`pip download --no-deps nvidia-cublas -d /tmp/isa_whl && cd /tmp/isa_whl && unzip -o '*.whl' 'nvidia/*/lib/*'`).
-Both sides run as fresh processes (interpreter start included for kernelpilot). Also checks that both report the
+`pip download --no-deps nvidia-cublas -d /tmp/isa_whl`, then unzip 'nvidia/*/lib/*' from the wheel).
+Both sides run as fresh processes (interpreter start included for kernelpilot). Also checks both report the
 same (name, REG, STACK, SHARED) multiset. Last line: figure=<ratio> (median of N, spread ...).
 """
 
@@ -22,9 +22,12 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 CHILD = (
-    "import sys, json; from kernelpilot.isa.api import IsaFileRequest; from kernelpilot.isa.core import isa_resources;"
-    "r = isa_resources(IsaFileRequest(file=sys.argv[1], max_kernels=10**7));"
-    "json.dump([[k.name, k.registers, k.stack_frame_bytes, k.shared_section_bytes] for k in r.kernels], sys.stdout)"
+    "import sys, json\n"
+    "from kernelpilot.isa.api import IsaFileRequest\n"
+    "from kernelpilot.isa.core import isa_resources\n"
+    "r = isa_resources(IsaFileRequest(file=sys.argv[1], max_kernels=10**7))\n"
+    "rows = [[k.name, k.registers, k.stack_frame_bytes, k.shared_section_bytes] for k in r.kernels]\n"
+    "json.dump(rows, sys.stdout)\n"
 )
 
 
@@ -34,7 +37,9 @@ def find_lib(arg: str | None) -> Path:
         hits = sorted(glob.glob("/tmp/isa_whl/nvidia/*/lib/libcublasLt.so.*"))
         cand = hits[0] if hits else None
     if not cand or not Path(cand).is_file():
-        sys.exit("no library: pass a path to e.g. libcublasLt.so.13 from the nvidia-cublas wheel (see docstring)")
+        sys.exit(
+            "no library: pass a path to e.g. libcublasLt.so.13 from the nvidia-cublas wheel (see docstring)"
+        )
     return Path(cand)
 
 
@@ -91,18 +96,24 @@ def main() -> None:
         ours_t.append(t)
         t2, cuo_text = run_cuobjdump(exe, lib)
         cuo_t.append(t2)
-    ours_c = collections.Counter((str(r[0]), int(r[1] or 0), int(r[2] or 0), int(r[3] or 0)) for r in ours_rows)
+    ours_c = collections.Counter(
+        (str(r[0]), int(r[1] or 0), int(r[2] or 0), int(r[3] or 0)) for r in ours_rows
+    )
     cuo_c = parse_cuobjdump(cuo_text)
     same = ours_c == cuo_c
     mo, mc = statistics.median(ours_t), statistics.median(cuo_t)
     ratios = [o / c for o, c in zip(ours_t, cuo_t, strict=True)]
     spread = (max(ratios) - min(ratios)) / statistics.median(ratios) * 100
     print(f"library: {lib} ({lib.stat().st_size / 1e6:.0f} MB)")
-    print(f"kernels: kernelpilot {sum(ours_c.values())}, cuobjdump {sum(cuo_c.values())}; "
-          f"identical (name, REG, STACK, SHARED) multisets: {same}")
+    print(
+        f"kernels: kernelpilot {sum(ours_c.values())}, cuobjdump {sum(cuo_c.values())}; "
+        f"identical (name, REG, STACK, SHARED) multisets: {same}"
+    )
     print(f"kernelpilot isa resources: median {mo:.2f} s over {a.runs} runs {[round(x, 2) for x in ours_t]}")
     print(f"cuobjdump -res-usage:      median {mc:.2f} s over {a.runs} runs {[round(x, 2) for x in cuo_t]}")
-    print(f"figure={statistics.median(ratios):.3f} x cuobjdump time (median of {a.runs}, spread {spread:.1f}%)")
+    print(
+        f"figure={statistics.median(ratios):.3f} x cuobjdump time (median of {a.runs}, spread {spread:.1f}%)"
+    )
 
 
 if __name__ == "__main__":

@@ -90,8 +90,9 @@ def test_fatbin_entry_corrupt_size(tmp_path: Path) -> None:
 
 def test_corrupt_lz4_entry(tmp_path: Path) -> None:
     payload = bytes([0x0F, 0xFF, 0xFF])  # match with an offset before the output start
-    ent = struct.pack("<HHIQIIHHIIIQQQ", 2, 0x101, 64, len(payload), len(payload), 0, 8, 1, 90, 0, 0,
-                      0x2011, 0, 4096)
+    ent = struct.pack(
+        "<HHIQIIHHIIIQQQ", 2, 0x101, 64, len(payload), len(payload), 0, 8, 1, 90, 0, 0, 0x2011, 0, 4096
+    )
     blob = struct.pack("<IHHQ", 0xBA55ED50, 1, 16, len(ent) + len(payload)) + ent + payload
     with pytest.raises(CodeObjectError, match="LZ4") as ei:
         load(_write(tmp_path, "lz4.fatbin", blob))

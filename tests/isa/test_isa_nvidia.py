@@ -70,7 +70,11 @@ def test_cubin_matches_ptxas_and_cuobjdump(sm: str) -> None:
         if "cmem0" in e:
             assert k.constant_banks["0"] == e["cmem0"], k.name
         c = cuo[k.name]
-        assert (k.registers, k.stack_frame_bytes, k.shared_section_bytes) == (c["REG"], c["STACK"], c["SHARED"])
+        assert (k.registers, k.stack_frame_bytes, k.shared_section_bytes) == (
+            c["REG"],
+            c["STACK"],
+            c["SHARED"],
+        )
         assert k.constant_banks["0"] == c["CONSTANT[0]"]
         assert k.constant_banks["3"] == 256  # __constant__ float coeffs[64]
 
@@ -98,7 +102,9 @@ def test_required_block_size_from_reqntid() -> None:
 
 def test_kernel_regex_and_ptxas_log_spills() -> None:
     res = isa_resources(
-        IsaFileRequest(file=str(FX / "kernels.sm_80.cubin"), kernel="spill", ptxas_log=str(FX / "ptxas_sm_80.txt"))
+        IsaFileRequest(
+            file=str(FX / "kernels.sm_80.cubin"), kernel="spill", ptxas_log=str(FX / "ptxas_sm_80.txt")
+        )
     )
     (k,) = res.kernels
     assert k.spills_recorded and (k.spill_store_bytes, k.spill_load_bytes) == (344, 372)
@@ -107,8 +113,10 @@ def test_kernel_regex_and_ptxas_log_spills() -> None:
 
 def test_host_executable_lists_every_cubin_and_ptx() -> None:
     listing = isa_list(IsaListRequest(file=str(FX / "host_app")))
-    expected = re.findall(r"(ELF|PTX) file\s+\d+: host_app_none\.\d+\.(sm_\d+)", (FX / "host_app.cuobjdump-list.txt")
-                          .read_text())
+    expected = re.findall(
+        r"(ELF|PTX) file\s+\d+: host_app_none\.\d+\.(sm_\d+)",
+        (FX / "host_app.cuobjdump-list.txt").read_text(),
+    )
     cubins = [e.arch for e in listing.entries if e.kind == "cubin"]
     ptx = [e.arch for e in listing.entries if e.kind == "ptx"]
     assert sorted(cubins) == sorted(a for kind, a in expected if kind == "ELF")

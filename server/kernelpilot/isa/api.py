@@ -18,7 +18,9 @@ class IsaFileRequest(Request):
     kernel: str | None = Field(None, description=_KERNEL)
     arch: str | None = Field(None, description=_ARCH)
     include_device_functions: bool = Field(False, description="also list non-kernel device functions")
-    ptxas_log: str | None = Field(None, description="ptxas -v output file: adds NVIDIA spill bytes per kernel")
+    ptxas_log: str | None = Field(
+        None, description="ptxas -v output file: adds NVIDIA spill bytes per kernel"
+    )
     max_kernels: int = Field(2000, ge=1, description="cap on kernels returned (the count is always exact)")
 
 
@@ -35,10 +37,14 @@ class IsaListResult(Result):
     def render_text(self) -> str:
         lines = [f"{self.file}: {len(self.entries)} code object(s)"]
         for e in self.entries:
-            comp = f" {e.compressed}" + ("" if e.decompressed else " (not decompressed)") if e.compressed else ""
+            comp = (
+                f" {e.compressed}" + ("" if e.decompressed else " (not decompressed)") if e.compressed else ""
+            )
             kc = "" if e.kernel_count is None else f" kernels={e.kernel_count}"
-            lines.append(f"  [{e.index}] {e.kind:<5} {e.arch or '-':<12} {e.size_bytes:>9} B{comp}{kc}  {e.label}"
-                         + (f"  ({e.note})" if e.note else ""))
+            lines.append(
+                f"  [{e.index}] {e.kind:<5} {e.arch or '-':<12} {e.size_bytes:>9} B{comp}{kc}  {e.label}"
+                + (f"  ({e.note})" if e.note else "")
+            )
         lines += [f"  warning: {w}" for w in self.warnings]
         return "\n".join(lines)
 
@@ -55,16 +61,20 @@ class IsaResourcesResult(Result):
         lines = [f"{self.file}: {self.kernel_count} kernel(s) in {len(self.entries)} code object(s)"]
         for k in self.kernels:
             if k.vendor == "nvidia":
-                spill = (f" spill st/ld={k.spill_store_bytes}/{k.spill_load_bytes}B" if k.spills_recorded else "")
+                spill = (
+                    f" spill st/ld={k.spill_store_bytes}/{k.spill_load_bytes}B" if k.spills_recorded else ""
+                )
                 lines.append(
-                    f"  {k.arch:<7} REG={k.registers} SHARED={k.static_shared_bytes} STACK={k.stack_frame_bytes} "
-                    f"BAR={k.barriers} CMEM0={k.constant_banks.get('0')} MAXTHR={k.max_threads_per_block}"
+                    f"  {k.arch:<7} REG={k.registers} SHARED={k.static_shared_bytes} "
+                    f"STACK={k.stack_frame_bytes} BAR={k.barriers} CMEM0={k.constant_banks.get('0')} "
+                    f"MAXTHR={k.max_threads_per_block}"
                     f"{spill}  {k.demangled}"
                 )
             else:
                 lines.append(
-                    f"  {k.arch:<7} VGPR={k.registers} AGPR={k.agprs} SGPR={k.sgprs} LDS={k.static_shared_bytes} "
-                    f"SCRATCH={k.stack_frame_bytes} WAVE={k.wavefront_size} spills s/v={k.sgpr_spills}/"
+                    f"  {k.arch:<7} VGPR={k.registers} AGPR={k.agprs} SGPR={k.sgprs} "
+                    f"LDS={k.static_shared_bytes} SCRATCH={k.stack_frame_bytes} WAVE={k.wavefront_size} "
+                    f"spills s/v={k.sgpr_spills}/"
                     f"{k.vgpr_spills} MAXWG={k.max_threads_per_block}  {k.demangled}"
                 )
         lines += [f"  warning: {w}" for w in self.warnings]
@@ -108,22 +118,31 @@ class IsaMixResult(Result):
             fams = ", ".join(f"{k}={v}" for k, v in sorted(m.families.items(), key=lambda kv: -kv[1]))
             out.append(f"{m.kernel} ({m.arch}): {m.instructions} instr; {fams}")
             if m.global_load_bits:
-                out.append("   global loads by width: " + ", ".join(f"{b}-bit x{n}" for b, n in
-                                                                    sorted(m.global_load_bits.items())))
+                out.append(
+                    "   global loads by width: "
+                    + ", ".join(f"{b}-bit x{n}" for b, n in sorted(m.global_load_bits.items()))
+                )
             if m.global_store_bits:
-                out.append("   global stores by width: " + ", ".join(f"{b}-bit x{n}" for b, n in
-                                                                     sorted(m.global_store_bits.items())))
+                out.append(
+                    "   global stores by width: "
+                    + ", ".join(f"{b}-bit x{n}" for b, n in sorted(m.global_store_bits.items()))
+                )
             top = ", ".join(f"{k}={v}" for k, v in list(m.top_opcodes.items())[:8])
             out.append(f"   top opcodes: {top}")
         return "\n".join(out) or "no kernels"
 
 
 class IsaOccupancyRequest(IsaFileRequest):
-    block_size: int | None = Field(None, ge=1, le=4096, description="threads per block (default: the kernel's "
-                                   "required/max block size, else 256)")
+    block_size: int | None = Field(
+        None,
+        ge=1,
+        le=4096,
+        description="threads per block (default: the kernel's required/max block size, else 256)",
+    )
     dynamic_shared_bytes: int = Field(0, ge=0, description="dynamic shared memory / LDS bytes per block")
-    target_arch: str | None = Field(None, description="evaluate on this arch instead of the code object's "
-                                    "(e.g. sm_86 for an sm_80 cubin)")
+    target_arch: str | None = Field(
+        None, description="evaluate on this arch instead of the code object's (e.g. sm_86 for an sm_80 cubin)"
+    )
 
 
 class IsaOccupancyResult(Result):
@@ -136,9 +155,11 @@ class IsaOccupancyResult(Result):
         for o in self.results:
             per = f", {o.waves_per_simd} waves/SIMD" if o.waves_per_simd is not None else ""
             unit = "warps/SM" if o.waves_per_simd is None else "waves/CU"
-            out.append(f"{o.kernel} on {o.arch}, block {o.block_size}: {o.resident_blocks} blocks, "
-                       f"{o.resident_warps}/{o.max_warps} {unit} ({o.occupancy_pct}%){per}; limiter {o.limiter}; "
-                       f"limits {o.limits}")
+            out.append(
+                f"{o.kernel} on {o.arch}, block {o.block_size}: {o.resident_blocks} blocks, "
+                f"{o.resident_warps}/{o.max_warps} {unit} ({o.occupancy_pct}%){per}; limiter {o.limiter}; "
+                f"limits {o.limits}"
+            )
             for s in o.next_step:
                 out.append(f"   next: {s.change} -> {s.gives}")
         out.append(self.note)
@@ -146,7 +167,9 @@ class IsaOccupancyResult(Result):
 
 
 class IsaFitRequest(IsaOccupancyRequest):
-    disassemble: bool = Field(True, description="use the disassembler (when installed) for mix-based findings")
+    disassemble: bool = Field(
+        True, description="use the disassembler (when installed) for mix-based findings"
+    )
 
 
 class IsaFitResult(Result):

@@ -67,13 +67,16 @@ def decompress_ccob(buf: bytes | memoryview, label: str) -> tuple[bytes, str]:
     elif method == 1:
         if not zstd_available():
             raise CodeObjectError(
-                label, "offload bundle is ZSTD-compressed and no ZSTD decoder is installed",
+                label,
+                "offload bundle is ZSTD-compressed and no ZSTD decoder is installed",
                 "pip install zstandard, or unbundle it with clang-offload-bundler -unbundle",
             )
         out = zstd_decompress(payload, usize, label)
         name = "zstd"
     else:
-        raise CodeObjectError(label, f"compressed offload bundle method {method} is not known (0 zlib, 1 zstd)")
+        raise CodeObjectError(
+            label, f"compressed offload bundle method {method} is not known (0 zlib, 1 zstd)"
+        )
     if len(out) != usize:
         raise CodeObjectError(label, f"bundle decompressed to {len(out)} bytes, header says {usize}")
     return out, name

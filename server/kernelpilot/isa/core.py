@@ -32,8 +32,10 @@ def _compile(pattern: str | None) -> re.Pattern[str] | None:
     try:
         return re.compile(pattern)
     except re.error as exc:
-        raise InvalidArgumentError(f"--kernel {pattern!r} is not a valid regular expression: {exc}",
-                                   "escape special characters, e.g. 'axpy<float>' -> 'axpy<float>'") from exc
+        raise InvalidArgumentError(
+            f"--kernel {pattern!r} is not a valid regular expression: {exc}",
+            "escape special characters, e.g. 'axpy<float>' -> 'axpy<float>'",
+        ) from exc
 
 
 def _select(req: IsaFileRequest, loaded: Loaded) -> list[KernelResources]:
@@ -104,12 +106,21 @@ def isa_resources(req: IsaFileRequest) -> IsaResourcesResult:
     loaded = _load(req)
     ks = _select(req, loaded)
     _apply_ptxas_log(req, ks)
-    return IsaResourcesResult(file=req.file, kernel_count=len(ks), kernels=ks[: req.max_kernels],
-                              entries=loaded.entries, warnings=loaded.warnings)
+    return IsaResourcesResult(
+        file=req.file,
+        kernel_count=len(ks),
+        kernels=ks[: req.max_kernels],
+        entries=loaded.entries,
+        warnings=loaded.warnings,
+    )
 
 
-def _mixes(req: IsaFileRequest, loaded: Loaded, ks: list[KernelResources], keep_text: bool = False,
-           ) -> dict[tuple[str, str], tuple[KernelMixModel, list[str]]]:
+def _mixes(
+    req: IsaFileRequest,
+    loaded: Loaded,
+    ks: list[KernelResources],
+    keep_text: bool = False,
+) -> dict[tuple[str, str], tuple[KernelMixModel, list[str]]]:
     from kernelpilot.isa.disasm import disassemble, parse_amdgcn, parse_sass
 
     wanted_entries = {k.entry for k in ks}
@@ -122,9 +133,14 @@ def _mixes(req: IsaFileRequest, loaded: Loaded, ks: list[KernelResources], keep_
         parsed = parse_sass(text, keep_text) if vendor == "nvidia" else parse_amdgcn(text, keep_text)
         for name, m in parsed.items():
             model = KernelMixModel(
-                kernel=name, arch=ent.arch or "", entry=ent.label, instructions=m.instructions,
-                families=dict(m.families), global_load_bits=dict(m.global_load_bits),
-                global_store_bits=dict(m.global_store_bits), shared_bits=dict(m.shared_bits),
+                kernel=name,
+                arch=ent.arch or "",
+                entry=ent.label,
+                instructions=m.instructions,
+                families=dict(m.families),
+                global_load_bits=dict(m.global_load_bits),
+                global_store_bits=dict(m.global_store_bits),
+                shared_bits=dict(m.shared_bits),
                 top_opcodes=dict(m.opcodes.most_common(16)),
             )
             out[(ent.label, name)] = (model, m.text)
@@ -141,8 +157,15 @@ def isa_disasm(req: IsaDisasmRequest) -> IsaDisasmResult:
         if got is None:
             continue
         lines = got[1]
-        out.append(KernelDisasm(kernel=k.demangled, arch=k.arch, entry=k.entry, lines=lines[: req.max_lines],
-                                truncated=len(lines) > req.max_lines))
+        out.append(
+            KernelDisasm(
+                kernel=k.demangled,
+                arch=k.arch,
+                entry=k.entry,
+                lines=lines[: req.max_lines],
+                truncated=len(lines) > req.max_lines,
+            )
+        )
     tool = "nvdisasm" if any(k.vendor == "nvidia" for k in ks) else "llvm-objdump"
     return IsaDisasmResult(file=req.file, tool=tool, kernels=out)
 
@@ -151,8 +174,9 @@ def isa_mix(req: IsaFileRequest) -> IsaMixResult:
     loaded = _load(req, keep_payloads=True)
     ks = _select(req, loaded)[: req.max_kernels]
     mixes = _mixes(req, loaded, ks)
-    return IsaMixResult(file=req.file, kernels=[mixes[(k.entry, k.name)][0] for k in ks
-                                                if (k.entry, k.name) in mixes])
+    return IsaMixResult(
+        file=req.file, kernels=[mixes[(k.entry, k.name)][0] for k in ks if (k.entry, k.name) in mixes]
+    )
 
 
 def _occ(k: KernelResources, req: IsaOccupancyRequest) -> OccupancyModel:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import struct
 
-from kernelpilot.isa.elf import EM_CUDA, SHT_NOBITS, ElfFile
+from kernelpilot.isa.elf import EM_CUDA, ElfFile
 from kernelpilot.isa.errors import CodeObjectError
 from kernelpilot.isa.models import KernelResources
 
@@ -51,7 +51,9 @@ _U32X3 = struct.Struct("<III")
 def cubin_arch(elf: ElfFile) -> str:
     """`sm_XX` from the cubin ELF header."""
     if elf.machine != EM_CUDA:
-        raise CodeObjectError(elf.label, f"not a cubin: ELF machine is {elf.machine_name}, expected cuda (190)")
+        raise CodeObjectError(
+            elf.label, f"not a cubin: ELF machine is {elf.machine_name}, expected cuda (190)"
+        )
     sm = (elf.e_flags >> 8) & 0xFF if elf.osabi == ELFOSABI_CUDA_V2 else elf.e_flags & 0xFF
     if sm == 0:
         raise CodeObjectError(elf.label, f"cubin e_flags {elf.e_flags:#x} carry no SM version")
@@ -84,8 +86,14 @@ def _records(elf: ElfFile, data: memoryview, section: str) -> list[tuple[int, in
 
 _WANTED = frozenset(
     {
-        EIATTR_REGCOUNT, EIATTR_MAX_THREADS, EIATTR_REQNTID, EIATTR_CTA_PER_CLUSTER, EIATTR_MAXREG_COUNT,
-        EIATTR_NUM_BARRIERS, EIATTR_WMMA_USED, EIATTR_CBANK_PARAM_SIZE,
+        EIATTR_REGCOUNT,
+        EIATTR_MAX_THREADS,
+        EIATTR_REQNTID,
+        EIATTR_CTA_PER_CLUSTER,
+        EIATTR_MAXREG_COUNT,
+        EIATTR_NUM_BARRIERS,
+        EIATTR_WMMA_USED,
+        EIATTR_CBANK_PARAM_SIZE,
     }
 )
 
@@ -109,7 +117,7 @@ def _kernel_records(elf: ElfFile, view: memoryview, name: str) -> list[tuple[int
             if attr in _WANTED:
                 out.append((fmt, attr, data[pos + 2] | (data[pos + 3] << 8)))
             pos += 4
-        elif fmt == EIFMT_BVAL or fmt == EIFMT_NVAL:
+        elif fmt in (EIFMT_BVAL, EIFMT_NVAL):
             if attr in _WANTED:
                 out.append((fmt, attr, data[pos + 2]))
             pos += 4
@@ -134,7 +142,9 @@ def _global_info_fast(data: memoryview) -> list[tuple[int, int, int]] | None:
     return out
 
 
-def read_cubin(buf: bytes | memoryview, label: str, entry: str | None = None) -> list[KernelResources]:
+def read_cubin(
+    buf: bytes | memoryview | ElfFile, label: str, entry: str | None = None
+) -> list[KernelResources]:
     """Every function in a cubin with its resources (entry kernels first-class, device functions marked)."""
     elf = buf if isinstance(buf, ElfFile) else ElfFile(buf, label)
     arch = cubin_arch(elf)
@@ -203,7 +213,7 @@ def read_cubin(buf: bytes | memoryview, label: str, entry: str | None = None) ->
         cluster: list[int] | None = None
         if info is not None:
             wmma = False
-            for fmt, attr, val in _kernel_records(elf, info, name):
+            for _fmt, attr, val in _kernel_records(elf, info, name):
                 if attr == EIATTR_REGCOUNT and isinstance(val, memoryview) and len(val) >= 8:
                     regs = _U32X2.unpack_from(val, 0)[1]
                 elif attr == EIATTR_MAX_THREADS and isinstance(val, memoryview) and len(val) >= 12:

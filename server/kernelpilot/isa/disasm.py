@@ -14,7 +14,10 @@ from kernelpilot.errors import ToolNotFoundError
 
 # SASS opcode (first dotted token) -> family
 _SASS_FAMILIES: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("matrix", re.compile(r"^(HMMA|IMMA|DMMA|BMMA|HGMMA|IGMMA|QGMMA|BGMMA|QMMA|OMMA|UTC\w*MMA\w*|UTCQMMA|UTCHMMA)$")),
+    (
+        "matrix",
+        re.compile(r"^(HMMA|IMMA|DMMA|BMMA|HGMMA|IGMMA|QGMMA|BGMMA|QMMA|OMMA|UTC\w*MMA\w*|UTCQMMA|UTCHMMA)$"),
+    ),
     ("global_load", re.compile(r"^(LDG|LD)$")),
     ("global_store", re.compile(r"^(STG|ST)$")),
     ("async_copy", re.compile(r"^(LDGSTS|LDGDEPBAR|UTMALDG|UTMASTG|UTMAPF|UBLKCP|UTMACCTL|UBLKRED)$")),

@@ -42,7 +42,7 @@ _SYM = struct.Struct("<IBBHQQ")
 class Section(NamedTuple):
     """One section header (a NamedTuple: cheap to build for the ~10^5 sections of a large library)."""
 
-    index: int
+    number: int
     name: str
     type: int
     flags: int
@@ -96,7 +96,9 @@ class ElfFile:
             raise CodeObjectError(label, f"truncated ELF header ({n} bytes)")
         ident = bytes(self.buf[:16])
         if ident[4] != 2:
-            raise CodeObjectError(label, f"ELF class {ident[4]} is not ELF64; only 64-bit code objects are read")
+            raise CodeObjectError(
+                label, f"ELF class {ident[4]} is not ELF64; only 64-bit code objects are read"
+            )
         if ident[5] != 1:
             raise CodeObjectError(label, "big-endian ELF is not supported")
         self.osabi = ident[7]

@@ -13,7 +13,8 @@ class CodeObjectError(FormatError):
     def __init__(self, path: str, what: str, hint: str = "") -> None:
         super().__init__(
             f"{path}: {what}",
-            hint or "check that the file is a complete, uncorrupted GPU code object (cubin, fatbin, HSACO, "
+            hint
+            or "check that the file is a complete, uncorrupted GPU code object (cubin, fatbin, HSACO, "
             "offload bundle) or a host binary embedding one",
         )
         self.path = path

@@ -97,8 +97,11 @@ def scan_fatbins(buf: memoryview, label: str, base: int = 0, end: int | None = N
                 buf, p
             )
             if ehs < _ENT.size or p + ehs + esz > fat_end:
-                raise CodeObjectError(label, f"fatbin entry at byte {p} has a corrupt size (header {ehs}, "
-                                      f"payload {esz}, {fat_end - p} bytes left)")
+                raise CodeObjectError(
+                    label,
+                    f"fatbin entry at byte {p} has a corrupt size (header {ehs}, "
+                    f"payload {esz}, {fat_end - p} bytes left)",
+                )
             out.append(FatEntry(index, kind, arch, p + ehs, esz, csz, dsz, flags, (major, minor)))
             p += ehs + esz
         index += 1

@@ -19,7 +19,7 @@ def _matrix_units(arch: str) -> str:
         return row.matrix_units if row else "unknown"
     try:
         row_n = NVIDIA_TABLE.get(cc_of(arch))
-    except Exception:  # noqa: BLE001 - unknown arch strings only change the label
+    except Exception:
         row_n = None
     return row_n.matrix_units if row_n else "unknown"
 
@@ -36,24 +36,36 @@ def fit_report(
     k: KernelResources, occ: OccupancyModel, mix: KernelMixModel | None, mix_note: str = ""
 ) -> FitReport:
     left: list[str] = []
-    lines = [f"ISA Fit View: {k.demangled} [{k.arch}, {k.entry}]",
-             "  (ISA-fit heuristic from the code object; not a measured occupancy)"]
+    lines = [
+        f"ISA Fit View: {k.demangled} [{k.arch}, {k.entry}]",
+        "  (ISA-fit heuristic from the code object; not a measured occupancy)",
+    ]
     # registers
     if k.vendor == "nvidia":
         cap = f", cap {k.max_registers}" if k.max_registers and k.max_registers < 255 else ""
-        lines.append(f"  registers  {k.registers}/thread{cap}; register limit {occ.limits.get('registers', '-')} "
-                     f"blocks of {occ.block_size}")
-        lines.append(f"  shared     {k.static_shared_bytes} B static + {occ.dynamic_shared_bytes} B dynamic per block;"
-                     f" limit {occ.limits.get('shared_memory', 'none')} blocks")
+        lines.append(
+            f"  registers  {k.registers}/thread{cap}; register limit {occ.limits.get('registers', '-')} "
+            f"blocks of {occ.block_size}"
+        )
+        lines.append(
+            f"  shared     {k.static_shared_bytes} B static + {occ.dynamic_shared_bytes} B dynamic per block;"
+            f" limit {occ.limits.get('shared_memory', 'none')} blocks"
+        )
     else:
-        lines.append(f"  registers  VGPR {k.registers} AGPR {k.agprs} SGPR {k.sgprs} (wave{k.wavefront_size}); "
-                     f"VGPR limit {occ.limits.get('vgprs', '-')} workgroups")
-        lines.append(f"  LDS        {k.static_shared_bytes} B static + {occ.dynamic_shared_bytes} B dynamic; "
-                     f"limit {occ.limits.get('lds', 'none')} workgroups")
+        lines.append(
+            f"  registers  VGPR {k.registers} AGPR {k.agprs} SGPR {k.sgprs} (wave{k.wavefront_size}); "
+            f"VGPR limit {occ.limits.get('vgprs', '-')} workgroups"
+        )
+        lines.append(
+            f"  LDS        {k.static_shared_bytes} B static + {occ.dynamic_shared_bytes} B dynamic; "
+            f"limit {occ.limits.get('lds', 'none')} workgroups"
+        )
     unit = "warps/SM" if occ.waves_per_simd is None else "waves/CU"
     per = f", {occ.waves_per_simd} waves/SIMD" if occ.waves_per_simd is not None else ""
-    lines.append(f"  occupancy  {occ.resident_blocks} blocks, {occ.resident_warps}/{occ.max_warps} {unit} "
-                 f"({occ.occupancy_pct}%){per}; limiter {occ.limiter}")
+    lines.append(
+        f"  occupancy  {occ.resident_blocks} blocks, {occ.resident_warps}/{occ.max_warps} {unit} "
+        f"({occ.occupancy_pct}%){per}; limiter {occ.limiter}"
+    )
     for s in occ.next_step:
         if s.limiter != "warps":
             lines.append(f"             next: {s.change} -> {s.gives}")
@@ -65,8 +77,14 @@ def fit_report(
         lines.append(f"  loads      widest global load {_widest(mix.global_load_bits)}")
         lines.append(f"  stores     widest global store {_widest(mix.global_store_bits)}")
         fma = sum(v for op, v in mix.top_opcodes.items() if FMA_OPS.match(op))
-        if mm == 0 and avail not in ("unknown",) and not avail.startswith("none") and (
-            GEMM_NAME.search(k.demangled) or (mix.families.get("shared", 0) > 0 and fma * 4 >= mix.instructions)
+        if (
+            mm == 0
+            and avail not in ("unknown",)
+            and not avail.startswith("none")
+            and (
+                GEMM_NAME.search(k.demangled)
+                or (mix.families.get("shared", 0) > 0 and fma * 4 >= mix.instructions)
+            )
         ):
             left.append(f"matrix units idle on a GEMM-shaped kernel ({avail} available, 0 matrix ops)")
         small = sum(n for b, n in mix.global_load_bits.items() if b <= 32)
@@ -79,34 +97,45 @@ def fit_report(
         if loc:
             lines.append(f"  local      {loc} local/scratch memory instruction(s)")
     else:
-        lines.append(f"  matrix     (no disassembly{': ' + mix_note if mix_note else ''}); available: {avail}")
+        lines.append(
+            f"  matrix     (no disassembly{': ' + mix_note if mix_note else ''}); available: {avail}"
+        )
     # spills
     if k.vendor == "nvidia":
         if k.spills_recorded:
             sp = f"{k.spill_store_bytes} B stores / {k.spill_load_bytes} B loads per thread"
             lines.append(f"  spills     {sp}; stack frame {k.stack_frame_bytes} B")
             if (k.spill_store_bytes or 0) + (k.spill_load_bytes or 0) > 0:
-                left.append(f"spills: {k.spill_store_bytes} bytes/thread stored, {k.spill_load_bytes} loaded "
-                            "(raise the register cap or cut live values)")
+                left.append(
+                    f"spills: {k.spill_store_bytes} bytes/thread stored, {k.spill_load_bytes} loaded "
+                    "(raise the register cap or cut live values)"
+                )
         else:
             capped = k.max_registers is not None and k.max_registers < 255 and k.registers == k.max_registers
             lines.append(f"  spills     not recorded in the cubin; stack frame {k.stack_frame_bytes} B")
             if capped and (k.stack_frame_bytes or 0) > 0:
-                left.append(f"likely spills: register cap {k.max_registers} reached with a "
-                            f"{k.stack_frame_bytes}-byte stack frame (pass --ptxas-log for exact spill bytes)")
+                left.append(
+                    f"likely spills: register cap {k.max_registers} reached with a "
+                    f"{k.stack_frame_bytes}-byte stack frame (pass --ptxas-log for exact spill bytes)"
+                )
             elif (k.stack_frame_bytes or 0) > 0:
-                left.append(f"local memory: {k.stack_frame_bytes}-byte stack frame per thread (local arrays or "
-                            "spills; index arrays with compile-time constants to keep them in registers)")
+                left.append(
+                    f"local memory: {k.stack_frame_bytes}-byte stack frame per thread (local arrays or "
+                    "spills; index arrays with compile-time constants to keep them in registers)"
+                )
     else:
         sv, ss = k.vgpr_spills or 0, k.sgpr_spills or 0
         lines.append(f"  spills     VGPR {sv}, SGPR {ss}; scratch {k.stack_frame_bytes} B/lane")
         if sv or ss:
             left.append(f"spills: {sv} VGPRs and {ss} SGPRs spilled to scratch")
         elif (k.stack_frame_bytes or 0) > 0:
-            left.append(f"scratch: {k.stack_frame_bytes} bytes/lane of private memory (dynamically indexed arrays?)")
+            left.append(
+                f"scratch: {k.stack_frame_bytes} bytes/lane of private memory (dynamically indexed arrays?)"
+            )
     bar = k.barriers if k.vendor == "nvidia" else (mix.families.get("barrier") if mix else None)
     lines.append(f"  barriers   {bar if bar is not None else 'unknown'}")
     lines.append("  left on table:" + ("" if left else " nothing obvious from the ISA"))
     lines += [f"   - {x}" for x in left]
-    return FitReport(kernel=k.demangled, arch=k.arch, text="\n".join(lines), left_on_table=left, occupancy=occ,
-                     mix=mix)
+    return FitReport(
+        kernel=k.demangled, arch=k.arch, text="\n".join(lines), left_on_table=left, occupancy=occ, mix=mix
+    )

@@ -19,7 +19,7 @@ NT_AMDGPU_METADATA = 32  # AMDGPUUsage "Code Object V3+ Note Records"
 ELFOSABI_AMDGPU_HSA = 64  # AMDGPUUsage "ELF Header"
 # e_ident[EI_ABIVERSION] -> code object version (AMDGPUUsage "ELF Header": ELFABIVERSION_AMDGPU_HSA_V3..V6)
 ABI_TO_COV = {1: 3, 2: 4, 3: 5, 4: 6}
-# EF_AMDGPU_MACH values (AMDGPUUsage table "AMDGPU EF_AMDGPU_MACH Values"), fallback when metadata lacks a target
+# EF_AMDGPU_MACH values (AMDGPUUsage table "AMDGPU EF_AMDGPU_MACH Values"); used when metadata has no target
 MACH_TO_GFX = {
     0x2F: "gfx908",
     0x3F: "gfx90a",
@@ -45,7 +45,9 @@ def parse_target(target: str) -> tuple[str, list[str]]:
     return parts[0], parts[1:]
 
 
-def read_hsaco(buf: bytes | memoryview | ElfFile, label: str, entry: str | None = None) -> list[KernelResources]:
+def read_hsaco(
+    buf: bytes | memoryview | ElfFile, label: str, entry: str | None = None
+) -> list[KernelResources]:
     elf = buf if isinstance(buf, ElfFile) else ElfFile(buf, label)
     if elf.machine != EM_AMDGPU:
         raise CodeObjectError(elf.label, f"not an AMD GPU code object: ELF machine is {elf.machine_name}")

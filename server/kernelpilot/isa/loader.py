@@ -52,7 +52,9 @@ def _open(path: Path) -> memoryview:
         with path.open("rb") as fh:
             mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
     except OSError as exc:
-        raise InputFileError(f"{path}: cannot read ({exc.strerror})", "check the path and permissions") from exc
+        raise InputFileError(
+            f"{path}: cannot read ({exc.strerror})", "check the path and permissions"
+        ) from exc
     return memoryview(mm)
 
 
@@ -90,17 +92,27 @@ def load(
         else:
             _add_host(out, elf, buf, label, arch, want_kernels, keep_payloads, allow_tool_fallback, count_ptx)
     elif head[:4] == fatbin_mod.FATBIN_MAGIC_BYTES:
-        _add_fatbin(out, buf, label, 0, len(buf), arch, want_kernels, keep_payloads, allow_tool_fallback,
-                    count_ptx)
+        _add_fatbin(
+            out, buf, label, 0, len(buf), arch, want_kernels, keep_payloads, allow_tool_fallback, count_ptx
+        )
     elif bundle_mod.is_bundle(head):
         _add_bundle(out, buf, label, 0, arch, want_kernels, keep_payloads)
     elif _looks_like_ptx(buf):
         text = bytes(buf).decode("utf-8", "replace")
         tgt = _ptx_target(text)
         out.entries.append(
-            CodeObjectEntry(index=0, label=path.name, kind="ptx", vendor="nvidia", arch=tgt, container="file",
-                            offset=0, size_bytes=len(buf), kernel_count=len(ptx_entries(text)),
-                            note="PTX is not compiled: no register/shared figures until ptxas runs")
+            CodeObjectEntry(
+                index=0,
+                label=path.name,
+                kind="ptx",
+                vendor="nvidia",
+                arch=tgt,
+                container="file",
+                offset=0,
+                size_bytes=len(buf),
+                kernel_count=len(ptx_entries(text)),
+                note="PTX is not compiled: no register/shared figures until ptxas runs",
+            )
         )
     else:
         raise CodeObjectError(
@@ -126,8 +138,17 @@ def _ptx_target(text: str) -> str | None:
 
 
 def _add_cubin(
-    out: Loaded, elf: ElfFile | None, buf: bytes | memoryview, label: str, entry_label: str, offset: int,
-    container: str, compressed: str | None, arch: str | None, want: bool, keep: bool,
+    out: Loaded,
+    elf: ElfFile | None,
+    buf: bytes | memoryview,
+    label: str,
+    entry_label: str,
+    offset: int,
+    container: str,
+    compressed: str | None,
+    arch: str | None,
+    want: bool,
+    keep: bool,
 ) -> None:
     from kernelpilot.isa.cubin import cubin_arch
 
@@ -141,15 +162,33 @@ def _add_cubin(
         if keep:
             out.payloads[entry_label] = buf
     out.entries.append(
-        CodeObjectEntry(index=len(out.entries), label=entry_label, kind="cubin", vendor="nvidia", arch=a,
-                        container=container, offset=offset, size_bytes=len(buf), compressed=compressed,
-                        kernel_count=count)
+        CodeObjectEntry(
+            index=len(out.entries),
+            label=entry_label,
+            kind="cubin",
+            vendor="nvidia",
+            arch=a,
+            container=container,
+            offset=offset,
+            size_bytes=len(buf),
+            compressed=compressed,
+            kernel_count=count,
+        )
     )
 
 
 def _add_hsaco(
-    out: Loaded, elf: ElfFile | None, buf: bytes | memoryview, label: str, entry_label: str, offset: int,
-    container: str, compressed: str | None, arch: str | None, want: bool, keep: bool,
+    out: Loaded,
+    elf: ElfFile | None,
+    buf: bytes | memoryview,
+    label: str,
+    entry_label: str,
+    offset: int,
+    container: str,
+    compressed: str | None,
+    arch: str | None,
+    want: bool,
+    keep: bool,
 ) -> None:
     e = elf or ElfFile(buf, f"{label}:{entry_label}")
     ks = read_hsaco(e, f"{label}:{entry_label}", entry_label)
@@ -164,22 +203,40 @@ def _add_hsaco(
         if keep:
             out.payloads[entry_label] = buf
     out.entries.append(
-        CodeObjectEntry(index=len(out.entries), label=entry_label, kind="hsaco", vendor="amd", arch=a,
-                        container=container, offset=offset, size_bytes=len(buf), compressed=compressed,
-                        kernel_count=count)
+        CodeObjectEntry(
+            index=len(out.entries),
+            label=entry_label,
+            kind="hsaco",
+            vendor="amd",
+            arch=a,
+            container=container,
+            offset=offset,
+            size_bytes=len(buf),
+            compressed=compressed,
+            kernel_count=count,
+        )
     )
 
 
 def _add_host(
-    out: Loaded, elf: ElfFile, buf: memoryview, label: str, arch: str | None, want: bool, keep: bool,
-    fallback: bool, count_ptx: bool = False,
+    out: Loaded,
+    elf: ElfFile,
+    buf: memoryview,
+    label: str,
+    arch: str | None,
+    want: bool,
+    keep: bool,
+    fallback: bool,
+    count_ptx: bool = False,
 ) -> None:
     found = False
     for name in HOST_FATBIN_SECTIONS:
         sec = elf.section(name)
         if sec is not None and sec.size:
             found = True
-            _add_fatbin(out, buf, label, sec.offset, sec.offset + sec.size, arch, want, keep, fallback, count_ptx)
+            _add_fatbin(
+                out, buf, label, sec.offset, sec.offset + sec.size, arch, want, keep, fallback, count_ptx
+            )
     for name in HOST_HIP_SECTIONS:
         sec = elf.section(name)
         if sec is not None and sec.size:
@@ -202,8 +259,16 @@ def _add_host(
 
 
 def _add_fatbin(
-    out: Loaded, buf: memoryview, label: str, start: int, end: int, arch: str | None, want: bool,
-    keep: bool, fallback: bool, count_ptx: bool = False,
+    out: Loaded,
+    buf: memoryview,
+    label: str,
+    start: int,
+    end: int,
+    arch: str | None,
+    want: bool,
+    keep: bool,
+    fallback: bool,
+    count_ptx: bool = False,
 ) -> None:
     ents = fatbin_mod.scan_fatbins(buf, label, start, end)
     base = Path(label).name
@@ -212,28 +277,42 @@ def _add_fatbin(
     for n, fe in enumerate(ents, start=1):
         suffix = "ptx" if fe.kind == fatbin_mod.KIND_PTX else "cubin"
         elabel = f"{base}.{n}.{fe.arch_name}.{suffix}"
-        common = dict(index=len(out.entries), label=elabel, vendor="nvidia", arch=fe.arch_name, container="fatbin",
-                      offset=fe.offset, size_bytes=fe.size, compressed=fe.compression)
+        common = dict(
+            index=len(out.entries),
+            label=elabel,
+            vendor="nvidia",
+            arch=fe.arch_name,
+            container="fatbin",
+            offset=fe.offset,
+            size_bytes=fe.size,
+            compressed=fe.compression,
+        )
         if fe.kind == fatbin_mod.KIND_PTX:
             count = None
             if count_ptx and arch_matches(fe.arch_name, arch) and fatbin_mod.can_decompress(fe):
                 text = bytes(fatbin_mod.entry_payload(buf, fe, f"{label}:{elabel}")).rstrip(b"\0")
                 count = len(ptx_entries(text.decode("utf-8", "replace")))
-            out.entries.append(CodeObjectEntry(kind="ptx", decompressed=fatbin_mod.can_decompress(fe),
-                                               kernel_count=count, **common))  # type: ignore[arg-type]
+            out.entries.append(
+                CodeObjectEntry(
+                    kind="ptx", decompressed=fatbin_mod.can_decompress(fe), kernel_count=count, **common
+                )
+            )
         elif fe.kind != fatbin_mod.KIND_ELF:
-            out.entries.append(CodeObjectEntry(kind="other", note=f"fatbin entry kind {fe.kind} is not read",
-                                               **common))  # type: ignore[arg-type]
+            out.entries.append(
+                CodeObjectEntry(kind="other", note=f"fatbin entry kind {fe.kind} is not read", **common)
+            )
         elif not (want and arch_matches(fe.arch_name, arch)):
-            out.entries.append(CodeObjectEntry(kind="cubin", decompressed=False, **common))  # type: ignore[arg-type]
+            out.entries.append(CodeObjectEntry(kind="cubin", decompressed=False, **common))
         elif not fatbin_mod.can_decompress(fe):
             pending.append((len(out.entries), fe))
-            out.entries.append(CodeObjectEntry(kind="cubin", decompressed=False,
-                                               note="ZSTD-compressed; no in-process decoder",
-                                               **common))  # type: ignore[arg-type]
+            out.entries.append(
+                CodeObjectEntry(
+                    kind="cubin", decompressed=False, note="ZSTD-compressed; no in-process decoder", **common
+                )
+            )
         else:
             todo.append((len(out.entries), fe, elabel))
-            out.entries.append(CodeObjectEntry(kind="cubin", **common))  # type: ignore[arg-type]
+            out.entries.append(CodeObjectEntry(kind="cubin", **common))
     results: list[tuple[int, list[KernelResources]]] = []
     for idx, elabel, payload in _payloads(buf, label, todo):
         ks = read_cubin(payload, f"{label}:{elabel}", elabel)
@@ -275,13 +354,18 @@ def _payloads(
             idx, elabel, fut = window.popleft()
             nxt = next(it, None)
             if nxt is not None:
-                window.append((nxt[0], nxt[2], pool.submit(fatbin_mod.entry_payload, buf, nxt[1],
-                                                           f"{label}:{nxt[2]}")))
+                window.append(
+                    (nxt[0], nxt[2], pool.submit(fatbin_mod.entry_payload, buf, nxt[1], f"{label}:{nxt[2]}"))
+                )
             yield idx, elabel, fut.result()
 
 
 def _tool_fallback(
-    out: Loaded, label: str, pending: list[tuple[int, fatbin_mod.FatEntry]], arch: str | None, keep: bool,
+    out: Loaded,
+    label: str,
+    pending: list[tuple[int, fatbin_mod.FatEntry]],
+    arch: str | None,
+    keep: bool,
     fallback: bool,
 ) -> None:
     exe = toolchain.find_tool("cuobjdump") if fallback else None
@@ -333,7 +417,13 @@ def _cuobjdump_index(name: str) -> int:
 
 
 def _add_bundle(
-    out: Loaded, buf: memoryview, label: str, start: int, arch: str | None, want: bool, keep: bool,
+    out: Loaded,
+    buf: memoryview,
+    label: str,
+    start: int,
+    arch: str | None,
+    want: bool,
+    keep: bool,
     base_offset: int = 0,
 ) -> None:
     data: bytes | memoryview = buf[start:]
@@ -346,10 +436,17 @@ def _add_bundle(
             if "no ZSTD decoder" not in exc.message:
                 raise
             out.entries.append(
-                CodeObjectEntry(index=len(out.entries), label=f"{Path(label).name}@{base_offset + start}",
-                                kind="other", container="compressed-offload-bundle",
-                                offset=base_offset + start, size_bytes=len(data), compressed="zstd",
-                                decompressed=False, note=exc.message)
+                CodeObjectEntry(
+                    index=len(out.entries),
+                    label=f"{Path(label).name}@{base_offset + start}",
+                    kind="other",
+                    container="compressed-offload-bundle",
+                    offset=base_offset + start,
+                    size_bytes=len(data),
+                    compressed="zstd",
+                    decompressed=False,
+                    note=exc.message,
+                )
             )
             return
         container = "compressed-offload-bundle"
@@ -360,15 +457,31 @@ def _add_bundle(
         elabel = f"{Path(label).name}:{triple}"
         if gfx is None or be.size == 0:
             out.entries.append(
-                CodeObjectEntry(index=len(out.entries), label=elabel, kind="host" if gfx is None else "other",
-                                container=container, offset=be.offset, size_bytes=be.size, compressed=compressed)
+                CodeObjectEntry(
+                    index=len(out.entries),
+                    label=elabel,
+                    kind="host" if gfx is None else "other",
+                    container=container,
+                    offset=be.offset,
+                    size_bytes=be.size,
+                    compressed=compressed,
+                )
             )
             continue
         if is_elf(payload):
             _add_hsaco(out, None, payload, label, elabel, be.offset, container, compressed, arch, want, keep)
         else:
             out.entries.append(
-                CodeObjectEntry(index=len(out.entries), label=elabel, kind="other", vendor="amd", arch=gfx,
-                                container=container, offset=be.offset, size_bytes=be.size,
-                                compressed=compressed, note="device entry is not an ELF code object (bitcode?)")
+                CodeObjectEntry(
+                    index=len(out.entries),
+                    label=elabel,
+                    kind="other",
+                    vendor="amd",
+                    arch=gfx,
+                    container=container,
+                    offset=be.offset,
+                    size_bytes=be.size,
+                    compressed=compressed,
+                    note="device entry is not an ELF code object (bitcode?)",
+                )
             )

@@ -13,7 +13,7 @@ class KernelResources(BaseModel):
     """Resources of one kernel as recorded in its code object (not measured)."""
 
     name: str = Field(description="symbol name as in the code object (mangled for C++)")
-    demangled: str = Field(description="demangled name (same as name for extern \"C\" kernels)")
+    demangled: str = Field(description='demangled name (same as name for extern "C" kernels)')
     vendor: Vendor
     arch: str = Field(description="target, e.g. sm_90 or gfx942 (AMD: without feature suffixes)")
     target_features: list[str] = Field(default_factory=list, description="AMD: xnack+/-, sramecc+/-")
@@ -22,15 +22,21 @@ class KernelResources(BaseModel):
     registers: int | None = Field(None, description="NVIDIA: registers per thread; AMD: arch VGPRs per lane")
     agprs: int | None = Field(None, description="AMD accumulation VGPRs per lane (gfx90a/gfx94x)")
     sgprs: int | None = Field(None, description="AMD scalar registers per wave")
-    max_registers: int | None = Field(None, description="NVIDIA register cap (maxrregcount/__maxnreg__), 255=none")
-    static_shared_bytes: int | None = Field(None, description="static shared/LDS bytes per block (no reserve)")
+    max_registers: int | None = Field(
+        None, description="NVIDIA register cap (maxrregcount/__maxnreg__), 255=none"
+    )
+    static_shared_bytes: int | None = Field(
+        None, description="static shared/LDS bytes per block (no reserve)"
+    )
     shared_section_bytes: int | None = Field(
         None, description="NVIDIA: size of .nv.shared.<kernel> (cuobjdump's SHARED; includes system reserve)"
     )
     dynamic_lds: bool | None = Field(None, description="AMD: kernel uses dynamically sized LDS")
     stack_frame_bytes: int | None = Field(None, description="NVIDIA: stack frame per thread; AMD: scratch")
     min_stack_bytes: int | None = None
-    spill_store_bytes: int | None = Field(None, description="NVIDIA: from a ptxas -v log when given; else None")
+    spill_store_bytes: int | None = Field(
+        None, description="NVIDIA: from a ptxas -v log when given; else None"
+    )
     spill_load_bytes: int | None = None
     sgpr_spills: int | None = Field(None, description="AMD: SGPRs spilled (count)")
     vgpr_spills: int | None = Field(None, description="AMD: VGPRs spilled (count)")
@@ -38,7 +44,9 @@ class KernelResources(BaseModel):
     dynamic_stack: bool | None = None
     max_threads_per_block: int | None = Field(None, description="launch bound / max flat workgroup size")
     required_block_size: list[int] | None = Field(None, description="required block size (reqntid/reqd)")
-    constant_banks: dict[str, int] = Field(default_factory=dict, description="bank -> bytes (bank 0 = params)")
+    constant_banks: dict[str, int] = Field(
+        default_factory=dict, description="bank -> bytes (bank 0 = params)"
+    )
     param_bytes: int | None = Field(None, description="kernel parameter / kernarg bytes")
     barriers: int | None = Field(None, description="named barriers used (NVIDIA)")
     uses_wmma: bool | None = None

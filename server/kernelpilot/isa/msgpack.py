@@ -20,10 +20,9 @@ class MsgpackError(ValueError):
 def unpackb(data: bytes | memoryview) -> Any:
     buf = bytes(data)
     value, pos = _decode(buf, 0, 0)
-    if pos != len(buf):
-        # trailing padding zeros are allowed in ELF notes
-        if buf[pos:].strip(b"\0"):
-            raise MsgpackError(f"{len(buf) - pos} trailing bytes after the message at offset {pos}")
+    # trailing padding zeros are allowed in ELF notes
+    if pos != len(buf) and buf[pos:].strip(b"\0"):
+        raise MsgpackError(f"{len(buf) - pos} trailing bytes after the message at offset {pos}")
     return value
 
 

@@ -48,26 +48,151 @@ class NvidiaSM:
 NVIDIA_TABLE: dict[str, NvidiaSM] = {
     # cc: warps/SM, blocks/SM, regs/SM, regs/block, regs/thread, reg unit, subparts, smem/SM, smem/block,
     #     reserved/block, smem unit, warp, threads/block
-    "7.0": NvidiaSM("7.0", 64, 32, 65536, 65536, 255, 256, 4, 96 * KB, 96 * KB, 0, 256, 32, 1024,
-                    "HMMA (1st-gen tensor cores)",
-                    f"{PG} col 7.0; {OCC} cudaOccMaxBlocksPerMultiprocessor/SMemAllocationGranularity/"
-                    "RegAllocationGranularity/SubPartitionsPerMultiprocessor case 7"),
-    "7.5": NvidiaSM("7.5", 32, 16, 65536, 65536, 255, 256, 4, 64 * KB, 64 * KB, 0, 256, 32, 1024,
-                    "HMMA/IMMA (2nd-gen tensor cores)",
-                    f"{PG} col 7.5; {OCC} case 7 (isTuring: 16 blocks)"),
-    "8.0": NvidiaSM("8.0", 64, 32, 65536, 65536, 255, 256, 4, 164 * KB, 163 * KB, 1 * KB, 128, 32, 1024,
-                    "HMMA/IMMA/DMMA (3rd-gen tensor cores)",
-                    f"{PG} col 8.0 (164 KB/SM, 163 KB/block, 1 KB reserved/block); {OCC} case 8 minor 0"),
-    "8.6": NvidiaSM("8.6", 48, 16, 65536, 65536, 255, 256, 4, 100 * KB, 99 * KB, 1 * KB, 128, 32, 1024,
-                    "HMMA/IMMA (3rd-gen tensor cores)", f"{PG} col 8.6; {OCC} case 8 (16 blocks)"),
-    "8.9": NvidiaSM("8.9", 48, 24, 65536, 65536, 255, 256, 4, 100 * KB, 99 * KB, 1 * KB, 128, 32, 1024,
-                    "HMMA/IMMA/FP8 (4th-gen tensor cores)", f"{PG} col 8.9; {OCC} case 8 minor 9 (24 blocks)"),
-    "9.0": NvidiaSM("9.0", 64, 32, 65536, 65536, 255, 256, 4, 228 * KB, 227 * KB, 1 * KB, 128, 32, 1024,
-                    "HGMMA/wgmma + HMMA (4th-gen tensor cores)", f"{PG} col 9.0; {OCC} case 9"),
-    "10.0": NvidiaSM("10.0", 64, 32, 65536, 65536, 255, 256, 4, 228 * KB, 227 * KB, 1 * KB, 128, 32, 1024,
-                     "UTCMMA/tcgen05 + HMMA (5th-gen tensor cores)", f"{PG} col 10.0; {OCC} case 10 minor 0"),
-    "12.0": NvidiaSM("12.0", 48, 24, 65536, 65536, 255, 256, 4, 100 * KB, 99 * KB, 1 * KB, 128, 32, 1024,
-                     "HMMA/QMMA (5th-gen tensor cores, no wgmma/tcgen05)", f"{PG} col 12.0; {OCC} case 12"),
+    "7.0": NvidiaSM(
+        "7.0",
+        64,
+        32,
+        65536,
+        65536,
+        255,
+        256,
+        4,
+        96 * KB,
+        96 * KB,
+        0,
+        256,
+        32,
+        1024,
+        "HMMA (1st-gen tensor cores)",
+        f"{PG} col 7.0; {OCC} cudaOccMaxBlocksPerMultiprocessor/SMemAllocationGranularity/"
+        "RegAllocationGranularity/SubPartitionsPerMultiprocessor case 7",
+    ),
+    "7.5": NvidiaSM(
+        "7.5",
+        32,
+        16,
+        65536,
+        65536,
+        255,
+        256,
+        4,
+        64 * KB,
+        64 * KB,
+        0,
+        256,
+        32,
+        1024,
+        "HMMA/IMMA (2nd-gen tensor cores)",
+        f"{PG} col 7.5; {OCC} case 7 (isTuring: 16 blocks)",
+    ),
+    "8.0": NvidiaSM(
+        "8.0",
+        64,
+        32,
+        65536,
+        65536,
+        255,
+        256,
+        4,
+        164 * KB,
+        163 * KB,
+        1 * KB,
+        128,
+        32,
+        1024,
+        "HMMA/IMMA/DMMA (3rd-gen tensor cores)",
+        f"{PG} col 8.0 (164 KB/SM, 163 KB/block, 1 KB reserved/block); {OCC} case 8 minor 0",
+    ),
+    "8.6": NvidiaSM(
+        "8.6",
+        48,
+        16,
+        65536,
+        65536,
+        255,
+        256,
+        4,
+        100 * KB,
+        99 * KB,
+        1 * KB,
+        128,
+        32,
+        1024,
+        "HMMA/IMMA (3rd-gen tensor cores)",
+        f"{PG} col 8.6; {OCC} case 8 (16 blocks)",
+    ),
+    "8.9": NvidiaSM(
+        "8.9",
+        48,
+        24,
+        65536,
+        65536,
+        255,
+        256,
+        4,
+        100 * KB,
+        99 * KB,
+        1 * KB,
+        128,
+        32,
+        1024,
+        "HMMA/IMMA/FP8 (4th-gen tensor cores)",
+        f"{PG} col 8.9; {OCC} case 8 minor 9 (24 blocks)",
+    ),
+    "9.0": NvidiaSM(
+        "9.0",
+        64,
+        32,
+        65536,
+        65536,
+        255,
+        256,
+        4,
+        228 * KB,
+        227 * KB,
+        1 * KB,
+        128,
+        32,
+        1024,
+        "HGMMA/wgmma + HMMA (4th-gen tensor cores)",
+        f"{PG} col 9.0; {OCC} case 9",
+    ),
+    "10.0": NvidiaSM(
+        "10.0",
+        64,
+        32,
+        65536,
+        65536,
+        255,
+        256,
+        4,
+        228 * KB,
+        227 * KB,
+        1 * KB,
+        128,
+        32,
+        1024,
+        "UTCMMA/tcgen05 + HMMA (5th-gen tensor cores)",
+        f"{PG} col 10.0; {OCC} case 10 minor 0",
+    ),
+    "12.0": NvidiaSM(
+        "12.0",
+        48,
+        24,
+        65536,
+        65536,
+        255,
+        256,
+        4,
+        100 * KB,
+        99 * KB,
+        1 * KB,
+        128,
+        32,
+        1024,
+        "HMMA/QMMA (5th-gen tensor cores, no wgmma/tcgen05)",
+        f"{PG} col 12.0; {OCC} case 12",
+    ),
 }
 
 
@@ -92,19 +217,108 @@ class AmdCU:
 
 LLVM = "LLVM AMDGPUBaseInfo.cpp (getTotalNumVGPRs/getVGPRAllocGranule/getMaxWavesPerEU), llvm 19"
 AMD_TABLE: dict[str, AmdCU] = {
-    "gfx90a": AmdCU("gfx90a", 4, 8, 512, 0, 8, 0, 800, 16, 64 * KB, 64 * KB, 512, 1024, "MFMA (matrix cores)",
-                    f"AMD Instinct MI200 CDNA2 ISA guide (512 unified VGPRs, 64 KB LDS); {LLVM}"),
-    "gfx942": AmdCU("gfx942", 4, 8, 512, 0, 8, 0, 800, 16, 64 * KB, 64 * KB, 512, 1024, "MFMA (matrix cores)",
-                    f"AMD Instinct MI300 CDNA3 ISA guide (512 unified VGPRs, 64 KB LDS); {LLVM}"),
-    "gfx950": AmdCU("gfx950", 4, 8, 512, 0, 8, 0, 800, 16, 160 * KB, 160 * KB, 512, 1024,
-                    "MFMA (matrix cores, FP4/FP6)",
-                    f"AMD Instinct MI350 CDNA4 ISA guide (160 KB LDS per CU); {LLVM}"),
-    "gfx1030": AmdCU("gfx1030", 2, 16, 512, 1024, 4, 8, 0, 0, 64 * KB, 64 * KB, 512, 1024, "none (no WMMA)",
-                     f"AMD RDNA2 ISA guide (128 KB VGPR file per SIMD32, 64 KB LDS per CU mode); {LLVM}"),
-    "gfx1100": AmdCU("gfx1100", 2, 16, 768, 1536, 12, 24, 0, 0, 64 * KB, 64 * KB, 512, 1024, "WMMA",
-                     f"AMD RDNA3 ISA guide (192 KB VGPR file per SIMD32, WMMA); {LLVM}"),
-    "gfx1201": AmdCU("gfx1201", 2, 16, 768, 1536, 12, 24, 0, 0, 64 * KB, 64 * KB, 512, 1024, "WMMA (RDNA4)",
-                     f"AMD RDNA4 ISA guide (192 KB VGPR file per SIMD32, WMMA); {LLVM}"),
+    "gfx90a": AmdCU(
+        "gfx90a",
+        4,
+        8,
+        512,
+        0,
+        8,
+        0,
+        800,
+        16,
+        64 * KB,
+        64 * KB,
+        512,
+        1024,
+        "MFMA (matrix cores)",
+        f"AMD Instinct MI200 CDNA2 ISA guide (512 unified VGPRs, 64 KB LDS); {LLVM}",
+    ),
+    "gfx942": AmdCU(
+        "gfx942",
+        4,
+        8,
+        512,
+        0,
+        8,
+        0,
+        800,
+        16,
+        64 * KB,
+        64 * KB,
+        512,
+        1024,
+        "MFMA (matrix cores)",
+        f"AMD Instinct MI300 CDNA3 ISA guide (512 unified VGPRs, 64 KB LDS); {LLVM}",
+    ),
+    "gfx950": AmdCU(
+        "gfx950",
+        4,
+        8,
+        512,
+        0,
+        8,
+        0,
+        800,
+        16,
+        160 * KB,
+        160 * KB,
+        512,
+        1024,
+        "MFMA (matrix cores, FP4/FP6)",
+        f"AMD Instinct MI350 CDNA4 ISA guide (160 KB LDS per CU); {LLVM}",
+    ),
+    "gfx1030": AmdCU(
+        "gfx1030",
+        2,
+        16,
+        512,
+        1024,
+        4,
+        8,
+        0,
+        0,
+        64 * KB,
+        64 * KB,
+        512,
+        1024,
+        "none (no WMMA)",
+        f"AMD RDNA2 ISA guide (128 KB VGPR file per SIMD32, 64 KB LDS per CU mode); {LLVM}",
+    ),
+    "gfx1100": AmdCU(
+        "gfx1100",
+        2,
+        16,
+        768,
+        1536,
+        12,
+        24,
+        0,
+        0,
+        64 * KB,
+        64 * KB,
+        512,
+        1024,
+        "WMMA",
+        f"AMD RDNA3 ISA guide (192 KB VGPR file per SIMD32, WMMA); {LLVM}",
+    ),
+    "gfx1201": AmdCU(
+        "gfx1201",
+        2,
+        16,
+        768,
+        1536,
+        12,
+        24,
+        0,
+        0,
+        64 * KB,
+        64 * KB,
+        512,
+        1024,
+        "WMMA (RDNA4)",
+        f"AMD RDNA4 ISA guide (192 KB VGPR file per SIMD32, WMMA); {LLVM}",
+    ),
 }
 
 
@@ -123,7 +337,11 @@ class Occupancy(BaseModel):
     resident_warps: int = Field(description="warps per SM (waves per CU on AMD)")
     max_warps: int = Field(description="architectural maximum warps per SM (waves per CU on AMD)")
     occupancy_pct: float
-    waves_per_simd: int | None = Field(None, description="AMD: waves per SIMD allowed by registers/LDS (the compiler remark figure; resident_warps is workgroup-granular)")
+    waves_per_simd: int | None = Field(
+        None,
+        description="AMD: waves per SIMD allowed by registers/LDS (the compiler remark's figure); "
+        "resident_warps is workgroup-granular",
+    )
     limits: dict[str, int] = Field(description="blocks per SM allowed by each resource")
     limiter: str
     next_step: list[OccupancyStep] = Field(default_factory=list)
@@ -210,29 +428,53 @@ def occupancy_nvidia(k: KernelResources, arch: str, block: int, dyn_smem: int) -
             for r in range(regs - 1, 0, -1):
                 lim, _ = nvidia_blocks(row, r, smem, block, dyn_smem)
                 if lim.get("registers", 10**9) >= target:
-                    steps.append(OccupancyStep(limiter="registers", change=f"shed {regs - r} registers/thread "
-                                               f"({regs} -> {r})", gives=f"{target} blocks/SM"))
+                    steps.append(
+                        OccupancyStep(
+                            limiter="registers",
+                            change=f"shed {regs - r} registers/thread ({regs} -> {r})",
+                            gives=f"{target} blocks/SM",
+                        )
+                    )
                     break
         if limits.get("shared_memory", 10**9) < target:
             need = row.smem_per_sm // target
             per_block = (need // row.smem_alloc_unit) * row.smem_alloc_unit - row.reserved_smem_per_block
             cur = smem + dyn_smem
             if per_block >= 0:
-                steps.append(OccupancyStep(limiter="shared_memory", change=f"cut shared memory {cur} -> "
-                                           f"{per_block} bytes/block", gives=f"{target} blocks/SM"))
+                steps.append(
+                    OccupancyStep(
+                        limiter="shared_memory",
+                        change=f"cut shared memory {cur} -> {per_block} bytes/block",
+                        gives=f"{target} blocks/SM",
+                    )
+                )
     if limiter == "warps" and blocks > 0:
-        steps.append(OccupancyStep(limiter="warps", change="already at the warp limit of the SM",
-                                   gives=f"{warps}/{row.max_warps_per_sm} warps"))
+        steps.append(
+            OccupancyStep(
+                limiter="warps",
+                change="already at the warp limit of the SM",
+                gives=f"{warps}/{row.max_warps_per_sm} warps",
+            )
+        )
     notes = []
     if block > row.max_threads_per_block:
         notes.append(f"block size {block} exceeds the {row.max_threads_per_block}-thread limit: launch fails")
     if k.max_threads_per_block and block > k.max_threads_per_block:
         notes.append(f"block size {block} exceeds the kernel's launch bound {k.max_threads_per_block}")
     return Occupancy(
-        kernel=k.name, arch=f"sm_{row.cc.replace('.', '')}", block_size=block, dynamic_shared_bytes=dyn_smem,
-        resident_blocks=blocks, resident_warps=warps, max_warps=row.max_warps_per_sm,
-        occupancy_pct=round(100.0 * warps / row.max_warps_per_sm, 1), limits=limits, limiter=limiter,
-        next_step=steps, sources=[row.source], notes=notes,
+        kernel=k.name,
+        arch=f"sm_{row.cc.replace('.', '')}",
+        block_size=block,
+        dynamic_shared_bytes=dyn_smem,
+        resident_blocks=blocks,
+        resident_warps=warps,
+        max_warps=row.max_warps_per_sm,
+        occupancy_pct=round(100.0 * warps / row.max_warps_per_sm, 1),
+        limits=limits,
+        limiter=limiter,
+        next_step=steps,
+        sources=[row.source],
+        notes=notes,
     )
 
 
@@ -247,7 +489,9 @@ def amd_waves(row: AmdCU, k: KernelResources, wave: int) -> dict[str, int]:
     if vg > 0:
         lim["vgprs"] = min(row.max_waves_per_simd, total // _round_up(vg, gran))
     if row.sgprs_per_simd and (k.sgprs or 0) > 0:
-        lim["sgprs"] = min(row.max_waves_per_simd, row.sgprs_per_simd // _round_up(k.sgprs or 0, row.sgpr_granule))
+        lim["sgprs"] = min(
+            row.max_waves_per_simd, row.sgprs_per_simd // _round_up(k.sgprs or 0, row.sgpr_granule)
+        )
     return lim
 
 
@@ -283,17 +527,36 @@ def occupancy_amd(k: KernelResources, arch: str, block: int, dyn_lds: int) -> Oc
         )
         nxt = simd_lim["vgprs"] + 1
         budget = (total // nxt) // gran * gran
-        steps.append(OccupancyStep(limiter="vgprs", change=f"use at most {budget} VGPRs (now {k.registers})",
-                                   gives=f"{nxt} waves/SIMD"))
+        steps.append(
+            OccupancyStep(
+                limiter="vgprs",
+                change=f"use at most {budget} VGPRs (now {k.registers})",
+                gives=f"{nxt} waves/SIMD",
+            )
+        )
     if "lds" in limits and limits["lds"] < wgs + 1 and limiter == "lds":
         need = row.lds_per_cu // (wgs + 1) // row.lds_granule * row.lds_granule
-        steps.append(OccupancyStep(limiter="lds", change=f"cut LDS {lds} -> {need} bytes/workgroup",
-                                   gives=f"{wgs + 1} workgroups/CU"))
+        steps.append(
+            OccupancyStep(
+                limiter="lds",
+                change=f"cut LDS {lds} -> {need} bytes/workgroup",
+                gives=f"{wgs + 1} workgroups/CU",
+            )
+        )
     return Occupancy(
-        kernel=k.name, arch=row.target, block_size=block, dynamic_shared_bytes=dyn_lds, resident_blocks=wgs,
-        resident_warps=waves_cu, max_warps=max_cu, occupancy_pct=round(100.0 * waves_cu / max_cu, 1),
-        waves_per_simd=compiler_waves, limits=limits,
-        limiter=limiter, next_step=steps, sources=[row.source],
+        kernel=k.name,
+        arch=row.target,
+        block_size=block,
+        dynamic_shared_bytes=dyn_lds,
+        resident_blocks=wgs,
+        resident_warps=waves_cu,
+        max_warps=max_cu,
+        occupancy_pct=round(100.0 * waves_cu / max_cu, 1),
+        waves_per_simd=compiler_waves,
+        limits=limits,
+        limiter=limiter,
+        next_step=steps,
+        sources=[row.source],
         notes=[f"wave{wave}; {row.simds_per_cu} SIMDs per CU"],
     )
 
@@ -301,8 +564,11 @@ def occupancy_amd(k: KernelResources, arch: str, block: int, dyn_lds: int) -> Oc
 def occupancy_for(k: KernelResources, arch: str | None, block: int | None, dyn: int) -> Occupancy:
     a = arch or k.arch
     if block is None:
-        block = (k.required_block_size[0] * k.required_block_size[1] * k.required_block_size[2]
-                 if k.required_block_size else (k.max_threads_per_block or 256))
+        block = (
+            k.required_block_size[0] * k.required_block_size[1] * k.required_block_size[2]
+            if k.required_block_size
+            else (k.max_threads_per_block or 256)
+        )
     if a.lower().startswith("gfx"):
         return occupancy_amd(k, a, block, dyn)
     return occupancy_nvidia(k, a, block, dyn)
