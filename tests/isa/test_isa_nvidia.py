@@ -163,3 +163,27 @@ def test_cli_resources_json(run_cli) -> None:  # type: ignore[no-untyped-def]
     r = run_cli("isa", "resources", str(FX / "kernels.sm_86.cubin"), "-k", "^vec4_add$", "--json")
     assert r.code == 0, r.err
     assert '"registers": 18' in r.out
+
+
+def test_standalone_fatbin_and_lz4_entries() -> None:
+    plain = isa_list(IsaListRequest(file=str(FX / "host_app.fatbin")))
+    assert [(e.kind, e.arch) for e in plain.entries] == [
+        ("cubin", "sm_80"),
+        ("cubin", "sm_90"),
+        ("ptx", "compute_90"),
+    ]
+    assert plain.entries[2].kernel_count == 2
+    lz4 = isa_list(IsaListRequest(file=str(FX / "host_app_lz4.fatbin")))
+    assert {e.compressed for e in lz4.entries} == {"lz4"}
+    a = isa_resources(IsaFileRequest(file=str(FX / "host_app.fatbin")))
+    b = isa_resources(IsaFileRequest(file=str(FX / "host_app_lz4.fatbin")))
+    assert [(k.arch, k.name, k.registers, k.constant_banks) for k in a.kernels] == [
+        (k.arch, k.name, k.registers, k.constant_banks) for k in b.kernels
+    ]
+    assert len(a.kernels) == 4
+
+
+def test_standalone_ptx_is_listed() -> None:
+    listing = isa_list(IsaListRequest(file=str(FX / "reqntid.ptx")))
+    (e,) = listing.entries
+    assert (e.kind, e.arch, e.kernel_count) == ("ptx", "compute_90", 1)
