@@ -135,9 +135,20 @@ def test_zstd_fatbin_decoded_in_process() -> None:
     assert {e.compressed for e in res.entries} == {"zstd"}
 
 
+def test_zstd_pure_python_decoder(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(compress, "_zstd_impl", lambda: None)  # no C decoder: the pure-Python one runs
+    res = isa_resources(IsaFileRequest(file=str(FX / "host_app_zstd")))
+    plain = isa_resources(IsaFileRequest(file=str(FX / "host_app")))
+    assert [(k.arch, k.name, k.registers) for k in res.kernels] == [
+        (k.arch, k.name, k.registers) for k in plain.kernels
+    ]
+    assert all(e.decompressed for e in res.entries)
+
+
 @pytest.mark.needs_tool("cuobjdump")
-def test_zstd_without_decoder_falls_back_to_cuobjdump(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_zstd_over_budget_falls_back_to_cuobjdump(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(compress, "_zstd_impl", lambda: None)
+    monkeypatch.setattr(compress, "PURE_PY_ZSTD_MAX_BYTES", 0)
     loaded = load(FX / "host_app_zstd")
     assert sorted({k.arch for k in loaded.kernels}) == ["sm_120", "sm_75", "sm_80", "sm_90"]
     assert any(e.note == "extracted with cuobjdump -xelf" for e in loaded.entries)
@@ -145,8 +156,9 @@ def test_zstd_without_decoder_falls_back_to_cuobjdump(monkeypatch: pytest.Monkey
     assert saxpy and saxpy[0].registers == 10
 
 
-def test_zstd_without_decoder_or_tool_reports_compressed(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_zstd_over_budget_without_tool_reports_compressed(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(compress, "_zstd_impl", lambda: None)
+    monkeypatch.setattr(compress, "PURE_PY_ZSTD_MAX_BYTES", 0)
     loaded = load(FX / "host_app_zstd", allow_tool_fallback=False)
     assert loaded.kernels == []
     assert any("ZSTD" in w for w in loaded.warnings)

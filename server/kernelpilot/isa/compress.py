@@ -1,9 +1,9 @@
 """Decompressors for compressed code-object payloads: LZ4 block (pure Python), ZSTD and zlib.
 
 ZSTD uses the standard library (`compression.zstd`, Python 3.14+) or the `zstandard` / `pyzstd` package when
-installed; without one, `zstd_available()` is False and callers report the entry as compressed (and may fall
-back to `cuobjdump`). Output size is always capped by the size the container declares, so a corrupt stream
-cannot grow memory beyond it.
+installed, else the pure-Python decoder in `zstd_py` (correct but ~6 MB/s; callers limit how much they feed it
+and otherwise fall back to `cuobjdump` or report the entry as compressed). Output size is always capped by
+the size the container declares, so a corrupt stream cannot grow memory beyond it.
 """
 
 from __future__ import annotations
@@ -104,21 +104,28 @@ def _zstd_impl() -> tuple[str, Callable[[bytes, int], bytes]] | None:
         return None
 
 
-def zstd_available() -> bool:
+# Above this many decompressed bytes per file, the pure-Python decoder is too slow to be the default.
+PURE_PY_ZSTD_MAX_BYTES = 256 * 1024 * 1024
+
+
+def zstd_native_available() -> bool:
+    """True when a C ZSTD decoder (stdlib 3.14+, zstandard, pyzstd) is importable."""
     return _zstd_impl() is not None
 
 
 def zstd_decompress(src: bytes | memoryview, expected_size: int, label: str) -> bytes:
+    from kernelpilot.isa.zstd_py import ZstdError
+    from kernelpilot.isa.zstd_py import decompress as py_decompress
+
     impl = _zstd_impl()
-    if impl is None:
-        raise CodeObjectError(
-            label,
-            "payload is ZSTD-compressed and no ZSTD decoder is installed",
-            "pip install zstandard (or use Python 3.14+), or install cuobjdump for the fallback",
-        )
     try:
-        out = impl[1](bytes(src), expected_size)
-    except Exception as exc:  # the decoders raise their own error types on corrupt input
+        if impl is None:
+            out = py_decompress(bytes(src), expected_size if expected_size > 0 else 1 << 31)
+        else:
+            out = impl[1](bytes(src), expected_size)
+    except ZstdError as exc:
+        raise CodeObjectError(label, f"ZSTD payload does not decode: {exc}") from exc
+    except Exception as exc:  # the C decoders raise their own error types on corrupt input
         raise CodeObjectError(label, f"ZSTD payload does not decode: {exc}") from exc
     if expected_size and len(out) != expected_size:
         raise CodeObjectError(label, f"ZSTD payload decoded to {len(out)} bytes, header says {expected_size}")

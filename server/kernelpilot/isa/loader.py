@@ -18,6 +18,7 @@ from pathlib import Path
 from kernelpilot import toolchain
 from kernelpilot.errors import InputFileError, ToolchainError
 from kernelpilot.isa import bundle as bundle_mod
+from kernelpilot.isa import compress
 from kernelpilot.isa import fatbin as fatbin_mod
 from kernelpilot.isa.cubin import ptx_entries, read_cubin
 from kernelpilot.isa.demangle import demangle_all
@@ -274,6 +275,17 @@ def _add_fatbin(
     base = Path(label).name
     pending: list[tuple[int, fatbin_mod.FatEntry]] = []
     todo: list[tuple[int, fatbin_mod.FatEntry, str]] = []
+    # without a C ZSTD decoder, feed the pure-Python one only a bounded amount; the rest goes to cuobjdump
+    slow_zstd = not compress.zstd_native_available() and (
+        sum(
+            fe.decompressed_size
+            for fe in ents
+            if fe.compression == "zstd"
+            and fe.kind == fatbin_mod.KIND_ELF
+            and arch_matches(fe.arch_name, arch)
+        )
+        > compress.PURE_PY_ZSTD_MAX_BYTES
+    )
     for n, fe in enumerate(ents, start=1):
         suffix = "ptx" if fe.kind == fatbin_mod.KIND_PTX else "cubin"
         elabel = f"{base}.{n}.{fe.arch_name}.{suffix}"
@@ -303,11 +315,14 @@ def _add_fatbin(
             )
         elif not (want and arch_matches(fe.arch_name, arch)):
             out.entries.append(CodeObjectEntry(kind="cubin", decompressed=False, **common))
-        elif not fatbin_mod.can_decompress(fe):
+        elif not fatbin_mod.can_decompress(fe) or (slow_zstd and fe.compression == "zstd"):
             pending.append((len(out.entries), fe))
             out.entries.append(
                 CodeObjectEntry(
-                    kind="cubin", decompressed=False, note="ZSTD-compressed; no in-process decoder", **common
+                    kind="cubin",
+                    decompressed=False,
+                    note="ZSTD-compressed; too much for the pure-Python decoder",
+                    **common,
                 )
             )
         else:
@@ -371,8 +386,9 @@ def _tool_fallback(
     exe = toolchain.find_tool("cuobjdump") if fallback else None
     if exe is None:
         out.warnings.append(
-            f"{len(pending)} compressed cubin(s) not read: ZSTD decoder missing (pip install zstandard) "
-            "and cuobjdump not found"
+            f"{len(pending)} compressed cubin(s) not read: over "
+            f"{compress.PURE_PY_ZSTD_MAX_BYTES >> 20} MB of ZSTD data, no C decoder (pip install zstandard) "
+            "and no cuobjdump to fall back on"
         )
         return
     with tempfile.TemporaryDirectory(prefix="kp-isa-") as tmp:
@@ -433,7 +449,7 @@ def _add_bundle(
         try:
             data, compressed = bundle_mod.decompress_ccob(data, label)
         except CodeObjectError as exc:
-            if "no ZSTD decoder" not in exc.message:
+            if "no C ZSTD decoder" not in exc.message:
                 raise
             out.entries.append(
                 CodeObjectEntry(
