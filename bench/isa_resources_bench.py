@@ -23,9 +23,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 CHILD = (
     "import sys, json\n"
-    "from kernelpilot.isa.api import IsaFileRequest\n"
+    "from kernelpilot.isa.api import IsaResourcesRequest\n"
     "from kernelpilot.isa.core import isa_resources\n"
-    "r = isa_resources(IsaFileRequest(file=sys.argv[1], max_kernels=10**7))\n"
+    "r = isa_resources(IsaResourcesRequest(file=sys.argv[1], max_kernels=10**7))\n"
     "rows = [[k.name, k.registers, k.stack_frame_bytes, k.shared_section_bytes] for k in r.kernels]\n"
     "json.dump(rows, sys.stdout)\n"
 )

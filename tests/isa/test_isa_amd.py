@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelpilot.isa.api import IsaFileRequest, IsaListRequest, IsaOccupancyRequest
+from kernelpilot.isa.api import IsaListRequest, IsaOccupancyRequest, IsaResourcesRequest
 from kernelpilot.isa.core import isa_list, isa_occupancy, isa_resources
 from kernelpilot.isa.errors import CodeObjectError
 from kernelpilot.isa.loader import load
@@ -39,7 +39,7 @@ def _align(x: int, a: int) -> int:
 
 @pytest.mark.parametrize("target", TARGETS)
 def test_hsaco_matches_compiler_remarks(target: str) -> None:
-    res = isa_resources(IsaFileRequest(file=str(FX / f"k.{target}.hsaco")))
+    res = isa_resources(IsaResourcesRequest(file=str(FX / f"k.{target}.hsaco")))
     exp = remarks(target)
     assert {k.name for k in res.kernels} == set(exp)
     for k in res.kernels:
@@ -69,7 +69,7 @@ def test_occupancy_waves_per_simd_match_compiler(target: str) -> None:
 
 
 def test_required_workgroup_size_and_target_features() -> None:
-    res = isa_resources(IsaFileRequest(file=str(FX / "k.gfx942.hsaco"), kernel="lds_reduce"))
+    res = isa_resources(IsaResourcesRequest(file=str(FX / "k.gfx942.hsaco"), kernel="lds_reduce"))
     (k,) = res.kernels
     assert k.required_block_size == [256, 1, 1]
     assert k.param_bytes == 16
@@ -79,7 +79,7 @@ def test_offload_bundle_lists_entries() -> None:
     listing = isa_list(IsaListRequest(file=str(FX / "bundle.hipfb")))
     assert [e.arch for e in listing.entries] == [None, "gfx90a", "gfx942", "gfx1100"]
     assert [e.kind for e in listing.entries] == ["host", "hsaco", "hsaco", "hsaco"]
-    res = isa_resources(IsaFileRequest(file=str(FX / "bundle.hipfb"), arch="gfx1100"))
+    res = isa_resources(IsaResourcesRequest(file=str(FX / "bundle.hipfb"), arch="gfx1100"))
     assert {k.arch for k in res.kernels} == {"gfx1100"} and res.kernel_count == 5
 
 
@@ -91,10 +91,10 @@ def test_compressed_bundle_zstd(native: bool, monkeypatch: pytest.MonkeyPatch) -
         from kernelpilot.isa import compress
 
         monkeypatch.setattr(compress, "_zstd_impl", lambda: None)  # pure-Python decoder
-    res = isa_resources(IsaFileRequest(file=str(FX / "bundle_compressed.hipfb"), arch="gfx1201"))
+    res = isa_resources(IsaResourcesRequest(file=str(FX / "bundle_compressed.hipfb"), arch="gfx1201"))
     assert res.kernel_count == 5
     assert {e.container for e in res.entries} == {"compressed-offload-bundle"}
-    direct = isa_resources(IsaFileRequest(file=str(FX / "k.gfx1201.hsaco")))
+    direct = isa_resources(IsaResourcesRequest(file=str(FX / "k.gfx1201.hsaco")))
     assert [(k.name, k.registers) for k in res.kernels] == [(k.name, k.registers) for k in direct.kernels]
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from kernelpilot.errors import InputFileError, KernelpilotError
-from kernelpilot.isa.api import IsaFileRequest
+from kernelpilot.isa.api import IsaResourcesRequest
 from kernelpilot.isa.core import isa_resources
 from kernelpilot.isa.errors import CodeObjectError, KernelNotFoundError, UnsupportedCodeObjectError
 from kernelpilot.isa.loader import load
@@ -114,9 +114,9 @@ def test_bad_regex_and_no_match() -> None:
     from kernelpilot.errors import InvalidArgumentError
 
     with pytest.raises(InvalidArgumentError):
-        isa_resources(IsaFileRequest(file=str(CUBIN), kernel="("))
+        isa_resources(IsaResourcesRequest(file=str(CUBIN), kernel="("))
     with pytest.raises(KernelNotFoundError) as ei:
-        isa_resources(IsaFileRequest(file=str(CUBIN), kernel="no_such_kernel"))
+        isa_resources(IsaResourcesRequest(file=str(CUBIN), kernel="no_such_kernel"))
     assert "scalar_add" in ei.value.hint
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from kernelpilot.isa import compress
-from kernelpilot.isa.api import IsaFileRequest, IsaListRequest
+from kernelpilot.isa.api import IsaListRequest, IsaResourcesRequest
 from kernelpilot.isa.core import isa_list, isa_resources, parse_ptxas_log
 from kernelpilot.isa.loader import load
 
@@ -56,7 +56,7 @@ def resusage_expected(path: Path) -> dict[str, dict[str, int]]:
 
 @pytest.mark.parametrize("sm", ARCHS)
 def test_cubin_matches_ptxas_and_cuobjdump(sm: str) -> None:
-    res = isa_resources(IsaFileRequest(file=str(FX / f"kernels.sm_{sm}.cubin")))
+    res = isa_resources(IsaResourcesRequest(file=str(FX / f"kernels.sm_{sm}.cubin")))
     exp = ptxas_expected(FX / f"ptxas_sm_{sm}.txt")
     cuo = resusage_expected(FX / f"kernels.sm_{sm}.res-usage.txt")
     assert res.kernel_count == len(exp) == 11
@@ -80,7 +80,7 @@ def test_cubin_matches_ptxas_and_cuobjdump(sm: str) -> None:
 
 
 def test_launch_bounds_regcap_and_names() -> None:
-    res = isa_resources(IsaFileRequest(file=str(FX / "kernels.sm_90.cubin")))
+    res = isa_resources(IsaResourcesRequest(file=str(FX / "kernels.sm_90.cubin")))
     by = {k.name: k for k in res.kernels}
     assert by["poly_const"].max_threads_per_block == 128
     assert by["poly_const"].max_registers == 128
@@ -92,7 +92,7 @@ def test_launch_bounds_regcap_and_names() -> None:
 
 
 def test_required_block_size_from_reqntid() -> None:
-    res = isa_resources(IsaFileRequest(file=str(FX / "reqntid.sm_90.cubin")))
+    res = isa_resources(IsaResourcesRequest(file=str(FX / "reqntid.sm_90.cubin")))
     (k,) = res.kernels
     assert k.name == "fixed_block"
     assert k.required_block_size == [128, 1, 1]
@@ -102,7 +102,7 @@ def test_required_block_size_from_reqntid() -> None:
 
 def test_kernel_regex_and_ptxas_log_spills() -> None:
     res = isa_resources(
-        IsaFileRequest(
+        IsaResourcesRequest(
             file=str(FX / "kernels.sm_80.cubin"), kernel="spill", ptxas_log=str(FX / "ptxas_sm_80.txt")
         )
     )
@@ -121,15 +121,15 @@ def test_host_executable_lists_every_cubin_and_ptx() -> None:
     ptx = [e.arch for e in listing.entries if e.kind == "ptx"]
     assert sorted(cubins) == sorted(a for kind, a in expected if kind == "ELF")
     assert ptx == ["compute_120"] == [a.replace("sm_", "compute_") for kind, a in expected if kind == "PTX"]
-    res = isa_resources(IsaFileRequest(file=str(FX / "host_app"), arch="sm_90"))
+    res = isa_resources(IsaResourcesRequest(file=str(FX / "host_app"), arch="sm_90"))
     assert {k.demangled for k in res.kernels} == {"fill", "saxpy(float, float const*, float*, int)"}
     assert all(k.arch == "sm_90" for k in res.kernels)
 
 
 def test_zstd_fatbin_decoded_in_process() -> None:
     pytest.importorskip("zstandard")
-    res = isa_resources(IsaFileRequest(file=str(FX / "host_app_zstd")))
-    plain = isa_resources(IsaFileRequest(file=str(FX / "host_app")))
+    res = isa_resources(IsaResourcesRequest(file=str(FX / "host_app_zstd")))
+    plain = isa_resources(IsaResourcesRequest(file=str(FX / "host_app")))
     key = [(k.arch, k.name, k.registers, k.stack_frame_bytes) for k in res.kernels]
     assert key == [(k.arch, k.name, k.registers, k.stack_frame_bytes) for k in plain.kernels]
     assert {e.compressed for e in res.entries} == {"zstd"}
@@ -137,8 +137,8 @@ def test_zstd_fatbin_decoded_in_process() -> None:
 
 def test_zstd_pure_python_decoder(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(compress, "_zstd_impl", lambda: None)  # no C decoder: the pure-Python one runs
-    res = isa_resources(IsaFileRequest(file=str(FX / "host_app_zstd")))
-    plain = isa_resources(IsaFileRequest(file=str(FX / "host_app")))
+    res = isa_resources(IsaResourcesRequest(file=str(FX / "host_app_zstd")))
+    plain = isa_resources(IsaResourcesRequest(file=str(FX / "host_app")))
     assert [(k.arch, k.name, k.registers) for k in res.kernels] == [
         (k.arch, k.name, k.registers) for k in plain.kernels
     ]
@@ -187,8 +187,8 @@ def test_standalone_fatbin_and_lz4_entries() -> None:
     assert plain.entries[2].kernel_count == 2
     lz4 = isa_list(IsaListRequest(file=str(FX / "host_app_lz4.fatbin")))
     assert {e.compressed for e in lz4.entries} == {"lz4"}
-    a = isa_resources(IsaFileRequest(file=str(FX / "host_app.fatbin")))
-    b = isa_resources(IsaFileRequest(file=str(FX / "host_app_lz4.fatbin")))
+    a = isa_resources(IsaResourcesRequest(file=str(FX / "host_app.fatbin")))
+    b = isa_resources(IsaResourcesRequest(file=str(FX / "host_app_lz4.fatbin")))
     assert [(k.arch, k.name, k.registers, k.constant_banks) for k in a.kernels] == [
         (k.arch, k.name, k.registers, k.constant_banks) for k in b.kernels
     ]
@@ -199,3 +199,15 @@ def test_standalone_ptx_is_listed() -> None:
     listing = isa_list(IsaListRequest(file=str(FX / "reqntid.ptx")))
     (e,) = listing.entries
     assert (e.kind, e.arch, e.kernel_count) == ("ptx", "compute_90", 1)
+
+
+def test_manifest_written_atomically(tmp_path: Path) -> None:
+    import json
+
+    out = tmp_path / "isa_manifest.json"
+    res = isa_resources(IsaResourcesRequest(file=str(FX / "host_app"), arch="sm_80", manifest=str(out)))
+    data = json.loads(out.read_text())
+    assert data["manifest_version"] == 1 and data["manifest_path"] == str(out)
+    ids = {k["kernel_id"] for k in data["kernels"]}
+    assert ids == {k.kernel_id for k in res.kernels} and "host_app.6.sm_80.cubin::fill" in ids
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temp files left

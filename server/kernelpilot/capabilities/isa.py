@@ -12,6 +12,7 @@ from kernelpilot.isa.api import (
     IsaMixResult,
     IsaOccupancyRequest,
     IsaOccupancyResult,
+    IsaResourcesRequest,
     IsaResourcesResult,
 )
 
@@ -46,7 +47,7 @@ CAPABILITIES = [
             "--kernel REGEX and --arch. Give --ptxas-log to add NVIDIA spill bytes. The JSON output is a "
             "manifest profile rows can reference by kernel name + entry."
         ),
-        request=IsaFileRequest,
+        request=IsaResourcesRequest,
         result=IsaResourcesResult,
         target="kernelpilot.isa.core:isa_resources",
         positional=("file",),

@@ -24,6 +24,14 @@ class IsaFileRequest(Request):
     max_kernels: int = Field(2000, ge=1, description="cap on kernels returned (the count is always exact)")
 
 
+class IsaResourcesRequest(IsaFileRequest):
+    manifest: str | None = Field(
+        None,
+        description="also write the result as a JSON manifest to this path (atomically); profile rows can "
+        "reference its kernels by kernel_id",
+    )
+
+
 class IsaListRequest(Request):
     file: str = Field(description=_FILE)
     arch: str | None = Field(None, description=_ARCH)
@@ -56,6 +64,7 @@ class IsaResourcesResult(Result):
     entries: list[CodeObjectEntry]
     warnings: list[str] = Field(default_factory=list)
     manifest_version: int = 1
+    manifest_path: str | None = None
 
     def render_text(self) -> str:
         lines = [f"{self.file}: {self.kernel_count} kernel(s) in {len(self.entries)} code object(s)"]

@@ -17,6 +17,7 @@ from kernelpilot.isa.api import (
     IsaMixResult,
     IsaOccupancyRequest,
     IsaOccupancyResult,
+    IsaResourcesRequest,
     IsaResourcesResult,
     KernelDisasm,
 )
@@ -102,17 +103,37 @@ def isa_list(req: IsaListRequest) -> IsaListResult:
     return IsaListResult(file=req.file, entries=loaded.entries, warnings=loaded.warnings)
 
 
-def isa_resources(req: IsaFileRequest) -> IsaResourcesResult:
+def isa_resources(req: IsaResourcesRequest) -> IsaResourcesResult:
     loaded = _load(req)
     ks = _select(req, loaded)
     _apply_ptxas_log(req, ks)
-    return IsaResourcesResult(
+    res = IsaResourcesResult(
         file=req.file,
         kernel_count=len(ks),
         kernels=ks[: req.max_kernels],
         entries=loaded.entries,
         warnings=loaded.warnings,
     )
+    if req.manifest:
+        res.manifest_path = req.manifest
+        _write_atomic(Path(req.manifest), res.model_dump_json(indent=1))
+    return res
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    import os
+    import tempfile
+
+    if path.parent and not path.parent.is_dir():
+        raise InputFileError(f"--manifest {path}: folder {path.parent} does not exist", "create it first")
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=str(path.parent))
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def _mixes(

@@ -121,6 +121,8 @@ def load(
             f"not a GPU code object: starts with {head[:8].hex()} (expected ELF, fatbin 50ed55ba, "
             "__CLANG_OFFLOAD_BUNDLE__ or CCOB)",
         )
+    for k in out.kernels:
+        k.kernel_id = f"{k.entry}::{k.name}"
     if demangle and out.kernels:
         names = demangle_all([k.name for k in out.kernels])
         for k in out.kernels:

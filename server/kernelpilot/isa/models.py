@@ -12,6 +12,7 @@ Vendor = Literal["nvidia", "amd"]
 class KernelResources(BaseModel):
     """Resources of one kernel as recorded in its code object (not measured)."""
 
+    kernel_id: str = Field("", description="stable id '<entry>::<name>' that profile rows can reference")
     name: str = Field(description="symbol name as in the code object (mangled for C++)")
     demangled: str = Field(description='demangled name (same as name for extern "C" kernels)')
     vendor: Vendor
