@@ -120,3 +120,32 @@ def test_corrupt_metadata_note_is_typed_error(tmp_path: Path) -> None:
     with pytest.raises(CodeObjectError) as ei:
         load(p)
     assert "bad.hsaco" in ei.value.message and "metadata" in ei.value.message
+
+
+def test_vgpr_spills_match_remarks_and_fit_names_them() -> None:
+    from kernelpilot.isa.api import IsaFitRequest
+    from kernelpilot.isa.core import isa_fit
+
+    exp = remarks("spill.gfx942")["vgpr_spill"]
+    (k,) = isa_resources(IsaResourcesRequest(file=str(FX / "spill.gfx942.hsaco"))).kernels
+    assert (k.registers, k.sgprs, k.stack_frame_bytes) == (
+        int(exp["VGPRs"]),
+        int(exp["SGPRs"]),
+        int(exp["ScratchSize [bytes/lane]"]),
+    )
+    assert (k.vgpr_spills, k.sgpr_spills) == (int(exp["VGPRs Spill"]), int(exp["SGPRs Spill"])) == (195, 0)
+    fit = isa_fit(IsaFitRequest(file=str(FX / "spill.gfx942.hsaco"), disassemble=False))
+    assert "spills: 195 VGPRs and 0 SGPRs spilled to scratch" in fit.reports[0].left_on_table
+
+
+@pytest.mark.needs_tool("llvm-objdump")
+def test_amd_mix_scratch_traffic_and_matrix() -> None:
+    from kernelpilot.isa.api import IsaFileRequest
+    from kernelpilot.isa.core import isa_mix
+
+    (m,) = isa_mix(IsaFileRequest(file=str(FX / "spill.gfx942.hsaco"))).kernels
+    assert m.families.get("local", 0) > 0  # scratch_store/scratch_load from the spills
+    mm = isa_mix(IsaFileRequest(file=str(FX / "k.gfx942.hsaco"), kernel="matrix_core|vec4_add")).kernels
+    by = {x.kernel: x for x in mm}
+    assert by["matrix_core"].families["matrix"] >= 1
+    assert by["vec4_add"].global_load_bits == {128: 2}
