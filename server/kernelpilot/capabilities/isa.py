@@ -50,6 +50,7 @@ CAPABILITIES = [
         request=IsaResourcesRequest,
         result=IsaResourcesResult,
         target="kernelpilot.isa.core:isa_resources",
+        read_only=False,  # writes the JSON manifest when --manifest is given
         positional=("file",),
         short={"kernel": "-k"},
     ),
