@@ -211,3 +211,13 @@ def test_manifest_written_atomically(tmp_path: Path) -> None:
     ids = {k["kernel_id"] for k in data["kernels"]}
     assert ids == {k.kernel_id for k in res.kernels} and "host_app.6.sm_80.cubin::fill" in ids
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temp files left
+
+
+@pytest.mark.needs_tool("nvdisasm")
+def test_disasm_fatbin_entry_on_demand(run_cli) -> None:  # type: ignore[no-untyped-def]
+    r = run_cli(
+        "isa", "disasm", str(FX / "host_app_zstd"), "--arch", "sm_80", "-k", "saxpy", "--max-lines", "5"
+    )
+    assert r.code == 0, r.err
+    assert "saxpy(float, float const*, float*, int) (sm_80" in r.out
+    assert "truncated" in r.out and "/*0000*/" in r.out

@@ -150,7 +150,7 @@ def _mixes(
         if ent.label not in wanted_entries or ent.label not in loaded.payloads:
             continue
         vendor = ent.vendor or "nvidia"
-        text = disassemble(loaded.payloads[ent.label], vendor, ent.arch or "")
+        text = disassemble(loaded.payloads[ent.label](), vendor, ent.arch or "")
         parsed = parse_sass(text, keep_text) if vendor == "nvidia" else parse_amdgcn(text, keep_text)
         for name, m in parsed.items():
             model = KernelMixModel(

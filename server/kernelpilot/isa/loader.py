@@ -7,11 +7,12 @@ Entries that cannot be decompressed in-process fall back to `cuobjdump -xelf` wh
 
 from __future__ import annotations
 
+import functools
 import mmap
 import os
 import re
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,8 +37,8 @@ class Loaded:
     path: Path
     entries: list[CodeObjectEntry] = field(default_factory=list)
     kernels: list[KernelResources] = field(default_factory=list)
-    # payloads of readable code objects by entry label (for disassembly)
-    payloads: dict[str, bytes | memoryview] = field(default_factory=dict)
+    # entry label -> function returning the code object's bytes (re-decompressed on demand, for disassembly)
+    payloads: dict[str, Callable[[], bytes | memoryview]] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
 
 
@@ -162,8 +163,7 @@ def _add_cubin(
         ks = read_cubin(e, f"{label}:{entry_label}", entry_label)
         out.kernels.extend(ks)
         count = sum(1 for k in ks if k.is_entry)
-        if keep:
-            out.payloads[entry_label] = buf
+        out.payloads[entry_label] = lambda b=buf: b  # type: ignore[misc]
     out.entries.append(
         CodeObjectEntry(
             index=len(out.entries),
@@ -203,8 +203,7 @@ def _add_hsaco(
     count = len(ks)
     if want and arch_matches(a, arch):
         out.kernels.extend(ks)
-        if keep:
-            out.payloads[entry_label] = buf
+        out.payloads[entry_label] = lambda b=buf: b  # type: ignore[misc]
     out.entries.append(
         CodeObjectEntry(
             index=len(out.entries),
@@ -331,10 +330,12 @@ def _add_fatbin(
             todo.append((len(out.entries), fe, elabel))
             out.entries.append(CodeObjectEntry(kind="cubin", **common))
     results: list[tuple[int, list[KernelResources]]] = []
+    fe_by_idx = {idx: fe for idx, fe, _ in todo}
     for idx, elabel, payload in _payloads(buf, label, todo):
         ks = read_cubin(payload, f"{label}:{elabel}", elabel)
-        if keep:
-            out.payloads[elabel] = payload
+        out.payloads[elabel] = functools.partial(
+            fatbin_mod.entry_payload, buf, fe_by_idx[idx], f"{label}:{elabel}"
+        )
         results.append((idx, ks))
     for idx, ks in results:
         out.kernels.extend(ks)
@@ -426,7 +427,7 @@ def _tool_fallback(
             ent.decompressed = True
             ent.note = "extracted with cuobjdump -xelf"
             if keep:
-                out.payloads[ent.label] = data
+                out.payloads[ent.label] = lambda d=data: d  # type: ignore[misc]
 
 
 def _cuobjdump_index(name: str) -> int:
