@@ -211,3 +211,19 @@ def test_amd_mix_widths() -> None:
         family_of("s_waitcnt", "amd") == "wait"
         and family_of("BAR.SYNC.DEFER_BLOCKING", "nvidia") == "barrier"
     )
+
+
+@pytest.mark.needs_tool("cuobjdump")
+def test_mix_via_cuobjdump_when_nvdisasm_missing(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kernelpilot import toolchain
+    from kernelpilot.isa.api import IsaFileRequest
+    from kernelpilot.isa.core import isa_mix
+
+    real = toolchain.find_tool
+    monkeypatch.setattr(
+        toolchain, "find_tool", lambda name, env=None: None if name == "nvdisasm" else real(name)
+    )
+    (m,) = isa_mix(
+        IsaFileRequest(file=str(FX / "nvidia" / "kernels.sm_90.cubin"), kernel="^vec4_add$")
+    ).kernels
+    assert m.global_load_bits == {128: 2} and m.instructions > 0
