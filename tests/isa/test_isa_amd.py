@@ -149,3 +149,34 @@ def test_amd_mix_scratch_traffic_and_matrix() -> None:
     by = {x.kernel: x for x in mm}
     assert by["matrix_core"].families["matrix"] >= 1
     assert by["vec4_add"].global_load_bits == {128: 2}
+
+
+def test_hip_fatbin_section_in_host_object() -> None:
+    listing = isa_list(IsaListRequest(file=str(FX / "hip_host.o")))
+    assert [(e.kind, e.arch) for e in listing.entries] == [
+        ("host", None),
+        ("hsaco", "gfx1100"),
+        ("hsaco", "gfx90a"),
+    ]
+    res = isa_resources(IsaResourcesRequest(file=str(FX / "hip_host.o")))
+    assert {(k.name, k.arch, k.wavefront_size) for k in res.kernels} == {
+        ("hip_scale", "gfx1100", 32),
+        ("hip_scale", "gfx90a", 64),
+    }
+
+
+@pytest.mark.parametrize("cov", [4, 5, 6])
+def test_code_object_versions(cov: int) -> None:
+    name = "k.gfx942.hsaco" if cov == 5 else f"k.gfx942.cov{cov}.hsaco"
+    res = isa_resources(IsaResourcesRequest(file=str(FX / name)))
+    base = isa_resources(IsaResourcesRequest(file=str(FX / "k.gfx942.hsaco")))
+    assert all(f"code object v{cov}" in k.notes for k in res.kernels)
+    assert [(k.name, k.registers, k.sgprs, k.static_shared_bytes) for k in res.kernels] == [
+        (k.name, k.registers, k.sgprs, k.static_shared_bytes) for k in base.kernels
+    ]
+
+
+def test_target_features() -> None:
+    res = isa_resources(IsaResourcesRequest(file=str(FX / "k.gfx90a.features.hsaco"), arch="gfx90a"))
+    assert res.kernel_count == 5
+    assert all(k.arch == "gfx90a" and k.target_features == ["sramecc+", "xnack-"] for k in res.kernels)

@@ -40,7 +40,7 @@ KCP_USES_DYNAMIC_STACK = 1 << 11  # kernel_code_properties bit 11
 
 def parse_target(target: str) -> tuple[str, list[str]]:
     """'amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-' -> ('gfx90a', ['sramecc+', 'xnack-'])."""
-    proc = target.rsplit("-", 1)[-1] if "--" in target else target
+    proc = target.split("--", 1)[1] if "--" in target else target
     parts = proc.split(":")
     return parts[0], parts[1:]
 
