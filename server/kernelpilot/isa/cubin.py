@@ -1,0 +1,282 @@
+"""NVIDIA cubin reader: per-kernel resources from `.nv.info` / `.nv.info.<kernel>` attributes and headers.
+
+Attribute ids (EIATTR_*) and value formats (EIFMT_*) are NVIDIA's cubin ELF conventions as printed by
+`cuobjdump -elf` (names checked against CUDA 13.0 cuobjdump output on the fixtures in tests/fixtures/isa).
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+
+from kernelpilot.isa.elf import EM_CUDA, ElfFile
+from kernelpilot.isa.errors import CodeObjectError
+from kernelpilot.isa.models import KernelResources
+
+# EIFMT_* value formats of an .nv.info record: <u8 format><u8 attribute><payload>
+EIFMT_NVAL = 1  # no value (2 padding bytes)
+EIFMT_BVAL = 2  # 1-byte value (+1 pad)
+EIFMT_HVAL = 3  # 2-byte value
+EIFMT_SVAL = 4  # u16 size, then `size` bytes
+
+# EIATTR_* ids (names as printed by `cuobjdump -elf`, CUDA 13.0)
+EIATTR_MAX_THREADS = 0x05
+EIATTR_PARAM_CBANK = 0x0A
+EIATTR_REQNTID = 0x10
+EIATTR_FRAME_SIZE = 0x11
+EIATTR_MIN_STACK_SIZE = 0x12
+EIATTR_CBANK_PARAM_SIZE = 0x19
+EIATTR_MAXREG_COUNT = 0x1B
+EIATTR_CRS_STACK_SIZE = 0x1E
+EIATTR_MAX_STACK_SIZE = 0x23
+EIATTR_WMMA_USED = 0x2B
+EIATTR_REGCOUNT = 0x2F
+EIATTR_CTA_PER_CLUSTER = 0x3D
+EIATTR_NUM_BARRIERS = 0x4C
+
+# ELF header conventions of cubins: OS/ABI byte and where the SM number sits in e_flags.
+ELFOSABI_CUDA_V1 = 0x33  # older cubins: SM in e_flags bits 0..7
+ELFOSABI_CUDA_V2 = 0x41  # CUDA 12.8+/13 cubins (ABI version 8): SM in e_flags bits 8..15
+
+# System-reserved shared memory per block that ptxas folds into `.nv.shared.<kernel>` when the module has a
+# `.nv.shared.reserved.*` section: CUDA C++ Programming Guide, "Compute Capabilities" table, note on
+# "Maximum amount of shared memory per thread block" (1 KB reserved for system use, CC >= 8.0).
+SYSTEM_RESERVED_SHARED_BYTES = 1024
+
+_U32 = struct.Struct("<I")
+_U32X2 = struct.Struct("<II")
+_U32X3 = struct.Struct("<III")
+
+
+def cubin_arch(elf: ElfFile) -> str:
+    """`sm_XX` from the cubin ELF header."""
+    if elf.machine != EM_CUDA:
+        raise CodeObjectError(
+            elf.label, f"not a cubin: ELF machine is {elf.machine_name}, expected cuda (190)"
+        )
+    sm = (elf.e_flags >> 8) & 0xFF if elf.osabi == ELFOSABI_CUDA_V2 else elf.e_flags & 0xFF
+    if sm == 0:
+        raise CodeObjectError(elf.label, f"cubin e_flags {elf.e_flags:#x} carry no SM version")
+    return f"sm_{sm}"
+
+
+def _records(elf: ElfFile, data: memoryview, section: str) -> list[tuple[int, int, memoryview | int]]:
+    out: list[tuple[int, int, memoryview | int]] = []
+    pos, n = 0, len(data)
+    while pos + 4 <= n:
+        fmt = data[pos]
+        attr = data[pos + 1]
+        if fmt == EIFMT_SVAL:
+            size = data[pos + 2] | (data[pos + 3] << 8)
+            end = pos + 4 + size
+            if end > n:
+                raise CodeObjectError(elf.label, f"{section}: attribute {attr:#x} overruns the section")
+            out.append((fmt, attr, data[pos + 4 : end]))
+            pos = end
+        elif fmt == EIFMT_HVAL:
+            out.append((fmt, attr, data[pos + 2] | (data[pos + 3] << 8)))
+            pos += 4
+        elif fmt in (EIFMT_BVAL, EIFMT_NVAL):
+            out.append((fmt, attr, data[pos + 2]))
+            pos += 4
+        else:
+            raise CodeObjectError(elf.label, f"{section}: unknown attribute format {fmt} at byte {pos}")
+    return out
+
+
+_WANTED = frozenset(
+    {
+        EIATTR_REGCOUNT,
+        EIATTR_MAX_THREADS,
+        EIATTR_REQNTID,
+        EIATTR_CTA_PER_CLUSTER,
+        EIATTR_MAXREG_COUNT,
+        EIATTR_NUM_BARRIERS,
+        EIATTR_WMMA_USED,
+        EIATTR_CBANK_PARAM_SIZE,
+    }
+)
+
+
+def _kernel_records(elf: ElfFile, view: memoryview, name: str) -> list[tuple[int, int, memoryview | int]]:
+    """Like `_records` but keeps only the attributes `read_cubin` uses (faster on big libraries)."""
+    data = bytes(view)
+    out: list[tuple[int, int, memoryview | int]] = []
+    pos, n = 0, len(data)
+    while pos + 4 <= n:
+        fmt = data[pos]
+        attr = data[pos + 1]
+        if fmt == EIFMT_SVAL:
+            end = pos + 4 + (data[pos + 2] | (data[pos + 3] << 8))
+            if end > n:
+                raise CodeObjectError(elf.label, f".nv.info.{name}: attribute {attr:#x} overruns the section")
+            if attr in _WANTED:
+                out.append((fmt, attr, memoryview(data)[pos + 4 : end]))
+            pos = end
+        elif fmt == EIFMT_HVAL:
+            if attr in _WANTED:
+                out.append((fmt, attr, data[pos + 2] | (data[pos + 3] << 8)))
+            pos += 4
+        elif fmt in (EIFMT_BVAL, EIFMT_NVAL):
+            if attr in _WANTED:
+                out.append((fmt, attr, data[pos + 2]))
+            pos += 4
+        else:
+            raise CodeObjectError(elf.label, f".nv.info.{name}: unknown attribute format {fmt} at byte {pos}")
+    return out
+
+
+_GLOBAL_REC = struct.Struct("<BBHII")
+
+
+def _global_info_fast(data: memoryview) -> list[tuple[int, int, int]] | None:
+    """The common `.nv.info` layout (every record `SVAL size 8: symbol, value`) decoded in one C loop; None if
+    any record differs (then the generic parser runs)."""
+    if len(data) % _GLOBAL_REC.size:
+        return None
+    out = []
+    for fmt, attr, size, sym, value in _GLOBAL_REC.iter_unpack(data):
+        if fmt != EIFMT_SVAL or size != 8:
+            return None
+        out.append((attr, sym, value))
+    return out
+
+
+def read_cubin(
+    buf: bytes | memoryview | ElfFile, label: str, entry: str | None = None
+) -> list[KernelResources]:
+    """Every function in a cubin with its resources (entry kernels first-class, device functions marked)."""
+    elf = buf if isinstance(buf, ElfFile) else ElfFile(buf, label)
+    arch = cubin_arch(elf)
+    entry_label = entry or label
+    raw = elf.raw_sections
+    # function symbol index -> name, from `.text.<name>` sections (sh_info low 24 bits = symbol index)
+    texts: dict[int, tuple[str, int]] = {}
+    info_secs: dict[str, memoryview] = {}
+    shared: dict[str, int] = {}
+    consts: dict[str, dict[str, int]] = {}
+    module_consts: dict[str, int] = {}
+    has_reserved = False
+    global_info: memoryview | None = None
+    for i, nm in enumerate(elf.section_names):
+        if nm[:6] == ".text.":
+            texts[raw[i][7] & 0xFFFFFF] = (nm[6:], i)
+        elif nm[:4] != ".nv.":
+            continue
+        elif nm[4:9] == "info.":
+            info_secs[nm[9:]] = elf.raw_data(i)
+        elif nm == ".nv.info":
+            global_info = elf.raw_data(i)
+        elif nm[4:11] == "shared.":
+            rest = nm[11:]
+            if rest.startswith("reserved."):
+                has_reserved = True
+            else:
+                shared[rest] = raw[i][5]
+        elif nm[4:12] == "constant":
+            bank, dot, fn = nm[12:].partition(".")
+            if not bank.isdigit():
+                continue
+            if dot:
+                consts.setdefault(fn, {})[bank] = raw[i][5]
+            else:
+                module_consts[bank] = raw[i][5]
+    per_sym: dict[int, dict[int, int]] = {}
+    if global_info is not None:
+        fast = _global_info_fast(global_info)
+        if fast is not None:
+            for attr, sym, value in fast:
+                d = per_sym.get(sym)
+                if d is None:
+                    per_sym[sym] = d = {}
+                d[attr] = value
+        else:
+            for fmt, attr, val in _records(elf, global_info, ".nv.info"):
+                if fmt == EIFMT_SVAL and isinstance(val, memoryview) and len(val) >= 8:
+                    sym, value = _U32X2.unpack_from(val, 0)
+                    per_sym.setdefault(sym, {})[attr] = value
+    reserve = SYSTEM_RESERVED_SHARED_BYTES if has_reserved else 0
+    kernels: list[KernelResources] = []
+    for sym, (name, sec_index) in texts.items():
+        g = per_sym.get(sym, {})
+        info = info_secs.get(name)
+        regs = g.get(EIATTR_REGCOUNT)
+        text_info, text_flags = raw[sec_index][7], raw[sec_index][2]
+        if regs is None and (text_info >> 24):
+            regs = text_info >> 24  # older ABI keeps the count in sh_info bits 24..31
+        max_threads: int | None = None
+        reqntid: list[int] | None = None
+        maxreg: int | None = None
+        barriers: int | None = None
+        wmma: bool | None = None
+        param_bytes: int | None = None
+        cluster: list[int] | None = None
+        if info is not None:
+            wmma = False
+            for _fmt, attr, val in _kernel_records(elf, info, name):
+                if attr == EIATTR_REGCOUNT and isinstance(val, memoryview) and len(val) >= 8:
+                    regs = _U32X2.unpack_from(val, 0)[1]
+                elif attr == EIATTR_MAX_THREADS and isinstance(val, memoryview) and len(val) >= 12:
+                    x, y, z = _U32X3.unpack_from(val, 0)
+                    max_threads = x * y * z
+                elif attr == EIATTR_REQNTID and isinstance(val, memoryview) and len(val) >= 12:
+                    reqntid = list(_U32X3.unpack_from(val, 0))
+                elif attr == EIATTR_CTA_PER_CLUSTER and isinstance(val, memoryview) and len(val) >= 12:
+                    cluster = list(_U32X3.unpack_from(val, 0))
+                elif attr == EIATTR_MAXREG_COUNT and isinstance(val, int):
+                    maxreg = val
+                elif attr == EIATTR_NUM_BARRIERS and isinstance(val, int):
+                    barriers = val
+                elif attr == EIATTR_WMMA_USED:
+                    wmma = True
+                elif attr == EIATTR_CBANK_PARAM_SIZE and isinstance(val, int):
+                    param_bytes = val
+            if barriers is None:
+                barriers = (text_flags >> 20) & 0x7F  # older ABI: barrier count in sh_flags bits 20..26
+        if reqntid is not None and max_threads is None:
+            max_threads = reqntid[0] * reqntid[1] * reqntid[2]
+        sec_shared = shared.get(name, 0)
+        banks = dict(consts.get(name, {}))
+        for bank, size in module_consts.items():
+            banks.setdefault(bank, size)
+        kernels.append(
+            KernelResources(
+                name=name,
+                demangled=name,
+                vendor="nvidia",
+                arch=arch,
+                entry=entry_label,
+                is_entry=info is not None,
+                registers=regs,
+                max_registers=maxreg,
+                static_shared_bytes=max(0, sec_shared - reserve),
+                shared_section_bytes=sec_shared,
+                stack_frame_bytes=g.get(EIATTR_FRAME_SIZE),
+                min_stack_bytes=g.get(EIATTR_MIN_STACK_SIZE),
+                max_threads_per_block=max_threads,
+                required_block_size=reqntid,
+                constant_banks=banks,
+                param_bytes=param_bytes,
+                barriers=barriers,
+                uses_wmma=wmma,
+                wavefront_size=None,
+                cluster_dims=cluster,
+            )
+        )
+    return kernels
+
+
+def _nv_ptx_arch(text: str) -> str | None:
+    for line in text.splitlines()[:80]:
+        line = line.strip()
+        if line.startswith(".target"):
+            return line.split()[1].rstrip(",")
+    return None
+
+
+_PTX_ENTRY = re.compile(r"\.entry\s+([^\s(]+)")
+
+
+def ptx_entries(text: str) -> list[str]:
+    """Names of `.entry` kernels in PTX text."""
+    return _PTX_ENTRY.findall(text)

@@ -1,0 +1,235 @@
+"""A small, bounds-checked ELF64 little-endian reader: section headers, symbols, notes.
+
+Faster than a general ELF library on huge host libraries (we only touch the section table and the
+sections we need) and strict: every offset is checked against the buffer, so a truncated or corrupt file
+raises `CodeObjectError` naming the file instead of reading garbage or hanging.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from kernelpilot.isa.errors import CodeObjectError
+
+ELF_MAGIC = b"\x7fELF"
+# ELF constants (System V ABI, "ELF header" and "Sections" chapters, https://refspecs.linuxfoundation.org/elf/gabi4+/)
+SHT_SYMTAB = 2
+SHT_NOTE = 7
+SHT_NOBITS = 8
+EM_X86_64 = 62  # gABI e_machine table
+EM_AARCH64 = 183  # gABI e_machine table
+EM_PPC64 = 21  # gABI e_machine table
+EM_CUDA = 190  # gABI e_machine table: NVIDIA CUDA architecture
+EM_AMDGPU = 224  # gABI e_machine table: AMD GPU architecture
+
+MACHINE_NAMES = {
+    EM_X86_64: "x86_64",
+    EM_AARCH64: "aarch64",
+    EM_PPC64: "ppc64",
+    EM_CUDA: "cuda",
+    EM_AMDGPU: "amdgpu",
+    3: "i386",
+    40: "arm",
+}
+
+_EHDR = struct.Struct("<16sHHIQQQIHHHHHH")
+_SHDR = struct.Struct("<IIQQQQIIQQ")
+_SYM = struct.Struct("<IBBHQQ")
+
+
+class Section(NamedTuple):
+    """One section header (a NamedTuple: cheap to build for the ~10^5 sections of a large library)."""
+
+    number: int
+    name: str
+    type: int
+    flags: int
+    addr: int
+    offset: int
+    size: int
+    link: int
+    info: int
+    entsize: int
+
+
+@dataclass(frozen=True, slots=True)
+class Symbol:
+    name: str
+    value: int
+    size: int
+    info: int
+    other: int
+    shndx: int
+
+    @property
+    def type(self) -> int:
+        return self.info & 0xF
+
+    @property
+    def bind(self) -> int:
+        return self.info >> 4
+
+
+@dataclass(frozen=True, slots=True)
+class Note:
+    name: str
+    type: int
+    desc: bytes
+
+
+def is_elf(buf: bytes | memoryview) -> bool:
+    return bytes(buf[:4]) == ELF_MAGIC
+
+
+class ElfFile:
+    """A parsed ELF64 LE image over a buffer (bytes, mmap or memoryview); `label` names it in errors."""
+
+    def __init__(self, buf: bytes | memoryview, label: str) -> None:
+        self.buf = memoryview(buf) if not isinstance(buf, memoryview) else buf
+        self.label = label
+        n = len(self.buf)
+        if n < 4 or bytes(self.buf[:4]) != ELF_MAGIC:
+            raise CodeObjectError(label, "not an ELF file (bad magic)")
+        if n < _EHDR.size:
+            raise CodeObjectError(label, f"truncated ELF header ({n} bytes)")
+        ident = bytes(self.buf[:16])
+        if ident[4] != 2:
+            raise CodeObjectError(
+                label, f"ELF class {ident[4]} is not ELF64; only 64-bit code objects are read"
+            )
+        if ident[5] != 1:
+            raise CodeObjectError(label, "big-endian ELF is not supported")
+        self.osabi = ident[7]
+        self.abiversion = ident[8]
+        (
+            _,
+            self.e_type,
+            self.machine,
+            _ver,
+            _entry,
+            _phoff,
+            shoff,
+            self.e_flags,
+            _ehsize,
+            _phentsize,
+            _phnum,
+            shentsize,
+            shnum,
+            shstrndx,
+        ) = _EHDR.unpack_from(self.buf, 0)
+        if shoff == 0 or shnum == 0:
+            raise CodeObjectError(label, "ELF has no section header table (stripped of sections?)")
+        if shentsize != _SHDR.size:
+            raise CodeObjectError(label, f"unexpected section header size {shentsize}")
+        if shoff + shnum * shentsize > n:
+            raise CodeObjectError(
+                label, f"truncated: section headers end at {shoff + shnum * shentsize}, file has {n} bytes"
+            )
+        raw = list(_SHDR.iter_unpack(self.buf[shoff : shoff + shnum * shentsize]))
+        if shstrndx >= shnum:
+            raise CodeObjectError(label, f"section-name table index {shstrndx} out of range")
+        str_off, str_size = raw[shstrndx][4], raw[shstrndx][5]
+        self._check(str_off, str_size, "section-name table")
+        names = bytes(self.buf[str_off : str_off + str_size])
+        # offset -> name for every string in the table at once (section names rarely share suffixes)
+        by_off: dict[int, str] = {}
+        pos = 0
+        for part in names.decode("utf-8", "replace").split("\0"):
+            by_off[pos] = part
+            pos += len(part.encode("utf-8", "replace")) + 1 if not part.isascii() else len(part) + 1
+        limit = n
+        self.section_names: list[str] = []
+        for i, (nm, typ, _flags, _addr, off, size, *_rest) in enumerate(raw):
+            if typ != SHT_NOBITS and typ != 0 and (off + size > limit or off < 0):
+                self._check(off, size, f"section {i}")
+            name = by_off.get(nm)
+            self.section_names.append(name if name is not None else _cstr(names, nm))
+        # raw header tuples: (name_off, type, flags, addr, offset, size, link, info, align, entsize)
+        self.raw_sections = raw
+        self._sections: list[Section] | None = None
+        self._by_name: dict[str, Section] | None = None
+
+    @property
+    def sections(self) -> list[Section]:
+        if self._sections is None:
+            self._sections = [
+                Section(i, nm, r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[9])
+                for i, (nm, r) in enumerate(zip(self.section_names, self.raw_sections, strict=True))
+            ]
+        return self._sections
+
+    @property
+    def machine_name(self) -> str:
+        return MACHINE_NAMES.get(self.machine, f"e_machine={self.machine}")
+
+    def _check(self, off: int, size: int, what: str) -> None:
+        if off < 0 or size < 0 or off + size > len(self.buf):
+            raise CodeObjectError(
+                self.label,
+                f"truncated or corrupt: {what} spans bytes {off}..{off + size}, file has {len(self.buf)}",
+            )
+
+    def section(self, name: str) -> Section | None:
+        if self._by_name is None:
+            self._by_name = {s.name: s for s in self.sections}
+        return self._by_name.get(name)
+
+    def raw_data(self, index: int) -> memoryview:
+        r = self.raw_sections[index]
+        if r[1] == SHT_NOBITS:
+            return memoryview(b"")
+        return self.buf[r[4] : r[4] + r[5]]
+
+    def data(self, sec: Section) -> memoryview:
+        if sec.type == SHT_NOBITS:
+            return memoryview(b"")
+        return self.buf[sec.offset : sec.offset + sec.size]
+
+    def symbols(self) -> list[Symbol]:
+        out: list[Symbol] = []
+        for sec in self.sections:
+            if sec.type != SHT_SYMTAB:
+                continue
+            if sec.link >= len(self.sections):
+                raise CodeObjectError(self.label, f"symbol table {sec.name} links to a missing string table")
+            strs = bytes(self.data(self.sections[sec.link]))
+            data = self.data(sec)
+            ent = sec.entsize or _SYM.size
+            if ent != _SYM.size:
+                raise CodeObjectError(self.label, f"symbol entry size {ent} is not {_SYM.size}")
+            for i in range(len(data) // ent):
+                nm, info, other, shndx, value, size = _SYM.unpack_from(data, i * ent)
+                out.append(Symbol(_cstr(strs, nm), value, size, info, other, shndx))
+        return out
+
+    def notes(self, sec: Section) -> list[Note]:
+        data = self.data(sec)
+        out: list[Note] = []
+        pos = 0
+        while pos + 12 <= len(data):
+            namesz, descsz, ntype = struct.unpack_from("<III", data, pos)
+            pos += 12
+            name_end = pos + namesz
+            desc_start = pos + _align4(namesz)
+            desc_end = desc_start + descsz
+            if desc_end > len(data) or name_end > len(data):
+                raise CodeObjectError(self.label, f"note in {sec.name} overruns its section (corrupt note)")
+            name = bytes(data[pos:name_end]).rstrip(b"\0").decode("ascii", "replace")
+            out.append(Note(name, ntype, bytes(data[desc_start:desc_end])))
+            pos = desc_start + _align4(descsz)
+        return out
+
+
+def _align4(n: int) -> int:
+    return (n + 3) & ~3
+
+
+def _cstr(table: bytes, off: int) -> str:
+    if off >= len(table):
+        return ""
+    end = table.find(b"\0", off)
+    if end < 0:
+        end = len(table)
+    return table[off:end].decode("utf-8", "replace")

@@ -1,0 +1,506 @@
+"""Open any supported file and list its code objects and kernels.
+
+Supported: cubin, HSACO, standalone fatbin, clang offload bundle (plain or CCOB-compressed), PTX text, and
+host ELF executables/shared libraries embedding `.nv_fatbin` / `__nv_relfatbin` / `.hip_fatbin`.
+Entries that cannot be decompressed in-process fall back to `cuobjdump -xelf` when it is installed.
+"""
+
+from __future__ import annotations
+
+import functools
+import mmap
+import os
+import re
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kernelpilot import toolchain
+from kernelpilot.errors import InputFileError, ToolchainError
+from kernelpilot.isa import bundle as bundle_mod
+from kernelpilot.isa import compress
+from kernelpilot.isa import fatbin as fatbin_mod
+from kernelpilot.isa.cubin import ptx_entries, read_cubin
+from kernelpilot.isa.demangle import demangle_all
+from kernelpilot.isa.elf import EM_AMDGPU, EM_CUDA, ElfFile, is_elf
+from kernelpilot.isa.errors import CodeObjectError, UnsupportedCodeObjectError
+from kernelpilot.isa.hsaco import read_hsaco
+from kernelpilot.isa.models import CodeObjectEntry, KernelResources
+
+HOST_FATBIN_SECTIONS = (".nv_fatbin", "__nv_relfatbin")
+HOST_HIP_SECTIONS = (".hip_fatbin",)
+
+
+@dataclass
+class Loaded:
+    path: Path
+    entries: list[CodeObjectEntry] = field(default_factory=list)
+    kernels: list[KernelResources] = field(default_factory=list)
+    # entry label -> function returning the code object's bytes (re-decompressed on demand, for disassembly)
+    payloads: dict[str, Callable[[], bytes | memoryview]] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+
+def _open(path: Path) -> memoryview:
+    if not path.exists():
+        raise InputFileError(f"{path}: file not found", "give the path of a cubin, fatbin, HSACO or binary")
+    if not path.is_file():
+        raise InputFileError(f"{path}: not a regular file", "give a file, not a directory")
+    size = path.stat().st_size
+    if size == 0:
+        raise CodeObjectError(str(path), "file is empty")
+    try:
+        with path.open("rb") as fh:
+            mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    except OSError as exc:
+        raise InputFileError(
+            f"{path}: cannot read ({exc.strerror})", "check the path and permissions"
+        ) from exc
+    return memoryview(mm)
+
+
+def arch_matches(arch: str | None, wanted: str | None) -> bool:
+    if not wanted:
+        return True
+    if arch is None:
+        return False
+    w = wanted.lower().replace("compute_", "sm_")
+    a = arch.lower().replace("compute_", "sm_")
+    return a == w or a.split(":")[0] == w
+
+
+def load(
+    path: Path,
+    *,
+    arch: str | None = None,
+    want_kernels: bool = True,
+    keep_payloads: bool = False,
+    demangle: bool = True,
+    allow_tool_fallback: bool = True,
+    count_ptx: bool = False,
+) -> Loaded:
+    """Parse `path`; entries are always listed, kernels only for entries matching `arch`."""
+    label = str(path)
+    buf = _open(path)
+    out = Loaded(path)
+    head = bytes(buf[:24])
+    if is_elf(head):
+        elf = ElfFile(buf, label)
+        if elf.machine == EM_CUDA:
+            _add_cubin(out, elf, buf, label, path.name, 0, "file", None, arch, want_kernels, keep_payloads)
+        elif elf.machine == EM_AMDGPU:
+            _add_hsaco(out, elf, buf, label, path.name, 0, "file", None, arch, want_kernels, keep_payloads)
+        else:
+            _add_host(out, elf, buf, label, arch, want_kernels, keep_payloads, allow_tool_fallback, count_ptx)
+    elif head[:4] == fatbin_mod.FATBIN_MAGIC_BYTES:
+        _add_fatbin(
+            out, buf, label, 0, len(buf), arch, want_kernels, keep_payloads, allow_tool_fallback, count_ptx
+        )
+    elif bundle_mod.is_bundle(head):
+        _add_bundle(out, buf, label, 0, arch, want_kernels, keep_payloads)
+    elif _looks_like_ptx(buf):
+        text = bytes(buf).decode("utf-8", "replace")
+        tgt = _ptx_target(text)
+        out.entries.append(
+            CodeObjectEntry(
+                index=0,
+                label=path.name,
+                kind="ptx",
+                vendor="nvidia",
+                arch=tgt,
+                container="file",
+                offset=0,
+                size_bytes=len(buf),
+                kernel_count=len(ptx_entries(text)),
+                note="PTX is not compiled: no register/shared figures until ptxas runs",
+            )
+        )
+    else:
+        raise CodeObjectError(
+            label,
+            f"not a GPU code object: starts with {head[:8].hex()} (expected ELF, fatbin 50ed55ba, "
+            "__CLANG_OFFLOAD_BUNDLE__ or CCOB)",
+        )
+    for k in out.kernels:
+        k.kernel_id = f"{k.entry}::{k.name}"
+    if demangle and out.kernels:
+        names = demangle_all([k.name for k in out.kernels])
+        for k in out.kernels:
+            k.demangled = names.get(k.name, k.name)
+    return out
+
+
+def _looks_like_ptx(buf: memoryview) -> bool:
+    head = bytes(buf[:4096]).decode("utf-8", "replace")
+    return ".version" in head and ".target" in head
+
+
+def _ptx_target(text: str) -> str | None:
+    m = re.search(r"^\s*\.target\s+(\w+)", text, re.M)
+    return m.group(1).replace("sm_", "compute_") if m else None
+
+
+def _add_cubin(
+    out: Loaded,
+    elf: ElfFile | None,
+    buf: bytes | memoryview,
+    label: str,
+    entry_label: str,
+    offset: int,
+    container: str,
+    compressed: str | None,
+    arch: str | None,
+    want: bool,
+    keep: bool,
+) -> None:
+    from kernelpilot.isa.cubin import cubin_arch
+
+    e = elf or ElfFile(buf, f"{label}:{entry_label}")
+    a = cubin_arch(e)
+    count: int | None = None
+    if want and arch_matches(a, arch):
+        ks = read_cubin(e, f"{label}:{entry_label}", entry_label)
+        out.kernels.extend(ks)
+        count = sum(1 for k in ks if k.is_entry)
+        out.payloads[entry_label] = lambda b=buf: b  # type: ignore[misc]
+    out.entries.append(
+        CodeObjectEntry(
+            index=len(out.entries),
+            label=entry_label,
+            kind="cubin",
+            vendor="nvidia",
+            arch=a,
+            container=container,
+            offset=offset,
+            size_bytes=len(buf),
+            compressed=compressed,
+            kernel_count=count,
+        )
+    )
+
+
+def _add_hsaco(
+    out: Loaded,
+    elf: ElfFile | None,
+    buf: bytes | memoryview,
+    label: str,
+    entry_label: str,
+    offset: int,
+    container: str,
+    compressed: str | None,
+    arch: str | None,
+    want: bool,
+    keep: bool,
+) -> None:
+    e = elf or ElfFile(buf, f"{label}:{entry_label}")
+    ks = read_hsaco(e, f"{label}:{entry_label}", entry_label)
+    a = ks[0].arch if ks else None
+    if not ks:
+        from kernelpilot.isa.hsaco import MACH_TO_GFX
+
+        a = MACH_TO_GFX.get(e.e_flags & 0xFF)
+    count = len(ks)
+    if want and arch_matches(a, arch):
+        out.kernels.extend(ks)
+        out.payloads[entry_label] = lambda b=buf: b  # type: ignore[misc]
+    out.entries.append(
+        CodeObjectEntry(
+            index=len(out.entries),
+            label=entry_label,
+            kind="hsaco",
+            vendor="amd",
+            arch=a,
+            container=container,
+            offset=offset,
+            size_bytes=len(buf),
+            compressed=compressed,
+            kernel_count=count,
+        )
+    )
+
+
+def _add_host(
+    out: Loaded,
+    elf: ElfFile,
+    buf: memoryview,
+    label: str,
+    arch: str | None,
+    want: bool,
+    keep: bool,
+    fallback: bool,
+    count_ptx: bool = False,
+) -> None:
+    found = False
+    for name in HOST_FATBIN_SECTIONS:
+        sec = elf.section(name)
+        if sec is not None and sec.size:
+            found = True
+            _add_fatbin(
+                out, buf, label, sec.offset, sec.offset + sec.size, arch, want, keep, fallback, count_ptx
+            )
+    for name in HOST_HIP_SECTIONS:
+        sec = elf.section(name)
+        if sec is not None and sec.size:
+            found = True
+            pos = sec.offset
+            end = sec.offset + sec.size
+            raw = bytes(buf[pos:end])
+            starts = sorted(
+                {m.start() for m in re.finditer(re.escape(bundle_mod.BUNDLE_MAGIC), raw)}
+                | {m.start() for m in re.finditer(bundle_mod.CCOB_MAGIC, raw)}
+            )
+            for s in starts:
+                _add_bundle(out, memoryview(raw), label, s, arch, want, keep, base_offset=pos)
+    if not found:
+        raise UnsupportedCodeObjectError(
+            f"{label}: {elf.machine_name} ELF with no GPU code (no .nv_fatbin, __nv_relfatbin or .hip_fatbin "
+            "section)",
+            "give a cubin/HSACO, a fatbin, or a binary built with nvcc/hipcc device code",
+        )
+
+
+def _add_fatbin(
+    out: Loaded,
+    buf: memoryview,
+    label: str,
+    start: int,
+    end: int,
+    arch: str | None,
+    want: bool,
+    keep: bool,
+    fallback: bool,
+    count_ptx: bool = False,
+) -> None:
+    ents = fatbin_mod.scan_fatbins(buf, label, start, end)
+    base = Path(label).name
+    pending: list[tuple[int, fatbin_mod.FatEntry]] = []
+    todo: list[tuple[int, fatbin_mod.FatEntry, str]] = []
+    # without a C ZSTD decoder, feed the pure-Python one only a bounded amount; the rest goes to cuobjdump
+    slow_zstd = not compress.zstd_native_available() and (
+        sum(
+            fe.decompressed_size
+            for fe in ents
+            if fe.compression == "zstd"
+            and fe.kind == fatbin_mod.KIND_ELF
+            and arch_matches(fe.arch_name, arch)
+        )
+        > compress.PURE_PY_ZSTD_MAX_BYTES
+    )
+    for n, fe in enumerate(ents, start=1):
+        suffix = "ptx" if fe.kind == fatbin_mod.KIND_PTX else "cubin"
+        elabel = f"{base}.{n}.{fe.arch_name}.{suffix}"
+        common = dict(
+            index=len(out.entries),
+            label=elabel,
+            vendor="nvidia",
+            arch=fe.arch_name,
+            container="fatbin",
+            offset=fe.offset,
+            size_bytes=fe.size,
+            compressed=fe.compression,
+        )
+        if fe.kind == fatbin_mod.KIND_PTX:
+            count = None
+            if count_ptx and arch_matches(fe.arch_name, arch) and fatbin_mod.can_decompress(fe):
+                text = bytes(fatbin_mod.entry_payload(buf, fe, f"{label}:{elabel}")).rstrip(b"\0")
+                count = len(ptx_entries(text.decode("utf-8", "replace")))
+            out.entries.append(
+                CodeObjectEntry(
+                    kind="ptx", decompressed=fatbin_mod.can_decompress(fe), kernel_count=count, **common
+                )
+            )
+        elif fe.kind != fatbin_mod.KIND_ELF:
+            out.entries.append(
+                CodeObjectEntry(kind="other", note=f"fatbin entry kind {fe.kind} is not read", **common)
+            )
+        elif not (want and arch_matches(fe.arch_name, arch)):
+            out.entries.append(CodeObjectEntry(kind="cubin", decompressed=False, **common))
+        elif not fatbin_mod.can_decompress(fe) or (slow_zstd and fe.compression == "zstd"):
+            pending.append((len(out.entries), fe))
+            out.entries.append(
+                CodeObjectEntry(
+                    kind="cubin",
+                    decompressed=False,
+                    note="ZSTD-compressed; too much for the pure-Python decoder",
+                    **common,
+                )
+            )
+        else:
+            todo.append((len(out.entries), fe, elabel))
+            out.entries.append(CodeObjectEntry(kind="cubin", **common))
+    results: list[tuple[int, list[KernelResources]]] = []
+    fe_by_idx = {idx: fe for idx, fe, _ in todo}
+    for idx, elabel, payload in _payloads(buf, label, todo):
+        ks = read_cubin(payload, f"{label}:{elabel}", elabel)
+        out.payloads[elabel] = functools.partial(
+            fatbin_mod.entry_payload, buf, fe_by_idx[idx], f"{label}:{elabel}"
+        )
+        results.append((idx, ks))
+    for idx, ks in results:
+        out.kernels.extend(ks)
+        out.entries[idx].kernel_count = sum(1 for k in ks if k.is_entry)
+    if pending:
+        _tool_fallback(out, label, pending, arch, keep, fallback)
+
+
+PREFETCH = 16  # compressed entries decompressed ahead on a helper thread (bounded memory)
+
+
+def _payloads(
+    buf: memoryview, label: str, todo: list[tuple[int, fatbin_mod.FatEntry, str]]
+) -> Iterator[tuple[int, str, bytes | memoryview]]:
+    """Payloads in order; ZSTD/LZ4 decompression of the next few entries overlaps parsing of the current one
+    (the ZSTD decoder releases the GIL), with at most PREFETCH decompressed entries held at once."""
+    if sum(1 for _, fe, _ in todo if fe.compression) < PREFETCH:
+        for idx, fe, elabel in todo:
+            yield idx, elabel, fatbin_mod.entry_payload(buf, fe, f"{label}:{elabel}")
+        return
+    import collections
+    import concurrent.futures
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, min(4, (os.cpu_count() or 2) - 1))) as pool:
+        window: collections.deque[tuple[int, str, concurrent.futures.Future[bytes | memoryview]]] = (
+            collections.deque()
+        )
+        it = iter(todo)
+        for idx, fe, elabel in it:
+            window.append((idx, elabel, pool.submit(fatbin_mod.entry_payload, buf, fe, f"{label}:{elabel}")))
+            if len(window) >= PREFETCH:
+                break
+        while window:
+            idx, elabel, fut = window.popleft()
+            nxt = next(it, None)
+            if nxt is not None:
+                window.append(
+                    (nxt[0], nxt[2], pool.submit(fatbin_mod.entry_payload, buf, nxt[1], f"{label}:{nxt[2]}"))
+                )
+            yield idx, elabel, fut.result()
+
+
+def _tool_fallback(
+    out: Loaded,
+    label: str,
+    pending: list[tuple[int, fatbin_mod.FatEntry]],
+    arch: str | None,
+    keep: bool,
+    fallback: bool,
+) -> None:
+    exe = toolchain.find_tool("cuobjdump") if fallback else None
+    if exe is None:
+        out.warnings.append(
+            f"{len(pending)} compressed cubin(s) not read: over "
+            f"{compress.PURE_PY_ZSTD_MAX_BYTES >> 20} MB of ZSTD data, no C decoder (pip install zstandard) "
+            "and no cuobjdump to fall back on"
+        )
+        return
+    with tempfile.TemporaryDirectory(prefix="kp-isa-") as tmp:
+        try:
+            toolchain.run([str(exe), "-xelf", "all", os.path.abspath(label)], cwd=tmp, timeout_s=600)
+        except ToolchainError as exc:
+            out.warnings.append(f"cuobjdump -xelf fallback failed: {exc.message}")
+            return
+        files = sorted(Path(tmp).glob("*.cubin"), key=lambda p: _cuobjdump_index(p.name))
+        by_arch: dict[str, list[Path]] = {}
+        for f in files:
+            m = re.search(r"\.(sm_\d+[a-z]?)\.cubin$", f.name)
+            if m:
+                by_arch.setdefault(m.group(1), []).append(f)
+        used: dict[str, int] = {}
+        for idx, fe in pending:
+            cands = by_arch.get(fe.arch_name, [])
+            # match by decompressed size when possible, else in order
+            pick = next((c for c in cands if c.stat().st_size == fe.decompressed_size), None)
+            if pick is None:
+                i = used.get(fe.arch_name, 0)
+                if i >= len(cands):
+                    continue
+                pick = cands[i]
+                used[fe.arch_name] = i + 1
+            else:
+                cands.remove(pick)
+            data = pick.read_bytes()
+            ent = out.entries[idx]
+            ks = read_cubin(data, f"{label}:{ent.label}", ent.label)
+            out.kernels.extend(ks)
+            ent.kernel_count = sum(1 for k in ks if k.is_entry)
+            ent.decompressed = True
+            ent.note = "extracted with cuobjdump -xelf"
+            if keep:
+                out.payloads[ent.label] = lambda d=data: d  # type: ignore[misc]
+
+
+def _cuobjdump_index(name: str) -> int:
+    m = re.search(r"\.(\d+)\.sm_", name)
+    return int(m.group(1)) if m else 0
+
+
+def _add_bundle(
+    out: Loaded,
+    buf: memoryview,
+    label: str,
+    start: int,
+    arch: str | None,
+    want: bool,
+    keep: bool,
+    base_offset: int = 0,
+) -> None:
+    data: bytes | memoryview = buf[start:]
+    container = "offload-bundle"
+    compressed = None
+    if bytes(data[:4]) == bundle_mod.CCOB_MAGIC:
+        try:
+            data, compressed = bundle_mod.decompress_ccob(data, label)
+        except CodeObjectError as exc:
+            if "no C ZSTD decoder" not in exc.message:
+                raise
+            out.entries.append(
+                CodeObjectEntry(
+                    index=len(out.entries),
+                    label=f"{Path(label).name}@{base_offset + start}",
+                    kind="other",
+                    container="compressed-offload-bundle",
+                    offset=base_offset + start,
+                    size_bytes=len(data),
+                    compressed="zstd",
+                    decompressed=False,
+                    note=exc.message,
+                )
+            )
+            return
+        container = "compressed-offload-bundle"
+    entries = bundle_mod.parse_bundle(data, label)
+    for be in entries:
+        gfx, triple = bundle_mod.bundle_arch(be.triple)
+        payload = memoryview(data)[be.offset : be.offset + be.size]
+        elabel = f"{Path(label).name}:{triple}"
+        if gfx is None or be.size == 0:
+            out.entries.append(
+                CodeObjectEntry(
+                    index=len(out.entries),
+                    label=elabel,
+                    kind="host" if gfx is None else "other",
+                    container=container,
+                    offset=be.offset,
+                    size_bytes=be.size,
+                    compressed=compressed,
+                )
+            )
+            continue
+        if is_elf(payload):
+            _add_hsaco(out, None, payload, label, elabel, be.offset, container, compressed, arch, want, keep)
+        else:
+            out.entries.append(
+                CodeObjectEntry(
+                    index=len(out.entries),
+                    label=elabel,
+                    kind="other",
+                    vendor="amd",
+                    arch=gfx,
+                    container=container,
+                    offset=be.offset,
+                    size_bytes=be.size,
+                    compressed=compressed,
+                    note="device entry is not an ELF code object (bitcode?)",
+                )
+            )
