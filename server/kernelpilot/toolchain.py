@@ -78,13 +78,38 @@ def _python_scripts_dirs() -> list[str]:
     return dirs
 
 
+# LLVM versions to prefer, newest first: a distribution's plain `llvm-objdump` may be too old to know
+# recent AMD targets (Debian 12's LLVM 14 lacks gfx12), while ROCm's or a versioned one does.
+_LLVM_VERSIONS = tuple(range(22, 16, -1))
+
+
+def _preferred(name: str, path_var: str | None) -> Path | None:
+    """Newer LLVM builds of an LLVM tool, found before the plain name on PATH."""
+    if not name.startswith("llvm-"):
+        return None
+    candidates = [Path("/opt/rocm/llvm/bin") / name]
+    for v in _LLVM_VERSIONS:
+        versioned = shutil.which(f"{name}-{v}", path=path_var)
+        if versioned:
+            candidates.append(Path(versioned))
+        candidates.append(Path(f"/usr/lib/llvm-{v}/bin") / name)
+    for c in candidates:
+        if c.is_file() and os.access(c, os.X_OK):
+            return c
+    return None
+
+
 def find_tool(name: str, env: Mapping[str, str] | None = None) -> Path | None:
-    """Locate a program: `KERNELPILOT_<NAME>` if set, else PATH, else known folders. None if absent."""
+    """Locate a program: `KERNELPILOT_<NAME>` if set, else (LLVM tools) the newest versioned build,
+    else PATH, else known folders. None if absent."""
     environ = os.environ if env is None else env
     override = environ.get(env_var_for(name))
     if override:
         p = Path(override).expanduser()
         return p if p.is_file() and os.access(p, os.X_OK) else None
+    preferred = _preferred(name, environ.get("PATH"))
+    if preferred is not None:
+        return preferred
     found = shutil.which(name, path=environ.get("PATH"))
     if found:
         return Path(found)

@@ -155,15 +155,7 @@ def _count(cur: KernelMix, op: str, vendor: str) -> None:
 
 
 def llvm_objdump() -> str:
-    """Prefer an LLVM new enough for gfx12 (llvm-objdump-19/20...), then any llvm-objdump."""
-    for name in ("llvm-objdump-20", "llvm-objdump-19", "llvm-objdump-18"):
-        p = toolchain.find_tool(name)
-        if p is not None:
-            return str(p)
-    for folder in ("/usr/lib/llvm-20/bin", "/usr/lib/llvm-19/bin", "/opt/rocm/llvm/bin"):
-        cand = os.path.join(folder, "llvm-objdump")
-        if os.access(cand, os.X_OK):
-            return cand
+    """The llvm-objdump to use (toolchain prefers ROCm's or the newest versioned LLVM, e.g. 19 for gfx12)."""
     return str(toolchain.require_tool("llvm-objdump"))
 
 
