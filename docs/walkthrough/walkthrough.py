@@ -123,12 +123,14 @@ def main() -> None:
 
     step("Baseline: correctness, timing, task, memory v0")
     check = json.loads(sh(PY, str(W / "check_rmsnorm.py"), str(WS / "rmsnorm.py")).strip() or "{}")
-    t = kp("time", f"{WS / 'rmsnorm.py'}:make", "--rotate", "4", "--l2-flush", "--runs", "200", json_out=True)
-    kp("time", f"{WS / 'rmsnorm.py'}:make", "--rotate", "4", "--l2-flush", "--runs", "200")
+    t = kp("time", f"{WS / 'rmsnorm.py'}:make", "--rotate", "4", "--l2-flush", "--runs", "300",
+           "--warmup-min-ms", "500", json_out=True)
+    kp("time", f"{WS / 'rmsnorm.py'}:make", "--rotate", "4", "--l2-flush", "--runs", "300", "--warmup-min-ms", "500")
     SUMMARY["v0_time"] = t.get("stats") if isinstance(t, dict) else None
     kp("task", "create", "--name", "rmsnorm", "--workdir", str(WS),
-       "--eval-command", json.dumps([PY, str(W / "bench_rmsnorm.py"), "rmsnorm.py"]),
-       "--metric-name", "median_us", "--metric-json-key", "median_us", "--metric-unit", "us",
+       "--eval-command", json.dumps([PY, "-m", "kernelpilot.cli", "--json", "time", "rmsnorm.py:make",
+                                     "--rotate", "4", "--l2-flush", "--runs", "200", "--warmup-min-ms", "500"]),
+       "--metric-name", "median_us", "--metric-json-key", "stats.median", "--metric-unit", "us",
        "--direction", "lower", "--allowed-file", "rmsnorm.py",
        "--correctness-command", json.dumps([PY, str(W / "check_rmsnorm.py"), "rmsnorm.py"]),
        "--op", "rmsnorm", "--shape", "16384x8192", "--dtype", "bf16", "--runs", "10")

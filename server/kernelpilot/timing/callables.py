@@ -154,6 +154,7 @@ def time_cuda(
     warmup: int,
     l2_flush: bool,
     hold_gpu: Callable[[], Any] | None = None,
+    warmup_min_s: float = 0.0,
 ) -> tuple[list[float], int | None]:
     """CUDA events around each call on the current stream; optional L2 flush outside the events.
 
@@ -184,10 +185,17 @@ def time_cuda(
             buf.max()
 
     torch.cuda.synchronize()
-    for i in range(warmup):
+    # Warm up for `warmup` calls and at least `warmup_min_s` of wall time: an idle GPU starts at low clocks.
+    # Synchronizing every few calls keeps the host clock in step with the GPU during the warm-up only.
+    deadline = time.perf_counter() + warmup_min_s
+    i = 0
+    while i < warmup or time.perf_counter() < deadline:
         if flush is not None:
             flush()
         closures[i % k]()
+        i += 1
+        if i % 8 == 0 and time.perf_counter() < deadline:
+            torch.cuda.synchronize()
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(runs)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(runs)]
     order = [closures[i % k] for i in range(runs)]
@@ -204,7 +212,15 @@ def time_cuda(
 
 
 def time_callable(
-    spec: str, *, cwd: Path, runs: int, warmup: int, rotate: int, l2_flush: bool, device: str
+    spec: str,
+    *,
+    cwd: Path,
+    runs: int,
+    warmup: int,
+    rotate: int,
+    l2_flush: bool,
+    device: str,
+    warmup_min_s: float = 0.0,
 ) -> CallableTiming:
     factory = load_factory(spec, cwd)
     torch = None if device == "cpu" else _cuda_torch()
@@ -216,7 +232,9 @@ def time_callable(
     closures = build_closures(factory, rotate)
     try:
         if torch is not None:
-            samples, flush_bytes = time_cuda(torch, closures, runs, warmup, l2_flush)
+            samples, flush_bytes = time_cuda(
+                torch, closures, runs, warmup, l2_flush, warmup_min_s=warmup_min_s
+            )
             return CallableTiming(
                 samples,
                 "cuda_event",

@@ -71,6 +71,7 @@ def time_kernel(req: TimeRequest, progress: Progress = no_progress) -> TimeResul
             rotate=req.rotate,
             l2_flush=req.l2_flush,
             device=req.device,
+            warmup_min_s=req.warmup_min_ms / 1000.0,
         )
         samples, timer, note, unit = t.samples_us, t.timer, t.timer_note, "us"
         if instr:

@@ -33,6 +33,13 @@ class TimeRequest(Request):
     metric_unit: str = Field("us", description="Unit of the command's metric (label only).")
     runs: int = Field(50, ge=1, le=100000, description="Measured runs.")
     warmup: int = Field(5, ge=0, le=100000, description="Untimed runs before measuring.")
+    warmup_min_ms: float = Field(
+        200.0,
+        ge=0,
+        le=60000,
+        description="GPU path: keep warming up until this much wall time has passed, so an idle GPU's "
+        "clocks have ramped up before the first timed run.",
+    )
     l2_flush: bool = Field(
         False, description="GPU path: zero a buffer of 2x the device L2 size before every run (not timed)."
     )
