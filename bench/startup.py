@@ -73,6 +73,8 @@ def main() -> None:
     cold_start_once()  # warm the OS page cache once; each timed run is still a fresh interpreter
     core = [import_once("import kernelpilot.capability as c; c.all_capabilities()") for _ in range(RUNS)]
     print(summary("import_core_and_registry_s", core, 1.0, "s", "<= 0.3 s"))
+    sdk = [import_once("import mcp.server.mcpserver") for _ in range(RUNS)]
+    print(summary("baseline_mcp_sdk_import_alone_s", sdk, 1.0, "s", "floor: the SDK alone"))
     results = [cold_start_once() for _ in range(RUNS)]
     times = [t for t, _ in results]
     print(f"machine: {sys.platform}, python {sys.version.split()[0]}, tools listed: {results[0][1]}")

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import inspect
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Annotated, Any
@@ -22,9 +21,9 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.resources import FileResource
 from mcp.server.mcpserver.tools import Tool
-from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
 from mcp.types import ToolAnnotations
-from pydantic import ConfigDict, Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError, create_model
 
 from kernelpilot import __version__
 from kernelpilot.capability import Capability, all_capabilities
@@ -51,7 +50,7 @@ def _tool_error(cap: Capability, exc: KernelpilotError) -> ToolError:
 
 
 def _make_tool_fn(cap: Capability) -> Callable[..., Awaitable[Result]]:
-    """Build an async function with one keyword parameter per request field (a flat input schema)."""
+    """The async tool body: validate into the request model, run the core function in a worker thread."""
 
     async def tool_fn(ctx: Context, **kwargs: Any) -> Result:
         try:
@@ -62,7 +61,8 @@ def _make_tool_fn(cap: Capability) -> Callable[..., Awaitable[Result]]:
             raise ToolError(validation_message(exc, style="mcp")) from exc
 
         def progress(done: float, total: float | None = None, message: str = "") -> None:
-            with contextlib.suppress(Exception):
+            # Best effort: a client that went away must not abort the work it asked for.
+            with contextlib.suppress(RuntimeError, anyio.ClosedResourceError, anyio.BrokenResourceError):
                 anyio.from_thread.run(ctx.report_progress, done, total, message or None)
 
         try:
@@ -70,24 +70,75 @@ def _make_tool_fn(cap: Capability) -> Callable[..., Awaitable[Result]]:
         except KernelpilotError as exc:
             raise _tool_error(cap, exc) from exc
 
-    params = [inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=Context)]
-    annotations: dict[str, Any] = {"ctx": Context}
-    for name, field in cap.request.model_fields.items():
-        ann: Any = Annotated[(field.annotation, *field.metadata, Field(description=field.description))]
-        if field.is_required():
-            default: Any = inspect.Parameter.empty
-        else:
-            default = field.get_default(call_default_factory=True)
-        params.append(
-            inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=ann, default=default)
-        )
-        annotations[name] = ann
-    annotations["return"] = cap.result
-    tool_fn.__signature__ = inspect.Signature(params, return_annotation=cap.result)  # type: ignore[attr-defined]
-    tool_fn.__annotations__ = annotations
     tool_fn.__name__ = cap.tool
     tool_fn.__doc__ = cap.description
     return tool_fn
+
+
+class _StrictArguments(ArgModelBase):
+    """Tool arguments that reject unknown keys (the SDK's default silently drops them).
+
+    Built lazily (defer_build): validation schemas are compiled on a tool's first call, not at start-up.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid", defer_build=True)
+
+
+def _arg_model(cap: Capability) -> type[ArgModelBase]:
+    """A flat argument model with the request model's fields, descriptions and defaults."""
+    fields: dict[str, Any] = {}
+    for name, field in cap.request.model_fields.items():
+        ann: Any = Annotated[(field.annotation, *field.metadata, Field(description=field.description))]
+        default = ... if field.is_required() else field.get_default(call_default_factory=True)
+        fields[name] = (ann, default)
+    model: type[ArgModelBase] = create_model(f"{cap.tool}Arguments", __base__=_StrictArguments, **fields)
+    return model
+
+
+def _schemas(caps: Sequence[Capability]) -> dict[str, dict[str, Any]]:
+    """Input and output JSON schemas of every tool, from the schema cache when it matches this install.
+
+    Generating ~40 pairs of schemas costs a few hundred ms of pydantic work; the cache (keyed by the
+    kernelpilot/mcp/pydantic versions and the package's source files) keeps cold start near the cost of
+    importing the SDK. A missing, stale or unreadable cache is simply rebuilt.
+    """
+    from kernelpilot import schema_cache
+
+    cached = schema_cache.load()
+    if cached is not None and all(c.tool in cached for c in caps):
+        return cached
+    fresh = {
+        cap.tool: {
+            "input": _arg_model(cap).model_json_schema(by_alias=True),
+            "output": FuncMetadata(arg_model=_StrictArguments, output_model=cap.result).output_schema or {},
+        }
+        for cap in caps
+    }
+    schema_cache.store(fresh)
+    return fresh
+
+
+def _make_tool(cap: Capability, schemas: dict[str, Any] | None = None) -> Tool:
+    """An SDK Tool for one capability: a flat argument model built from the request model's fields
+    and the result model as structured output (schemas from `_schemas` when given)."""
+    arg_model = _arg_model(cap)
+    if schemas is None:
+        params = arg_model.model_json_schema(by_alias=True)
+        meta = FuncMetadata(arg_model=arg_model, output_model=cap.result)
+    else:
+        params = schemas["input"]
+        meta = FuncMetadata(arg_model=arg_model, output_model=cap.result, output_schema=schemas["output"])
+    return Tool(
+        fn=_make_tool_fn(cap),
+        name=cap.tool,
+        title=cap.summary,
+        description=cap.description,
+        parameters=params,
+        fn_metadata=meta,
+        is_async=True,
+        context_kwarg="ctx",
+        annotations=ToolAnnotations(readOnlyHint=cap.read_only, openWorldHint=False),
+    )
 
 
 def _add_resources(server: MCPServer[Any]) -> int:
@@ -118,31 +169,15 @@ def _add_resources(server: MCPServer[Any]) -> int:
     return count
 
 
-def _make_tool(cap: Capability) -> Tool:
-    """An SDK Tool for one capability whose argument model rejects unknown arguments (the SDK drops them)."""
-    tool = Tool.from_function(
-        _make_tool_fn(cap),
-        name=cap.tool,
-        title=cap.summary,
-        description=cap.description,
-        annotations=ToolAnnotations(readOnlyHint=cap.read_only, openWorldHint=False),
-        structured_output=True,
-    )
-    base = tool.fn_metadata.arg_model
-    config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
-    strict: type[ArgModelBase] = type(base.__name__, (base,), {"model_config": config})
-    tool.fn_metadata.arg_model = strict
-    tool.parameters = strict.model_json_schema(by_alias=True)
-    return tool
-
-
 def build_server() -> MCPServer[Any]:
+    caps = all_capabilities()
+    schemas = _schemas(caps)
     server: MCPServer[Any] = MCPServer(
         name="kernelpilot",
         version=__version__,
         instructions=INSTRUCTIONS,
         log_level="WARNING",
-        tools=[_make_tool(cap) for cap in all_capabilities()],
+        tools=[_make_tool(cap, schemas[cap.tool]) for cap in caps],
     )
     _add_resources(server)
     return server

@@ -15,13 +15,13 @@ from pydantic import BaseModel, ConfigDict
 class Request(BaseModel):
     """Base of every request model: unknown arguments are an error, never silently dropped."""
 
-    model_config = ConfigDict(extra="forbid", frozen=False)
+    model_config = ConfigDict(extra="forbid", frozen=False, defer_build=True)
 
 
 class Result(BaseModel):
     """Base of every result model. Subclasses override `render_text` for a readable CLI view."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     def render_text(self) -> str:
         """Readable text; the default is indented JSON, which is honest if not pretty."""
