@@ -15,6 +15,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from kernelpilot import toolchain
 from kernelpilot.errors import InputFileError, ToolchainError
@@ -141,6 +142,35 @@ def _ptx_target(text: str) -> str | None:
     return m.group(1).replace("sm_", "compute_") if m else None
 
 
+def _append_entry(
+    out: Loaded,
+    kind: Literal["cubin", "hsaco"],
+    vendor: Literal["nvidia", "amd"],
+    arch: str | None,
+    entry_label: str,
+    container: str,
+    offset: int,
+    size_bytes: int,
+    compressed: str | None,
+    count: int | None,
+) -> None:
+    """Record one ELF code object found in the file (cubin or HSACO), in file order."""
+    out.entries.append(
+        CodeObjectEntry(
+            index=len(out.entries),
+            label=entry_label,
+            kind=kind,
+            vendor=vendor,
+            arch=arch,
+            container=container,
+            offset=offset,
+            size_bytes=size_bytes,
+            compressed=compressed,
+            kernel_count=count,
+        )
+    )
+
+
 def _add_cubin(
     out: Loaded,
     elf: ElfFile | None,
@@ -164,20 +194,7 @@ def _add_cubin(
         out.kernels.extend(ks)
         count = sum(1 for k in ks if k.is_entry)
         out.payloads[entry_label] = lambda b=buf: b  # type: ignore[misc]
-    out.entries.append(
-        CodeObjectEntry(
-            index=len(out.entries),
-            label=entry_label,
-            kind="cubin",
-            vendor="nvidia",
-            arch=a,
-            container=container,
-            offset=offset,
-            size_bytes=len(buf),
-            compressed=compressed,
-            kernel_count=count,
-        )
-    )
+    _append_entry(out, "cubin", "nvidia", a, entry_label, container, offset, len(buf), compressed, count)
 
 
 def _add_hsaco(
@@ -204,20 +221,7 @@ def _add_hsaco(
     if want and arch_matches(a, arch):
         out.kernels.extend(ks)
         out.payloads[entry_label] = lambda b=buf: b  # type: ignore[misc]
-    out.entries.append(
-        CodeObjectEntry(
-            index=len(out.entries),
-            label=entry_label,
-            kind="hsaco",
-            vendor="amd",
-            arch=a,
-            container=container,
-            offset=offset,
-            size_bytes=len(buf),
-            compressed=compressed,
-            kernel_count=count,
-        )
-    )
+    _append_entry(out, "hsaco", "amd", a, entry_label, container, offset, len(buf), compressed, count)
 
 
 def _add_host(
