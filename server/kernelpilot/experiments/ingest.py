@@ -22,17 +22,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from kernelpilot.errors import FormatError
 from kernelpilot.experiments.record import SUMMARY_MAX_CHARS, ExperimentRecord, Status
 from kernelpilot.models import compact_json
-
-EvalStatus = Literal[
-    "improved",
-    "regressed",
-    "neutral",
-    "unstable",
-    "failed",
-    "correctness_failed",
-    "out_of_scope",
-    "needs_baseline",
-]
+from kernelpilot.tasks.models import Status as EvalStatus  # the eval result contract is the tasks module's
 
 STATUS_MAP: dict[str, tuple[Status, str | None]] = {
     "improved": (Status.success, None),

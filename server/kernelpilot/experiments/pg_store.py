@@ -12,16 +12,14 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Sequence
-from typing import Any, Literal
+from typing import Any
 
-from kernelpilot.errors import NotFoundError, StoreError
+from kernelpilot.errors import StoreError
 from kernelpilot.experiments import sqlbuild
 from kernelpilot.experiments.record import ExperimentRecord
-from kernelpilot.experiments.sqlite_store import apply_changes
+from kernelpilot.experiments.sqlstore import SQLStore
 from kernelpilot.experiments.store import (
-    Conflict,
     DuplicateRecordError,
-    RecordFilter,
     StoreConnectionError,
     StoreLockedError,
     StoreVersionError,
@@ -69,30 +67,6 @@ _DISTINCT_OPERATORS = (
     "SELECT (SELECT MIN(operator) FROM records WHERE operator > ops.op) FROM ops WHERE ops.op IS NOT NULL) "
     "SELECT op FROM ops WHERE op IS NOT NULL"
 )
-_COLS = (
-    "id, parent_id, created, updated, operator, dtype, gpu, arch, status, score, is_buggy, summary, "
-    "description, doc"
-)
-_INSERT = f"INSERT INTO records ({_COLS}) VALUES (" + ", ".join(["%s"] * 14) + ")"
-
-
-def _row(rec: ExperimentRecord) -> tuple[Any, ...]:
-    return (
-        rec.id,
-        rec.parent_id,
-        rec.created,
-        rec.updated,
-        rec.operator,
-        rec.dtype,
-        rec.gpu,
-        rec.arch,
-        rec.status.value,
-        rec.score,
-        rec.is_buggy,
-        rec.summary,
-        sqlbuild.search_text(rec),
-        rec.model_dump_json(),
-    )
 
 
 def _redact(url: str) -> str:
@@ -110,7 +84,7 @@ def _tsquery(tokens: Sequence[str], op: str, prefix: bool) -> str:
     return f" {op} ".join(f"'{t}'" + (":*" if prefix else "") for t in tokens)
 
 
-class PostgresStore:
+class PostgresStore(SQLStore):
     """The experiment store in a PostgreSQL database."""
 
     def __init__(self, url: str, *, busy_timeout_s: float | None = None) -> None:
@@ -140,7 +114,9 @@ class PostgresStore:
         except BaseException:
             self.conn.close()
             raise
-        self.dialect = sqlbuild.Dialect(ph="%s", time=lambda t: t, text_all=self._text_all)
+        self.dialect = sqlbuild.Dialect(
+            ph="%s", time=lambda t: t, text_all=self._text_all, id_order='id COLLATE "C"'
+        )
 
     @contextlib.contextmanager
     def _errors(self, what: str) -> Iterator[None]:
@@ -206,54 +182,39 @@ class PostgresStore:
 
     def _text_all(self, tokens: list[str], raw: str) -> tuple[str, list[Any]]:
         if not tokens:
-            pat = sqlbuild.like_pattern(raw)
-            return "(summary LIKE %s ESCAPE '\\' OR description LIKE %s ESCAPE '\\')", [pat, pat]
+            return sqlbuild.like_summary_or_description(raw, "%s")
         return "fts @@ to_tsquery('simple'::regconfig, %s)", [_tsquery(tokens, "&", prefix=True)]
 
-    def _docs(self, sql: str, params: Sequence[Any], what: str) -> list[ExperimentRecord]:
-        with self._errors(what):
-            rows = self.conn.execute(sql, params).fetchall()
-        return [ExperimentRecord.model_validate_json(r[0]) for r in rows]
+    # ---- hooks of SQLStore ----
+    _lock_for_update = " FOR UPDATE"
+
+    def _existing(self, conn: Any, ids: Sequence[str]) -> set[str]:
+        return {r[0] for r in conn.execute("SELECT id FROM records WHERE id = ANY(%s)", (list(ids),))}
+
+    def _delete(self, conn: Any, ids: Sequence[str]) -> None:
+        conn.execute("DELETE FROM records WHERE id = ANY(%s)", (list(ids),))
+        conn.execute("DELETE FROM tags WHERE record_id = ANY(%s)", (list(ids),))
+
+    def _executemany(self, conn: Any, sql: str, rows: list[tuple[Any, ...]]) -> None:
+        if rows:
+            with conn.cursor() as cur:
+                cur.executemany(sql, rows)
+
+    def _similar_text(self, tokens: Sequence[str]) -> tuple[str, list[Any]]:
+        return (
+            "SELECT doc FROM records WHERE fts @@ to_tsquery('simple'::regconfig, %s) "
+            "ORDER BY created DESC LIMIT %s",
+            [_tsquery(tokens, "|", prefix=False)],
+        )
+
+    def _distinct_operators(self, w: str) -> str:
+        # no filter: walk the operator index (loose index scan) instead of reading every row
+        return _DISTINCT_OPERATORS if not w else super()._distinct_operators(w)
 
     # ---- API ----
     def schema_version(self) -> int:
         with self._errors("read schema version"):
             return self._read_version() or 0
-
-    def create(self, records: Sequence[ExperimentRecord], on_conflict: Conflict = "error") -> int:
-        if not records:
-            return 0
-        ids = [r.id for r in records]
-        if len(set(ids)) != len(ids):
-            dup = next(i for i in ids if ids.count(i) > 1)
-            raise DuplicateRecordError(f"record id {dup!r} appears twice in one batch", "give unique ids")
-        with self._write("create") as conn:
-            rows = conn.execute("SELECT id FROM records WHERE id = ANY(%s)", (ids,)).fetchall()
-            existing = {r[0] for r in rows}
-            if existing and on_conflict == "error":
-                raise DuplicateRecordError(
-                    f"record id {sorted(existing)[0]!r} already exists ({len(existing)} of {len(ids)} do)",
-                    "use exp update to change it, or import with --on-conflict skip|replace",
-                )
-            todo = list(records)
-            if on_conflict == "skip":
-                todo = [r for r in records if r.id not in existing]
-            elif on_conflict == "replace" and existing:
-                conn.execute("DELETE FROM records WHERE id = ANY(%s)", (list(existing),))
-                conn.execute("DELETE FROM tags WHERE record_id = ANY(%s)", (list(existing),))
-            with conn.cursor() as cur:
-                if todo:
-                    cur.executemany(_INSERT, [_row(r) for r in todo])
-                tag_rows = [(t, r.id) for r in todo for t in r.tags]
-                if tag_rows:
-                    cur.executemany("INSERT INTO tags (tag, record_id) VALUES (%s, %s)", tag_rows)
-        return len(todo)
-
-    def get(self, record_id: str) -> ExperimentRecord:
-        recs = self._docs("SELECT doc FROM records WHERE id = %s", [record_id], "get")
-        if not recs:
-            raise NotFoundError(f"no experiment record with id {record_id!r} in {self.url}", "see exp list")
-        return recs[0]
 
     def get_many(self, record_ids: Sequence[str]) -> list[ExperimentRecord]:
         got = {
@@ -262,136 +223,7 @@ class PostgresStore:
         }
         return [got[i] for i in record_ids if i in got]
 
-    def update(self, record_id: str, changes: dict[str, Any]) -> ExperimentRecord:
-        with self._write("update") as conn:
-            row = conn.execute("SELECT doc FROM records WHERE id = %s FOR UPDATE", (record_id,)).fetchone()
-            if row is None:
-                raise NotFoundError(
-                    f"no experiment record with id {record_id!r} in {self.url}", "see exp list"
-                )
-            rec = apply_changes(ExperimentRecord.model_validate_json(row[0]), changes)
-            r = _row(rec)
-            conn.execute(
-                "UPDATE records SET parent_id = %s, created = %s, updated = %s, operator = %s, dtype = %s, "
-                "gpu = %s, arch = %s, status = %s, score = %s, is_buggy = %s, summary = %s, "
-                "description = %s, doc = %s WHERE id = %s",
-                (*r[1:], record_id),
-            )
-            conn.execute("DELETE FROM tags WHERE record_id = %s", (record_id,))
-            with conn.cursor() as cur:
-                if rec.tags:
-                    cur.executemany(
-                        "INSERT INTO tags (tag, record_id) VALUES (%s, %s)", [(t, rec.id) for t in rec.tags]
-                    )
-        return rec
-
-    def query(
-        self,
-        flt: RecordFilter,
-        limit: int = 50,
-        offset: int = 0,
-        order: Literal["newest", "oldest"] = "newest",
-    ) -> list[ExperimentRecord]:
-        w, params = sqlbuild.where(flt, self.dialect)
-        direction = "DESC" if order == "newest" else "ASC"
-        sql = (
-            f"SELECT doc FROM records{w} "
-            f'ORDER BY created {direction}, id COLLATE "C" {direction} LIMIT %s OFFSET %s'
-        )
-        return self._docs(sql, [*params, limit, offset], "list")
-
-    def count(self, flt: RecordFilter) -> int:
-        w, params = sqlbuild.where(flt, self.dialect)
-        with self._errors("count"):
-            row = self.conn.execute(f"SELECT COUNT(*) FROM records{w}", params).fetchone()
-        return int(row[0]) if row else 0
-
-    def top(self, flt: RecordFilter, n: int, per_operator: bool = False) -> list[ExperimentRecord]:
-        w, params = sqlbuild.where(flt, self.dialect)
-        tc, tparams = sqlbuild.top_clause(self.dialect)
-        cond = (w + " AND " + tc) if w else (" WHERE " + tc)
-        if not per_operator:
-            sql = f'SELECT doc FROM records{cond} ORDER BY score DESC, created DESC, id COLLATE "C" LIMIT %s'
-            return self._docs(sql, [*params, *tparams, n], "top")
-        # no filter: walk the operator index (loose index scan) instead of reading every row
-        distinct = _DISTINCT_OPERATORS if not w else f"SELECT DISTINCT operator FROM records{w}"
-        with self._errors("top"):
-            ops = [r[0] for r in self.conn.execute(distinct, params).fetchall()]
-        out: list[ExperimentRecord] = []
-        for op in sorted(ops):
-            sql = (
-                f"SELECT doc FROM records{cond} AND operator = %s "
-                'ORDER BY score DESC, created DESC, id COLLATE "C" LIMIT %s'
-            )
-            out.extend(self._docs(sql, [*params, *tparams, op, n], "top"))
-        return out
-
-    def similar_candidates(
-        self, operator: str | None, dtype: str | None, arch: str | None, tokens: Sequence[str], limit: int
-    ) -> list[ExperimentRecord]:
-        queries: list[tuple[str, list[Any]]] = []
-        if operator:
-            queries.append(
-                ("SELECT doc FROM records WHERE operator = %s ORDER BY created DESC LIMIT %s", [operator])
-            )
-        if tokens:
-            queries.append(
-                (
-                    "SELECT doc FROM records WHERE fts @@ to_tsquery('simple'::regconfig, %s) "
-                    "ORDER BY created DESC LIMIT %s",
-                    [_tsquery(tokens, "|", prefix=False)],
-                )
-            )
-        if dtype or arch:
-            conds, ps = [], []
-            if dtype:
-                conds.append("dtype = %s")
-                ps.append(dtype)
-            if arch:
-                conds.append("arch = %s")
-                ps.append(arch)
-            queries.append(
-                (f"SELECT doc FROM records WHERE {' AND '.join(conds)} ORDER BY created DESC LIMIT %s", ps)
-            )
-        seen: dict[str, ExperimentRecord] = {}
-        for sql, ps in queries:
-            for rec in self._docs(sql, [*ps, limit], "similar"):
-                seen.setdefault(rec.id, rec)
-        return list(seen.values())
-
-    def ancestors(self, record_id: str) -> list[ExperimentRecord]:
-        out: list[ExperimentRecord] = []
-        seen = {record_id}
-        current = self.get(record_id).parent_id
-        while current is not None and current not in seen and len(out) < 10000:
-            found = self._docs("SELECT doc FROM records WHERE id = %s", [current], "lineage")
-            if not found:
-                break
-            seen.add(current)
-            out.append(found[0])
-            current = found[0].parent_id
-        return out
-
-    def descendants(self, record_id: str, max_nodes: int = 10000) -> list[ExperimentRecord]:
-        sql = (
-            "WITH RECURSIVE d(id) AS (SELECT id FROM records WHERE parent_id = %s "
-            "UNION SELECT r.id FROM records r JOIN d ON r.parent_id = d.id) "
-            "SELECT doc FROM records WHERE id IN (SELECT id FROM d WHERE id <> %s LIMIT %s) "
-            'ORDER BY created, id COLLATE "C"'
-        )
-        return self._docs(sql, [record_id, record_id, max_nodes], "lineage")
-
-    def iter_all(self) -> Iterator[ExperimentRecord]:
-        with self._errors("export"), self.conn.cursor() as cur:
-            cur.execute('SELECT doc FROM records ORDER BY created, id COLLATE "C"')
-            while rows := cur.fetchmany(1000):
-                for r in rows:
-                    yield ExperimentRecord.model_validate_json(r[0])
-
     def analyze(self) -> None:
         with self._errors("analyze"):
             self.conn.execute("ANALYZE records")
             self.conn.execute("ANALYZE tags")
-
-    def close(self) -> None:
-        self.conn.close()

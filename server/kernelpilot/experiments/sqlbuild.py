@@ -24,12 +24,51 @@ class Dialect:
     time: Callable[[datetime], Any]
     # (tokens, raw query) -> (sql, params) for "all words appear in summary/description"
     text_all: Callable[[list[str], str], tuple[str, list[Any]]]
+    # the id tie-break of an ORDER BY (PostgreSQL sorts ids bytewise, as SQLite does)
+    id_order: str = "id"
+
+
+COLS = (
+    "id, parent_id, created, updated, operator, dtype, gpu, arch, status, score, is_buggy, summary, "
+    "description, doc"
+)
+
+
+def insert_sql(ph: str) -> str:
+    """INSERT of one `row()` into records."""
+    return f"INSERT INTO records ({COLS}) VALUES (" + ", ".join([ph] * 14) + ")"
+
+
+def row(rec: ExperimentRecord, time: Callable[[datetime], Any]) -> tuple[Any, ...]:
+    """The record's values in `COLS` order; `time` binds a datetime for the backend."""
+    return (
+        rec.id,
+        rec.parent_id,
+        time(rec.created),
+        time(rec.updated) if rec.updated else None,
+        rec.operator,
+        rec.dtype,
+        rec.gpu,
+        rec.arch,
+        rec.status.value,
+        rec.score,
+        rec.is_buggy,
+        rec.summary,
+        search_text(rec),
+        rec.model_dump_json(),
+    )
 
 
 def like_pattern(fragment: str) -> str:
     """`%fragment%` with LIKE's own wildcards escaped (escape character backslash)."""
     escaped = fragment.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     return f"%{escaped}%"
+
+
+def like_summary_or_description(fragment: str, ph: str) -> tuple[str, list[Any]]:
+    """Substring match of `fragment` in summary or description, and its parameters."""
+    pat = like_pattern(fragment)
+    return f"(summary LIKE {ph} ESCAPE '\\' OR description LIKE {ph} ESCAPE '\\')", [pat, pat]
 
 
 def where(flt: RecordFilter, d: Dialect) -> tuple[str, list[Any]]:

@@ -17,25 +17,21 @@ import json
 import os
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import ValidationError
 
-from kernelpilot.errors import InvalidArgumentError, NotFoundError, StoreError
+from kernelpilot.errors import StoreError
 from kernelpilot.experiments import sqlbuild
 from kernelpilot.experiments.record import ExperimentRecord
+from kernelpilot.experiments.sqlstore import SQLStore
 from kernelpilot.experiments.store import (
-    Conflict,
-    DuplicateRecordError,
-    RecordFilter,
     StoreCorruptError,
     StoreLockedError,
     StoreVersionError,
     busy_timeout_default,
     iso,
-    record_error,
 )
 
 SQLITE_HEADER = b"SQLite format 3\x00"  # https://www.sqlite.org/fileformat.html section 1.3
@@ -112,30 +108,6 @@ CREATE TRIGGER records_fts_au AFTER UPDATE ON records BEGIN
 END;
 """
 
-_INSERT = (
-    "INSERT INTO records (id, parent_id, created, updated, operator, dtype, gpu, arch, status, score, "
-    "is_buggy, summary, description, doc) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-)
-
-
-def _row(rec: ExperimentRecord) -> tuple[Any, ...]:
-    return (
-        rec.id,
-        rec.parent_id,
-        iso(rec.created),
-        iso(rec.updated) if rec.updated else None,
-        rec.operator,
-        rec.dtype,
-        rec.gpu,
-        rec.arch,
-        rec.status.value,
-        rec.score,
-        int(rec.is_buggy),
-        rec.summary,
-        sqlbuild.search_text(rec),
-        rec.model_dump_json(),
-    )
-
 
 def upgrade_v1_document(doc: dict[str, Any]) -> dict[str, Any]:
     """A v1 flat document as a v2 record dict; every v1 field lands somewhere (nothing dropped)."""
@@ -194,7 +166,7 @@ def _migrate_2(conn: sqlite3.Connection, use_fts: bool) -> None:
                 f"record {rid!r} of the v1 store cannot be upgraded: {exc}",
                 "export the file with the kernelpilot version that wrote it, fix the record, re-import",
             ) from exc
-        conn.execute(_INSERT, _row(rec))
+        conn.execute(_INSERT, sqlbuild.row(rec, iso))
         conn.executemany("INSERT INTO tags (tag, record_id) VALUES (?, ?)", [(t, rec.id) for t in rec.tags])
     conn.execute("DROP TABLE experiments")
 
@@ -211,6 +183,7 @@ def _run_script(conn: sqlite3.Connection, script: str) -> None:
         conn.execute(buf)
 
 
+_INSERT = sqlbuild.insert_sql("?")
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection, bool], None]] = {1: _migrate_1, 2: _migrate_2}
 
 
@@ -227,7 +200,7 @@ def fts5_available() -> bool:
         conn.close()
 
 
-class SQLiteStore:
+class SQLiteStore(SQLStore):
     """The experiment store in one SQLite file."""
 
     def __init__(self, path: Path, *, busy_timeout_s: float | None = None) -> None:
@@ -357,55 +330,19 @@ class SQLiteStore:
 
     def _text_all(self, tokens: list[str], raw: str) -> tuple[str, list[Any]]:
         if not tokens:  # punctuation only: substring match of the whole query
-            pat = sqlbuild.like_pattern(raw)
-            return "(summary LIKE ? ESCAPE '\\' OR description LIKE ? ESCAPE '\\')", [pat, pat]
+            return sqlbuild.like_summary_or_description(raw, "?")
         if self.has_fts:
             query = " ".join('"' + t.replace('"', '""') + '"*' for t in tokens)
             return "rowid IN (SELECT rowid FROM records_fts WHERE records_fts MATCH ?)", [query]
         parts, params = [], []
         for t in tokens:
-            pat = sqlbuild.like_pattern(t)
-            parts.append("(summary LIKE ? ESCAPE '\\' OR description LIKE ? ESCAPE '\\')")
-            params.extend([pat, pat])
+            sql, ps = sqlbuild.like_summary_or_description(t, "?")
+            parts.append(sql)
+            params.extend(ps)
         return "(" + " AND ".join(parts) + ")", params
 
-    def _docs(self, sql: str, params: Sequence[Any], what: str) -> list[ExperimentRecord]:
-        with self._errors(what):
-            rows = self.conn.execute(sql, params).fetchall()
-        return [ExperimentRecord.model_validate_json(r[0]) for r in rows]
-
-    # ---- API ----
-    def schema_version(self) -> int:
-        return self._read_version() or 0
-
-    def create(self, records: Sequence[ExperimentRecord], on_conflict: Conflict = "error") -> int:
-        if not records:
-            return 0
-        ids = [r.id for r in records]
-        if len(set(ids)) != len(ids):
-            dup = next(i for i in ids if ids.count(i) > 1)
-            raise DuplicateRecordError(f"record id {dup!r} appears twice in one batch", "give unique ids")
-        with self._write("create") as conn:
-            existing = self._existing(conn, ids)
-            if existing and on_conflict == "error":
-                raise DuplicateRecordError(
-                    f"record id {sorted(existing)[0]!r} already exists ({len(existing)} of {len(ids)} do)",
-                    "use exp update to change it, or import with --on-conflict skip|replace",
-                )
-            todo = list(records)
-            if on_conflict == "skip":
-                todo = [r for r in records if r.id not in existing]
-            elif on_conflict == "replace" and existing:
-                conn.executemany("DELETE FROM records WHERE id = ?", [(i,) for i in existing])
-                conn.executemany("DELETE FROM tags WHERE record_id = ?", [(i,) for i in existing])
-            conn.executemany(_INSERT, [_row(r) for r in todo])
-            conn.executemany(
-                "INSERT INTO tags (tag, record_id) VALUES (?, ?)", [(t, r.id) for r in todo for t in r.tags]
-            )
-        return len(todo)
-
-    @staticmethod
-    def _existing(conn: sqlite3.Connection, ids: Sequence[str]) -> set[str]:
+    # ---- hooks of SQLStore ----
+    def _existing(self, conn: sqlite3.Connection, ids: Sequence[str]) -> set[str]:
         found: set[str] = set()
         for i in range(0, len(ids), 500):
             chunk = ids[i : i + 500]
@@ -413,11 +350,30 @@ class SQLiteStore:
             found.update(r[0] for r in conn.execute(sql, chunk).fetchall())
         return found
 
-    def get(self, record_id: str) -> ExperimentRecord:
-        recs = self._docs("SELECT doc FROM records WHERE id = ?", [record_id], "get")
-        if not recs:
-            raise NotFoundError(f"no experiment record with id {record_id!r} in {self.path}", "see exp list")
-        return recs[0]
+    def _delete(self, conn: sqlite3.Connection, ids: Sequence[str]) -> None:
+        conn.executemany("DELETE FROM records WHERE id = ?", [(i,) for i in ids])
+        conn.executemany("DELETE FROM tags WHERE record_id = ?", [(i,) for i in ids])
+
+    def _executemany(self, conn: sqlite3.Connection, sql: str, rows: list[tuple[Any, ...]]) -> None:
+        conn.executemany(sql, rows)
+
+    def _similar_text(self, tokens: Sequence[str]) -> tuple[str, list[Any]]:
+        if self.has_fts:
+            q = " OR ".join('"' + t.replace('"', '""') + '"' for t in tokens)
+            return (
+                "SELECT doc FROM records WHERE rowid IN (SELECT rowid FROM records_fts "
+                "WHERE records_fts MATCH ? ORDER BY rank LIMIT ?)",
+                [q],
+            )
+        ors = " OR ".join(["summary LIKE ? ESCAPE '\\'"] * len(tokens))
+        return (
+            f"SELECT doc FROM records WHERE {ors} ORDER BY created DESC LIMIT ?",
+            [sqlbuild.like_pattern(t) for t in tokens],
+        )
+
+    # ---- API ----
+    def schema_version(self) -> int:
+        return self._read_version() or 0
 
     def get_many(self, record_ids: Sequence[str]) -> list[ExperimentRecord]:
         out: dict[str, ExperimentRecord] = {}
@@ -427,159 +383,6 @@ class SQLiteStore:
             out.update((r.id, r) for r in self._docs(sql, chunk, "get"))
         return [out[i] for i in record_ids if i in out]
 
-    def update(self, record_id: str, changes: dict[str, Any]) -> ExperimentRecord:
-        with self._write("update") as conn:
-            row = conn.execute("SELECT doc FROM records WHERE id = ?", (record_id,)).fetchone()
-            if row is None:
-                raise NotFoundError(
-                    f"no experiment record with id {record_id!r} in {self.path}", "see exp list"
-                )
-            rec = apply_changes(ExperimentRecord.model_validate_json(row[0]), changes)
-            r = _row(rec)
-            conn.execute(
-                "UPDATE records SET parent_id = ?, created = ?, updated = ?, operator = ?, dtype = ?, "
-                "gpu = ?, arch = ?, status = ?, score = ?, is_buggy = ?, summary = ?, description = ?, "
-                "doc = ? WHERE id = ?",
-                (*r[1:], record_id),
-            )
-            conn.execute("DELETE FROM tags WHERE record_id = ?", (record_id,))
-            conn.executemany(
-                "INSERT INTO tags (tag, record_id) VALUES (?, ?)", [(t, rec.id) for t in rec.tags]
-            )
-        return rec
-
-    def query(
-        self,
-        flt: RecordFilter,
-        limit: int = 50,
-        offset: int = 0,
-        order: Literal["newest", "oldest"] = "newest",
-    ) -> list[ExperimentRecord]:
-        w, params = sqlbuild.where(flt, self.dialect)
-        direction = "DESC" if order == "newest" else "ASC"
-        sql = f"SELECT doc FROM records{w} ORDER BY created {direction}, id {direction} LIMIT ? OFFSET ?"
-        return self._docs(sql, [*params, limit, offset], "list")
-
-    def count(self, flt: RecordFilter) -> int:
-        w, params = sqlbuild.where(flt, self.dialect)
-        with self._errors("count"):
-            return int(self.conn.execute(f"SELECT COUNT(*) FROM records{w}", params).fetchone()[0])
-
-    def top(self, flt: RecordFilter, n: int, per_operator: bool = False) -> list[ExperimentRecord]:
-        w, params = sqlbuild.where(flt, self.dialect)
-        tc, tparams = sqlbuild.top_clause(self.dialect)
-        cond = (w + " AND " + tc) if w else (" WHERE " + tc)
-        if not per_operator:
-            sql = f"SELECT doc FROM records{cond} ORDER BY score DESC, created DESC, id LIMIT ?"
-            return self._docs(sql, [*params, *tparams, n], "top")
-        with self._errors("top"):
-            ops = [r[0] for r in self.conn.execute(f"SELECT DISTINCT operator FROM records{w}", params)]
-        out: list[ExperimentRecord] = []
-        for op in sorted(ops):
-            sql = (
-                f"SELECT doc FROM records{cond} AND operator = ? "
-                "ORDER BY score DESC, created DESC, id LIMIT ?"
-            )
-            out.extend(self._docs(sql, [*params, *tparams, op, n], "top"))
-        return out
-
-    def similar_candidates(
-        self, operator: str | None, dtype: str | None, arch: str | None, tokens: Sequence[str], limit: int
-    ) -> list[ExperimentRecord]:
-        seen: dict[str, ExperimentRecord] = {}
-        queries: list[tuple[str, list[Any]]] = []
-        if operator:
-            queries.append(
-                ("SELECT doc FROM records WHERE operator = ? ORDER BY created DESC LIMIT ?", [operator])
-            )
-        if tokens:
-            if self.has_fts:
-                q = " OR ".join('"' + t.replace('"', '""') + '"' for t in tokens)
-                queries.append(
-                    (
-                        "SELECT doc FROM records WHERE rowid IN (SELECT rowid FROM records_fts "
-                        "WHERE records_fts MATCH ? ORDER BY rank LIMIT ?)",
-                        [q],
-                    )
-                )
-            else:
-                ors = " OR ".join(["summary LIKE ? ESCAPE '\\'"] * len(tokens))
-                queries.append(
-                    (
-                        f"SELECT doc FROM records WHERE {ors} ORDER BY created DESC LIMIT ?",
-                        [sqlbuild.like_pattern(t) for t in tokens],
-                    )
-                )
-        if dtype or arch:
-            conds, ps = [], []
-            if dtype:
-                conds.append("dtype = ?")
-                ps.append(dtype)
-            if arch:
-                conds.append("arch = ?")
-                ps.append(arch)
-            queries.append(
-                (f"SELECT doc FROM records WHERE {' AND '.join(conds)} ORDER BY created DESC LIMIT ?", ps)
-            )
-        for sql, ps in queries:
-            for rec in self._docs(sql, [*ps, limit], "similar"):
-                seen.setdefault(rec.id, rec)
-        return list(seen.values())
-
-    def ancestors(self, record_id: str) -> list[ExperimentRecord]:
-        out: list[ExperimentRecord] = []
-        seen = {record_id}
-        current = self.get(record_id).parent_id
-        while current is not None and current not in seen and len(out) < 10000:
-            found = self._docs("SELECT doc FROM records WHERE id = ?", [current], "lineage")
-            if not found:
-                break
-            seen.add(current)
-            out.append(found[0])
-            current = found[0].parent_id
-        return out
-
-    def descendants(self, record_id: str, max_nodes: int = 10000) -> list[ExperimentRecord]:
-        sql = (
-            "WITH RECURSIVE d(id) AS (SELECT id FROM records WHERE parent_id = ? "
-            "UNION SELECT r.id FROM records r JOIN d ON r.parent_id = d.id) "
-            "SELECT doc FROM records WHERE id IN (SELECT id FROM d WHERE id <> ? LIMIT ?) "
-            "ORDER BY created, id"
-        )
-        return self._docs(sql, [record_id, record_id, max_nodes], "lineage")
-
-    def iter_all(self) -> Iterator[ExperimentRecord]:
-        with self._errors("export"):
-            cur = self.conn.execute("SELECT doc FROM records ORDER BY created, id")
-            while rows := cur.fetchmany(1000):
-                for r in rows:
-                    yield ExperimentRecord.model_validate_json(r[0])
-
     def analyze(self) -> None:
         with self._errors("analyze"):
             self.conn.execute("ANALYZE")
-
-    def close(self) -> None:
-        self.conn.close()
-
-
-FROZEN_FIELDS = ("id", "created", "record_version", "updated")
-
-
-def apply_changes(rec: ExperimentRecord, changes: dict[str, Any]) -> ExperimentRecord:
-    """The record with `changes` applied, re-validated, `updated` stamped now."""
-    bad = [k for k in changes if k in FROZEN_FIELDS]
-    if bad:
-        raise InvalidArgumentError(f"field {bad[0]!r} cannot be changed by an update", "create a new record")
-    unknown = [k for k in changes if k not in ExperimentRecord.model_fields]
-    if unknown:
-        raise InvalidArgumentError(
-            f"unknown record field {unknown[0]!r}", "see exp get --json for field names"
-        )
-    data = rec.model_dump(mode="json")
-    data.update(changes)
-    data["updated"] = datetime.now(UTC)
-    try:
-        return ExperimentRecord.model_validate(data)
-    except ValidationError as exc:
-        raise record_error(exc, f"update of {rec.id}") from exc
