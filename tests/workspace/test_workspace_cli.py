@@ -436,6 +436,7 @@ def test_memory_create_from_eval_result(ws, run_cli):
     ]
     perf = rec["performance"]
     assert perf["median"] == 640.0 and perf["unit"] == "us" and perf["samples"] == 5
+    assert perf["spread_pct"] == round((641.0 - 639.5) / 640.0 * 100, 3)
     assert perf["vs_baseline"] == 1.3125 and perf["source"] == "profiles/result.json"
     assert rec["correctness"]["passed"] is None
     r = run_cli("memory", "create", "--workspace", str(ws), "--change", "x", "--eval-result", "nope.json")

@@ -160,9 +160,12 @@ def _from_eval(req: MemoryCreateRequest, ws: Workspace) -> MemoryCreateRequest:
     if req.median is None and unit is not None and lower and isinstance(median, (int, float)) and median > 0:
         updates["median"] = float(median)
         updates["unit"] = unit
-        samples = data.get("samples") or []
+        samples = [float(x) for x in data.get("samples") or [] if isinstance(x, (int, float))]
         if req.samples is None and samples:
             updates["samples"] = len(samples)
+        if req.spread_pct is None and len(samples) >= 2:
+            # (max - min) / median of the candidate's per-run samples, as eval recorded them
+            updates["spread_pct"] = round((max(samples) - min(samples)) / float(median) * 100.0, 3)
     speedup = data.get("speedup")
     if req.vs_baseline is None and isinstance(speedup, (int, float)) and speedup > 0:
         updates["vs_baseline"] = float(speedup)
