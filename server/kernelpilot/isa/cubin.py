@@ -142,13 +142,85 @@ def _global_info_fast(data: memoryview) -> list[tuple[int, int, int]] | None:
     return out
 
 
+# One function of a cubin as plain values (cheap to pickle between processes): name, is_entry, registers,
+# max_registers, static_shared_bytes, shared_section_bytes, stack_frame_bytes, min_stack_bytes,
+# max_threads_per_block, required_block_size, constant_banks, param_bytes, barriers, uses_wmma, cluster_dims.
+KernelRow = tuple[
+    str,
+    bool,
+    int | None,
+    int | None,
+    int,
+    int,
+    int | None,
+    int | None,
+    int | None,
+    list[int] | None,
+    dict[str, int],
+    int | None,
+    int | None,
+    bool | None,
+    list[int] | None,
+]
+
+
 def read_cubin(
     buf: bytes | memoryview | ElfFile, label: str, entry: str | None = None
 ) -> list[KernelResources]:
     """Every function in a cubin with its resources (entry kernels first-class, device functions marked)."""
     elf = buf if isinstance(buf, ElfFile) else ElfFile(buf, label)
+    arch, rows = cubin_rows(elf)
+    return kernels_from_rows(rows, arch, entry or label)
+
+
+def kernels_from_rows(rows: list[KernelRow], arch: str, entry_label: str) -> list[KernelResources]:
+    """`KernelResources` of the rows `cubin_rows` returned for one cubin."""
+    return [
+        KernelResources(
+            name=name,
+            demangled=name,
+            vendor="nvidia",
+            arch=arch,
+            entry=entry_label,
+            is_entry=is_entry,
+            registers=regs,
+            max_registers=maxreg,
+            static_shared_bytes=static_shared,
+            shared_section_bytes=sec_shared,
+            stack_frame_bytes=frame,
+            min_stack_bytes=min_stack,
+            max_threads_per_block=max_threads,
+            required_block_size=reqntid,
+            constant_banks=banks,
+            param_bytes=param_bytes,
+            barriers=barriers,
+            uses_wmma=wmma,
+            wavefront_size=None,
+            cluster_dims=cluster,
+        )
+        for (
+            name,
+            is_entry,
+            regs,
+            maxreg,
+            static_shared,
+            sec_shared,
+            frame,
+            min_stack,
+            max_threads,
+            reqntid,
+            banks,
+            param_bytes,
+            barriers,
+            wmma,
+            cluster,
+        ) in rows
+    ]
+
+
+def cubin_rows(elf: ElfFile) -> tuple[str, list[KernelRow]]:
+    """The cubin's arch and one plain row per function (what `read_cubin` turns into `KernelResources`)."""
     arch = cubin_arch(elf)
-    entry_label = entry or label
     raw = elf.raw_sections
     # function symbol index -> name, from `.text.<name>` sections (sh_info low 24 bits = symbol index)
     texts: dict[int, tuple[str, int]] = {}
@@ -196,7 +268,7 @@ def read_cubin(
                     sym, value = _U32X2.unpack_from(val, 0)
                     per_sym.setdefault(sym, {})[attr] = value
     reserve = SYSTEM_RESERVED_SHARED_BYTES if has_reserved else 0
-    kernels: list[KernelResources] = []
+    rows: list[KernelRow] = []
     for sym, (name, sec_index) in texts.items():
         g = per_sym.get(sym, {})
         info = info_secs.get(name)
@@ -239,31 +311,26 @@ def read_cubin(
         banks = dict(consts.get(name, {}))
         for bank, size in module_consts.items():
             banks.setdefault(bank, size)
-        kernels.append(
-            KernelResources(
-                name=name,
-                demangled=name,
-                vendor="nvidia",
-                arch=arch,
-                entry=entry_label,
-                is_entry=info is not None,
-                registers=regs,
-                max_registers=maxreg,
-                static_shared_bytes=max(0, sec_shared - reserve),
-                shared_section_bytes=sec_shared,
-                stack_frame_bytes=g.get(EIATTR_FRAME_SIZE),
-                min_stack_bytes=g.get(EIATTR_MIN_STACK_SIZE),
-                max_threads_per_block=max_threads,
-                required_block_size=reqntid,
-                constant_banks=banks,
-                param_bytes=param_bytes,
-                barriers=barriers,
-                uses_wmma=wmma,
-                wavefront_size=None,
-                cluster_dims=cluster,
+        rows.append(
+            (
+                name,
+                info is not None,
+                regs,
+                maxreg,
+                max(0, sec_shared - reserve),
+                sec_shared,
+                g.get(EIATTR_FRAME_SIZE),
+                g.get(EIATTR_MIN_STACK_SIZE),
+                max_threads,
+                reqntid,
+                banks,
+                param_bytes,
+                barriers,
+                wmma,
+                cluster,
             )
         )
-    return kernels
+    return arch, rows
 
 
 def _nv_ptx_arch(text: str) -> str | None:

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import functools
 import mmap
+import multiprocessing
+import multiprocessing.pool
 import os
 import re
 import tempfile
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +25,7 @@ from kernelpilot.errors import InputFileError, ToolchainError
 from kernelpilot.isa import bundle as bundle_mod
 from kernelpilot.isa import compress
 from kernelpilot.isa import fatbin as fatbin_mod
-from kernelpilot.isa.cubin import ptx_entries, read_cubin
+from kernelpilot.isa.cubin import KernelRow, cubin_rows, kernels_from_rows, ptx_entries, read_cubin
 from kernelpilot.isa.demangle import demangle_all
 from kernelpilot.isa.elf import EM_AMDGPU, EM_CUDA, ElfFile, is_elf
 from kernelpilot.isa.errors import CodeObjectError, UnsupportedCodeObjectError
@@ -335,8 +338,7 @@ def _add_fatbin(
             out.entries.append(CodeObjectEntry(kind="cubin", **common))
     results: list[tuple[int, list[KernelResources]]] = []
     fe_by_idx = {idx: fe for idx, fe, _ in todo}
-    for idx, elabel, payload in _payloads(buf, label, todo):
-        ks = read_cubin(payload, f"{label}:{elabel}", elabel)
+    for idx, elabel, ks in _read_cubins(buf, label, todo):
         out.payloads[elabel] = functools.partial(
             fatbin_mod.entry_payload, buf, fe_by_idx[idx], f"{label}:{elabel}"
         )
@@ -349,6 +351,75 @@ def _add_fatbin(
 
 
 PREFETCH = 16  # compressed entries decompressed ahead on a helper thread (bounded memory)
+# Fatbins with at least this many compressed cubins are decompressed and parsed by a pool of forked worker
+# processes (one per core): below it the pool's start-up costs more than it saves.
+POOL_MIN_ENTRIES = 256
+POOL_CHUNK = 24  # cubins per task handed to a worker
+_Todo = list[tuple[int, fatbin_mod.FatEntry, str]]
+
+
+def _read_cubins(
+    buf: memoryview, label: str, todo: _Todo
+) -> Iterator[tuple[int, str, list[KernelResources]]]:
+    """(entry index, entry label, kernels) of every cubin in `todo`, in order. Large fatbins are read by a
+    pool of forked workers that each decompress and parse whole entries and send back plain rows; an entry a
+    worker fails on is read again here, so errors are the same typed errors as without the pool."""
+    pool = _fork_pool(buf, label, todo)
+    if pool is None:
+        for idx, elabel, payload in _payloads(buf, label, todo):
+            yield idx, elabel, read_cubin(payload, f"{label}:{elabel}", elabel)
+        return
+    chunks = [todo[i : i + POOL_CHUNK] for i in range(0, len(todo), POOL_CHUNK)]
+    with pool:
+        for chunk, rows_list in zip(chunks, pool.imap(_worker_rows, chunks), strict=True):
+            for (idx, fe, elabel), (arch, rows) in zip(chunk, rows_list, strict=True):
+                if arch is None or rows is None:
+                    elabel_full = f"{label}:{elabel}"
+                    payload = fatbin_mod.entry_payload(buf, fe, elabel_full)
+                    yield idx, elabel, read_cubin(payload, elabel_full, elabel)
+                else:
+                    yield idx, elabel, kernels_from_rows(rows, arch, elabel)
+
+
+def _fork_pool(buf: memoryview, label: str, todo: _Todo) -> multiprocessing.pool.Pool | None:
+    """A pool of one forked worker per core, or None where it does not pay or is not safe: few entries, one
+    core, no `fork` start method, other threads running (forking them is unsafe), or a daemonic process."""
+    cores = os.cpu_count() or 1
+    if (
+        len(todo) < POOL_MIN_ENTRIES
+        or cores < 2
+        or "fork" not in multiprocessing.get_all_start_methods()
+        or threading.active_count() > 1
+        or multiprocessing.current_process().daemon
+    ):
+        return None
+    compress.zstd_native_available()  # pick (and import) the decoder once, before forking
+    try:
+        return multiprocessing.get_context("fork").Pool(cores, _worker_init, (buf, label))
+    except (OSError, ValueError):
+        return None
+
+
+_worker_state: tuple[memoryview, str] | None = None
+
+
+def _worker_init(buf: memoryview, label: str) -> None:
+    global _worker_state
+    _worker_state = (buf, label)
+
+
+def _worker_rows(chunk: _Todo) -> list[tuple[str | None, list[KernelRow] | None]]:
+    """In a worker: (arch, rows) of each cubin of the chunk; (None, None) where reading it raised."""
+    assert _worker_state is not None
+    buf, label = _worker_state
+    out: list[tuple[str | None, list[KernelRow] | None]] = []
+    for _idx, fe, elabel in chunk:
+        try:
+            payload = fatbin_mod.entry_payload(buf, fe, f"{label}:{elabel}")
+            out.append(cubin_rows(ElfFile(payload, f"{label}:{elabel}")))
+        except Exception:
+            out.append((None, None))
+    return out
 
 
 def _payloads(
