@@ -6,8 +6,11 @@ Attribute ids (EIATTR_*) and value formats (EIFMT_*) are NVIDIA's cubin ELF conv
 
 from __future__ import annotations
 
+import functools
 import re
 import struct
+
+from pydantic import TypeAdapter
 
 from kernelpilot.isa.elf import EM_CUDA, ElfFile
 from kernelpilot.isa.errors import CodeObjectError
@@ -98,34 +101,6 @@ _WANTED = frozenset(
 )
 
 
-def _kernel_records(elf: ElfFile, view: memoryview, name: str) -> list[tuple[int, int, memoryview | int]]:
-    """Like `_records` but keeps only the attributes `read_cubin` uses (faster on big libraries)."""
-    data = bytes(view)
-    out: list[tuple[int, int, memoryview | int]] = []
-    pos, n = 0, len(data)
-    while pos + 4 <= n:
-        fmt = data[pos]
-        attr = data[pos + 1]
-        if fmt == EIFMT_SVAL:
-            end = pos + 4 + (data[pos + 2] | (data[pos + 3] << 8))
-            if end > n:
-                raise CodeObjectError(elf.label, f".nv.info.{name}: attribute {attr:#x} overruns the section")
-            if attr in _WANTED:
-                out.append((fmt, attr, memoryview(data)[pos + 4 : end]))
-            pos = end
-        elif fmt == EIFMT_HVAL:
-            if attr in _WANTED:
-                out.append((fmt, attr, data[pos + 2] | (data[pos + 3] << 8)))
-            pos += 4
-        elif fmt in (EIFMT_BVAL, EIFMT_NVAL):
-            if attr in _WANTED:
-                out.append((fmt, attr, data[pos + 2]))
-            pos += 4
-        else:
-            raise CodeObjectError(elf.label, f".nv.info.{name}: unknown attribute format {fmt} at byte {pos}")
-    return out
-
-
 _GLOBAL_REC = struct.Struct("<BBHII")
 
 
@@ -173,31 +148,34 @@ def read_cubin(
     return kernels_from_rows(rows, arch, entry or label)
 
 
-def kernels_from_rows(rows: list[KernelRow], arch: str, entry_label: str) -> list[KernelResources]:
-    """`KernelResources` of the rows `cubin_rows` returned for one cubin."""
-    return [
-        KernelResources(
-            name=name,
-            demangled=name,
-            vendor="nvidia",
-            arch=arch,
-            entry=entry_label,
-            is_entry=is_entry,
-            registers=regs,
-            max_registers=maxreg,
-            static_shared_bytes=static_shared,
-            shared_section_bytes=sec_shared,
-            stack_frame_bytes=frame,
-            min_stack_bytes=min_stack,
-            max_threads_per_block=max_threads,
-            required_block_size=reqntid,
-            constant_banks=banks,
-            param_bytes=param_bytes,
-            barriers=barriers,
-            uses_wmma=wmma,
-            wavefront_size=None,
-            cluster_dims=cluster,
-        )
+def kernels_from_rows(
+    rows: list[KernelRow], arch: str, entry_label: str, with_id: bool = False
+) -> list[KernelResources]:
+    """`KernelResources` of the rows `cubin_rows` returned for one cubin (`with_id`: also set kernel_id
+    '<entry>::<name>', as the loader does), validated in one call per cubin."""
+    fields = [
+        {
+            "name": name,
+            "demangled": name,
+            "vendor": "nvidia",
+            "arch": arch,
+            "entry": entry_label,
+            "is_entry": is_entry,
+            "registers": regs,
+            "max_registers": maxreg,
+            "static_shared_bytes": static_shared,
+            "shared_section_bytes": sec_shared,
+            "stack_frame_bytes": frame,
+            "min_stack_bytes": min_stack,
+            "max_threads_per_block": max_threads,
+            "required_block_size": reqntid,
+            "constant_banks": banks,
+            "param_bytes": param_bytes,
+            "barriers": barriers,
+            "uses_wmma": wmma,
+            "wavefront_size": None,
+            "cluster_dims": cluster,
+        }
         for (
             name,
             is_entry,
@@ -216,6 +194,15 @@ def kernels_from_rows(rows: list[KernelRow], arch: str, entry_label: str) -> lis
             cluster,
         ) in rows
     ]
+    if with_id:
+        for f in fields:
+            f["kernel_id"] = f"{entry_label}::{f['name']}"
+    return _kernels_adapter().validate_python(fields)
+
+
+@functools.cache
+def _kernels_adapter() -> TypeAdapter[list[KernelResources]]:
+    return TypeAdapter(list[KernelResources])
 
 
 def cubin_rows(elf: ElfFile) -> tuple[str, list[KernelRow]]:
@@ -285,24 +272,48 @@ def cubin_rows(elf: ElfFile) -> tuple[str, list[KernelRow]]:
         cluster: list[int] | None = None
         if info is not None:
             wmma = False
-            for _fmt, attr, val in _kernel_records(elf, info, name):
-                if attr == EIATTR_REGCOUNT and isinstance(val, memoryview) and len(val) >= 8:
-                    regs = _U32X2.unpack_from(val, 0)[1]
-                elif attr == EIATTR_MAX_THREADS and isinstance(val, memoryview) and len(val) >= 12:
-                    x, y, z = _U32X3.unpack_from(val, 0)
-                    max_threads = x * y * z
-                elif attr == EIATTR_REQNTID and isinstance(val, memoryview) and len(val) >= 12:
-                    reqntid = list(_U32X3.unpack_from(val, 0))
-                elif attr == EIATTR_CTA_PER_CLUSTER and isinstance(val, memoryview) and len(val) >= 12:
-                    cluster = list(_U32X3.unpack_from(val, 0))
-                elif attr == EIATTR_MAXREG_COUNT and isinstance(val, int):
-                    maxreg = val
-                elif attr == EIATTR_NUM_BARRIERS and isinstance(val, int):
-                    barriers = val
-                elif attr == EIATTR_WMMA_USED:
-                    wmma = True
-                elif attr == EIATTR_CBANK_PARAM_SIZE and isinstance(val, int):
-                    param_bytes = val
+            # the `.nv.info.<kernel>` records, walked in place; only the attributes used here are decoded
+            data = bytes(info)
+            pos, n = 0, len(data)
+            while pos + 4 <= n:
+                fmt = data[pos]
+                attr = data[pos + 1]
+                if fmt == EIFMT_SVAL:
+                    end = pos + 4 + (data[pos + 2] | (data[pos + 3] << 8))
+                    if end > n:
+                        raise CodeObjectError(
+                            elf.label, f".nv.info.{name}: attribute {attr:#x} overruns the section"
+                        )
+                    if attr in _WANTED:
+                        size = end - pos - 4
+                        if attr == EIATTR_REGCOUNT and size >= 8:
+                            regs = _U32X2.unpack_from(data, pos + 4)[1]
+                        elif attr == EIATTR_MAX_THREADS and size >= 12:
+                            x, y, z = _U32X3.unpack_from(data, pos + 4)
+                            max_threads = x * y * z
+                        elif attr == EIATTR_REQNTID and size >= 12:
+                            reqntid = list(_U32X3.unpack_from(data, pos + 4))
+                        elif attr == EIATTR_CTA_PER_CLUSTER and size >= 12:
+                            cluster = list(_U32X3.unpack_from(data, pos + 4))
+                        elif attr == EIATTR_WMMA_USED:
+                            wmma = True
+                    pos = end
+                elif fmt in (EIFMT_HVAL, EIFMT_BVAL, EIFMT_NVAL):
+                    if attr in _WANTED:
+                        val = data[pos + 2] | (data[pos + 3] << 8) if fmt == EIFMT_HVAL else data[pos + 2]
+                        if attr == EIATTR_MAXREG_COUNT:
+                            maxreg = val
+                        elif attr == EIATTR_NUM_BARRIERS:
+                            barriers = val
+                        elif attr == EIATTR_WMMA_USED:
+                            wmma = True
+                        elif attr == EIATTR_CBANK_PARAM_SIZE:
+                            param_bytes = val
+                    pos += 4
+                else:
+                    raise CodeObjectError(
+                        elf.label, f".nv.info.{name}: unknown attribute format {fmt} at byte {pos}"
+                    )
             if barriers is None:
                 barriers = (text_flags >> 20) & 0x7F  # older ABI: barrier count in sh_flags bits 20..26
         if reqntid is not None and max_threads is None:

@@ -7,6 +7,7 @@ raises `CodeObjectError` naming the file instead of reading garbage or hanging.
 
 from __future__ import annotations
 
+import itertools
 import struct
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -134,18 +135,23 @@ class ElfFile:
         self._check(str_off, str_size, "section-name table")
         names = bytes(self.buf[str_off : str_off + str_size])
         # offset -> name for every string in the table at once (section names rarely share suffixes)
-        by_off: dict[int, str] = {}
-        pos = 0
-        for part in names.decode("utf-8", "replace").split("\0"):
-            by_off[pos] = part
-            pos += len(part.encode("utf-8", "replace")) + 1 if not part.isascii() else len(part) + 1
-        limit = n
-        self.section_names: list[str] = []
-        for i, (nm, typ, _flags, _addr, off, size, *_rest) in enumerate(raw):
-            if typ != SHT_NOBITS and typ != 0 and (off + size > limit or off < 0):
-                self._check(off, size, f"section {i}")
-            name = by_off.get(nm)
-            self.section_names.append(name if name is not None else _cstr(names, nm))
+        parts = names.decode("utf-8", "replace").split("\0")
+        if names.isascii():
+            offsets = itertools.accumulate([len(part) + 1 for part in parts], initial=0)
+        else:
+            offsets = itertools.accumulate(
+                [
+                    len(part.encode("utf-8", "replace")) + 1 if not part.isascii() else len(part) + 1
+                    for part in parts
+                ],
+                initial=0,
+            )
+        by_off = dict(zip(offsets, parts, strict=False))
+        for i, r in enumerate(raw):
+            if r[1] != SHT_NOBITS and r[1] != 0 and r[4] + r[5] > n:
+                self._check(r[4], r[5], f"section {i}")
+        get = by_off.get
+        self.section_names: list[str] = [get(r[0]) or _cstr(names, r[0]) for r in raw]
         # raw header tuples: (name_off, type, flags, addr, offset, size, link, info, align, entsize)
         self.raw_sections = raw
         self._sections: list[Section] | None = None

@@ -8,6 +8,7 @@ Entries that cannot be decompressed in-process fall back to `cuobjdump -xelf` wh
 from __future__ import annotations
 
 import functools
+import gc
 import mmap
 import multiprocessing
 import multiprocessing.pool
@@ -85,6 +86,35 @@ def load(
     count_ptx: bool = False,
 ) -> Loaded:
     """Parse `path`; entries are always listed, kernels only for entries matching `arch`."""
+    # A large library yields ~10^5 models, lists and dicts, none of them in reference cycles: with the cyclic
+    # collector on, its repeated full passes over the growing heap took more time than building them.
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _load(
+            path,
+            arch=arch,
+            want_kernels=want_kernels,
+            keep_payloads=keep_payloads,
+            demangle=demangle,
+            allow_tool_fallback=allow_tool_fallback,
+            count_ptx=count_ptx,
+        )
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _load(
+    path: Path,
+    *,
+    arch: str | None,
+    want_kernels: bool,
+    keep_payloads: bool,
+    demangle: bool,
+    allow_tool_fallback: bool,
+    count_ptx: bool,
+) -> Loaded:
     label = str(path)
     buf = _open(path)
     out = Loaded(path)
@@ -126,12 +156,17 @@ def load(
             f"not a GPU code object: starts with {head[:8].hex()} (expected ELF, fatbin 50ed55ba, "
             "__CLANG_OFFLOAD_BUNDLE__ or CCOB)",
         )
+    # (assignments skipped where the value is already there: pydantic's __setattr__ is slow at ~10^5 kernels)
     for k in out.kernels:
-        k.kernel_id = f"{k.entry}::{k.name}"
+        kid = f"{k.entry}::{k.name}"
+        if k.kernel_id != kid:
+            k.kernel_id = kid
     if demangle and out.kernels:
         names = demangle_all([k.name for k in out.kernels])
         for k in out.kernels:
-            k.demangled = names.get(k.name, k.name)
+            d = names.get(k.name, k.name)
+            if k.demangled != d:
+                k.demangled = d
     return out
 
 
@@ -378,7 +413,7 @@ def _read_cubins(
                     payload = fatbin_mod.entry_payload(buf, fe, elabel_full)
                     yield idx, elabel, read_cubin(payload, elabel_full, elabel)
                 else:
-                    yield idx, elabel, kernels_from_rows(rows, arch, elabel)
+                    yield idx, elabel, kernels_from_rows(rows, arch, elabel, with_id=True)
 
 
 def _fork_pool(buf: memoryview, label: str, todo: _Todo) -> multiprocessing.pool.Pool | None:
