@@ -69,13 +69,13 @@ def lz4_block_decompress(src: bytes | memoryview, expected_size: int, label: str
 
 
 @cache
-def _zstd_impl() -> tuple[str, Callable[[bytes, int], bytes]] | None:
+def _zstd_impl() -> tuple[str, Callable[[bytes | memoryview, int], bytes]] | None:
     try:
         mod = importlib.import_module("compression.zstd")
         fn = mod.decompress
 
-        def std(data: bytes, size: int) -> bytes:
-            out: bytes = fn(data)
+        def std(data: bytes | memoryview, size: int) -> bytes:
+            out: bytes = fn(bytes(data))
             return out
 
         return ("compression.zstd", std)
@@ -85,7 +85,7 @@ def _zstd_impl() -> tuple[str, Callable[[bytes, int], bytes]] | None:
         zstandard = importlib.import_module("zstandard")
         dctx = zstandard.ZstdDecompressor()
 
-        def zs(data: bytes, size: int) -> bytes:
+        def zs(data: bytes | memoryview, size: int) -> bytes:
             out: bytes = dctx.decompress(data, max_output_size=size) if size > 0 else dctx.decompress(data)
             return out
 
@@ -95,8 +95,8 @@ def _zstd_impl() -> tuple[str, Callable[[bytes, int], bytes]] | None:
     try:
         pyzstd = importlib.import_module("pyzstd")
 
-        def pz(data: bytes, size: int) -> bytes:
-            out: bytes = pyzstd.decompress(data)
+        def pz(data: bytes | memoryview, size: int) -> bytes:
+            out: bytes = pyzstd.decompress(bytes(data))
             return out
 
         return ("pyzstd", pz)
@@ -122,7 +122,7 @@ def zstd_decompress(src: bytes | memoryview, expected_size: int, label: str) -> 
         if impl is None:
             out = py_decompress(bytes(src), expected_size if expected_size > 0 else 1 << 31)
         else:
-            out = impl[1](bytes(src), expected_size)
+            out = impl[1](src, expected_size)  # the C decoders read any buffer: no copy of the input
     except ZstdError as exc:
         raise CodeObjectError(label, f"ZSTD payload does not decode: {exc}") from exc
     except Exception as exc:  # the C decoders raise their own error types on corrupt input

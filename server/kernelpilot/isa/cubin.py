@@ -12,7 +12,7 @@ import struct
 
 from pydantic import TypeAdapter
 
-from kernelpilot.isa.elf import EM_CUDA, ElfFile
+from kernelpilot.isa.elf import EM_CUDA, SHT_NOBITS, ElfFile
 from kernelpilot.isa.errors import CodeObjectError
 from kernelpilot.isa.models import KernelResources
 
@@ -104,17 +104,19 @@ _WANTED = frozenset(
 _GLOBAL_REC = struct.Struct("<BBHII")
 
 
-def _global_info_fast(data: memoryview) -> list[tuple[int, int, int]] | None:
-    """The common `.nv.info` layout (every record `SVAL size 8: symbol, value`) decoded in one C loop; None if
-    any record differs (then the generic parser runs)."""
+def _global_info_fast(data: memoryview, per_sym: dict[int, dict[int, int]]) -> bool:
+    """The common `.nv.info` layout (each record `SVAL size 8: symbol, value`) decoded by one C unpacker into
+    per_sym (symbol -> attribute -> value); False if any record differs (then the generic parser runs)."""
     if len(data) % _GLOBAL_REC.size:
-        return None
-    out = []
+        return False
     for fmt, attr, size, sym, value in _GLOBAL_REC.iter_unpack(data):
         if fmt != EIFMT_SVAL or size != 8:
-            return None
-        out.append((attr, sym, value))
-    return out
+            return False
+        d = per_sym.get(sym)
+        if d is None:
+            per_sym[sym] = d = {}
+        d[attr] = value
+    return True
 
 
 # One function of a cubin as plain values (cheap to pickle between processes): name, is_entry, registers,
@@ -211,7 +213,7 @@ def cubin_rows(elf: ElfFile) -> tuple[str, list[KernelRow]]:
     raw = elf.raw_sections
     # function symbol index -> name, from `.text.<name>` sections (sh_info low 24 bits = symbol index)
     texts: dict[int, tuple[str, int]] = {}
-    info_secs: dict[str, memoryview] = {}
+    info_secs: dict[str, int] = {}  # kernel name -> section index of its `.nv.info.<kernel>`
     shared: dict[str, int] = {}
     consts: dict[str, dict[str, int]] = {}
     module_consts: dict[str, int] = {}
@@ -223,7 +225,7 @@ def cubin_rows(elf: ElfFile) -> tuple[str, list[KernelRow]]:
         elif nm[:4] != ".nv.":
             continue
         elif nm[4:9] == "info.":
-            info_secs[nm[9:]] = elf.raw_data(i)
+            info_secs[nm[9:]] = i
         elif nm == ".nv.info":
             global_info = elf.raw_data(i)
         elif nm[4:11] == "shared.":
@@ -241,23 +243,20 @@ def cubin_rows(elf: ElfFile) -> tuple[str, list[KernelRow]]:
             else:
                 module_consts[bank] = raw[i][5]
     per_sym: dict[int, dict[int, int]] = {}
-    if global_info is not None:
-        fast = _global_info_fast(global_info)
-        if fast is not None:
-            for attr, sym, value in fast:
-                d = per_sym.get(sym)
-                if d is None:
-                    per_sym[sym] = d = {}
-                d[attr] = value
-        else:
-            for fmt, attr, val in _records(elf, global_info, ".nv.info"):
-                if fmt == EIFMT_SVAL and isinstance(val, memoryview) and len(val) >= 8:
-                    sym, value = _U32X2.unpack_from(val, 0)
-                    per_sym.setdefault(sym, {})[attr] = value
+    if global_info is not None and not _global_info_fast(global_info, per_sym):
+        per_sym.clear()
+        for fmt, attr, val in _records(elf, global_info, ".nv.info"):
+            if fmt == EIFMT_SVAL and isinstance(val, memoryview) and len(val) >= 8:
+                sym, value = _U32X2.unpack_from(val, 0)
+                per_sym.setdefault(sym, {})[attr] = value
     reserve = SYSTEM_RESERVED_SHARED_BYTES if has_reserved else 0
+    # slice `.nv.info.<kernel>` bytes straight from the image when it is a bytes object (one copy, no view)
+    obj = elf.buf.obj
+    blob = obj if isinstance(obj, bytes) and len(obj) == elf.buf.nbytes else None
+    no_attrs: dict[int, int] = {}
     rows: list[KernelRow] = []
     for sym, (name, sec_index) in texts.items():
-        g = per_sym.get(sym, {})
+        g = per_sym.get(sym, no_attrs)
         info = info_secs.get(name)
         regs = g.get(EIATTR_REGCOUNT)
         text_info, text_flags = raw[sec_index][7], raw[sec_index][2]
@@ -273,7 +272,11 @@ def cubin_rows(elf: ElfFile) -> tuple[str, list[KernelRow]]:
         if info is not None:
             wmma = False
             # the `.nv.info.<kernel>` records, walked in place; only the attributes used here are decoded
-            data = bytes(info)
+            ir = raw[info]
+            if blob is not None and ir[1] != SHT_NOBITS:
+                data = blob[ir[4] : ir[4] + ir[5]]
+            else:
+                data = bytes(elf.raw_data(info))
             pos, n = 0, len(data)
             while pos + 4 <= n:
                 fmt = data[pos]
