@@ -388,7 +388,7 @@ def _add_fatbin(
 PREFETCH = 16  # compressed entries decompressed ahead on a helper thread (bounded memory)
 # Fatbins with at least this many compressed cubins are decompressed and parsed by a pool of forked worker
 # processes (one per core): below it the pool's start-up costs more than it saves.
-POOL_MIN_ENTRIES = 256
+POOL_MIN_ENTRIES = 512
 POOL_CHUNK = 24  # cubins per task handed to a worker
 _Todo = list[tuple[int, fatbin_mod.FatEntry, str]]
 

@@ -1,0 +1,74 @@
+"""The forked-worker pool that reads large fatbins: same kernels, entries and typed errors as the in-process
+path (forced on for the small fixtures by lowering its threshold), and the fallback where it cannot run."""
+
+from __future__ import annotations
+
+import multiprocessing
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kernelpilot.isa import fatbin, loader
+from kernelpilot.isa.elf import ElfFile
+from kernelpilot.isa.errors import CodeObjectError
+
+FX = Path(__file__).resolve().parent.parent / "fixtures" / "isa" / "nvidia"
+needs_fork = pytest.mark.skipif(
+    "fork" not in multiprocessing.get_all_start_methods(), reason="no fork start method here"
+)
+
+
+def _snapshot(path: Path) -> tuple[Any, ...]:
+    got = loader.load(path)
+    return (
+        [(k.model_dump(), k.model_fields_set) for k in got.kernels],
+        [e.model_dump() for e in got.entries],
+        got.warnings,
+        sorted(got.payloads),
+    )
+
+
+@needs_fork
+@pytest.mark.parametrize("name", ["host_app", "host_app_zstd", "host_app.fatbin", "host_app_lz4.fatbin"])
+def test_pool_matches_in_process(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(loader, "POOL_CHUNK", 2)
+    monkeypatch.setattr(loader, "POOL_MIN_ENTRIES", 10**9)
+    plain = _snapshot(FX / name)
+    monkeypatch.setattr(loader, "POOL_MIN_ENTRIES", 1)
+    pooled = _snapshot(FX / name)
+    assert plain[0] and pooled == plain
+
+
+def _corrupt_zstd_copy(tmp_path: Path) -> Path:
+    data = bytearray((FX / "host_app_zstd").read_bytes())
+    sec = ElfFile(bytes(data), "x").section(".nv_fatbin")
+    assert sec is not None
+    ents = fatbin.scan_fatbins(memoryview(bytes(data)), "x", sec.offset, sec.offset + sec.size)
+    victim = [e for e in ents if e.kind == fatbin.KIND_ELF and e.compression == "zstd"][-1]
+    data[victim.offset : victim.offset + 4] = b"\0\0\0\0"  # no longer a ZSTD frame
+    out = tmp_path / "host_app_zstd_bad"
+    out.write_bytes(bytes(data))
+    return out
+
+
+@needs_fork
+def test_pool_worker_error_is_the_same_typed_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    bad = _corrupt_zstd_copy(tmp_path)
+    monkeypatch.setattr(loader, "POOL_MIN_ENTRIES", 10**9)
+    with pytest.raises(CodeObjectError) as plain:
+        loader.load(bad)
+    monkeypatch.setattr(loader, "POOL_MIN_ENTRIES", 1)
+    with pytest.raises(CodeObjectError) as pooled:
+        loader.load(bad)
+    assert "ZSTD payload does not decode" in pooled.value.message
+    assert pooled.value.message == plain.value.message
+
+
+def test_pool_falls_back_without_fork(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(loader, "POOL_MIN_ENTRIES", 1)
+    monkeypatch.setattr(multiprocessing, "get_all_start_methods", lambda: ["spawn"])
+    todo = [(0, fatbin.FatEntry(0, 2, 90, 0, 0, 0, 0, 0, (0, 0)), "e")]
+    assert loader._fork_pool(memoryview(b""), "x", todo) is None
+    got = loader.load(FX / "host_app_zstd")
+    assert any(k.is_entry for k in got.kernels)
