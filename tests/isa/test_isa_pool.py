@@ -4,6 +4,7 @@ path (forced on for the small fixtures by lowering its threshold), and the fallb
 from __future__ import annotations
 
 import multiprocessing
+import os
 from pathlib import Path
 from typing import Any
 
@@ -72,3 +73,17 @@ def test_pool_falls_back_without_fork(monkeypatch: pytest.MonkeyPatch) -> None:
     assert loader._fork_pool(memoryview(b""), "x", todo) is None
     got = loader.load(FX / "host_app_zstd")
     assert any(k.is_entry for k in got.kernels)
+
+
+def _die(chunk: object) -> object:
+    os._exit(3)  # a worker killed mid-way (e.g. by the OOM killer)
+
+
+@needs_fork
+def test_broken_pool_falls_back_in_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(loader, "POOL_MIN_ENTRIES", 10**9)
+    plain = _snapshot(FX / "host_app_zstd")
+    monkeypatch.setattr(loader, "POOL_MIN_ENTRIES", 1)
+    monkeypatch.setattr(loader, "POOL_CHUNK", 2)
+    monkeypatch.setattr(loader, "_worker_rows", _die)
+    assert _snapshot(FX / "host_app_zstd") == plain

@@ -7,11 +7,12 @@ Entries that cannot be decompressed in-process fall back to `cuobjdump -xelf` wh
 
 from __future__ import annotations
 
+import concurrent.futures
+import concurrent.futures.process
 import functools
 import gc
 import mmap
 import multiprocessing
-import multiprocessing.pool
 import os
 import re
 import tempfile
@@ -398,25 +399,38 @@ def _read_cubins(
 ) -> Iterator[tuple[int, str, list[KernelResources]]]:
     """(entry index, entry label, kernels) of every cubin in `todo`, in order. Large fatbins are read by a
     pool of forked workers that each decompress and parse whole entries and send back plain rows; an entry a
-    worker fails on is read again here, so errors are the same typed errors as without the pool."""
+    worker fails on is read again here, so errors are the same typed errors as without the pool, and if the
+    pool breaks (a worker killed) the rest is read here."""
     pool = _fork_pool(buf, label, todo)
     if pool is None:
         for idx, elabel, payload in _payloads(buf, label, todo):
             yield idx, elabel, read_cubin(payload, f"{label}:{elabel}", elabel)
         return
     chunks = [todo[i : i + POOL_CHUNK] for i in range(0, len(todo), POOL_CHUNK)]
-    with pool:
-        for chunk, rows_list in zip(chunks, pool.imap(_worker_rows, chunks), strict=True):
-            for (idx, fe, elabel), (arch, rows) in zip(chunk, rows_list, strict=True):
+    try:
+        try:
+            futures = [pool.submit(_worker_rows, chunk) for chunk in chunks]
+        except (OSError, RuntimeError, concurrent.futures.process.BrokenProcessPool):
+            futures = []  # the pool did not start: everything is read here
+        for n, chunk in enumerate(chunks):
+            try:
+                rows_list = futures[n].result() if n < len(futures) else None
+            except Exception:
+                rows_list = None
+                futures = futures[:n]  # after a failure, read the rest here
+            for k, (idx, fe, elabel) in enumerate(chunk):
+                arch, rows = rows_list[k] if rows_list is not None else (None, None)
                 if arch is None or rows is None:
                     elabel_full = f"{label}:{elabel}"
                     payload = fatbin_mod.entry_payload(buf, fe, elabel_full)
                     yield idx, elabel, read_cubin(payload, elabel_full, elabel)
                 else:
                     yield idx, elabel, kernels_from_rows(rows, arch, elabel, with_id=True)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _fork_pool(buf: memoryview, label: str, todo: _Todo) -> multiprocessing.pool.Pool | None:
+def _fork_pool(buf: memoryview, label: str, todo: _Todo) -> concurrent.futures.ProcessPoolExecutor | None:
     """A pool of one forked worker per core, or None where it does not pay or is not safe: few entries, one
     core, no `fork` start method, other threads running (forking them is unsafe), or a daemonic process."""
     cores = os.cpu_count() or 1
@@ -430,8 +444,10 @@ def _fork_pool(buf: memoryview, label: str, todo: _Todo) -> multiprocessing.pool
         return None
     compress.zstd_native_available()  # pick (and import) the decoder once, before forking
     try:
-        return multiprocessing.get_context("fork").Pool(cores, _worker_init, (buf, label))
-    except (OSError, ValueError):
+        return concurrent.futures.ProcessPoolExecutor(
+            cores, multiprocessing.get_context("fork"), _worker_init, (buf, label)
+        )
+    except (OSError, ValueError, NotImplementedError):
         return None
 
 
