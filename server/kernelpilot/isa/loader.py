@@ -3,6 +3,8 @@
 Supported: cubin, HSACO, standalone fatbin, clang offload bundle (plain or CCOB-compressed), PTX text, and
 host ELF executables/shared libraries embedding `.nv_fatbin` / `__nv_relfatbin` / `.hip_fatbin`.
 Entries that cannot be decompressed in-process fall back to `cuobjdump -xelf` when it is installed.
+Fatbins with many cubins (large libraries) are decompressed and parsed by forked worker processes, one per
+core, where `fork` is available and safe; results and errors are the same as reading them in-process.
 """
 
 from __future__ import annotations
