@@ -57,7 +57,8 @@ def run_ours(lib: Path, rows: bool = False) -> tuple[float, list[list[object]]]:
     """One fresh process; timed runs print only the kernel count, the check run dumps every row."""
     import json
 
-    env = dict(os.environ, PYTHONPATH=str(REPO / "server"))
+    extra = os.environ.get("PYTHONPATH")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO / "server"), *([extra] if extra else [])]))
     argv = [sys.executable, "-c", CHILD, str(lib)] + (["rows"] if rows else [])
     t = time.perf_counter()
     out = subprocess.run(argv, capture_output=True, check=True, env=env)
