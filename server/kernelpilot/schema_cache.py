@@ -10,10 +10,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
+
+from kernelpilot.atomic import write_text_atomic
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
 
@@ -59,19 +60,10 @@ def store(schemas: dict[str, dict[str, Any]]) -> None:
     if os.environ.get("KERNELPILOT_NO_SCHEMA_CACHE") == "1":
         return
     target = _path()
-    tmp = None
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-", suffix=".json")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(schemas, f)
-        os.replace(tmp, target)
-        tmp = None
+        write_text_atomic(target, json.dumps(schemas))
         for old in target.parent.glob("mcp-schemas-*.json"):  # schemas of other installs/versions
             if old != target:
                 old.unlink(missing_ok=True)
     except OSError:
         return
-    finally:
-        if tmp is not None:
-            Path(tmp).unlink(missing_ok=True)

@@ -13,16 +13,15 @@ import contextlib
 import datetime as _dt
 import functools
 import importlib
-import os
 import re
 import shlex
 import statistics
 import sys
-import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from kernelpilot.atomic import write_text_atomic
 from kernelpilot.capability import Progress, no_progress
 from kernelpilot.ceilings.models import CeilingsRequest, CeilingsResult, MeasuredRecord
 from kernelpilot.errors import DeviceUnavailableError, InputFileError, InvalidArgumentError, KernelpilotError
@@ -118,15 +117,9 @@ def _resolve_gpu(req: CeilingsRequest, device_name: str) -> tuple[str, str]:
 
 
 def _write_atomic(path: Path, text: str) -> None:
-    path = path.expanduser()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
+        write_text_atomic(path.expanduser(), text)
     except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
         raise InputFileError(f"--out: cannot write {path}: {exc}", "check the folder's permissions") from exc
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, date, datetime
@@ -13,6 +12,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from kernelpilot.atomic import write_text_atomic
 from kernelpilot.errors import FormatError, InputFileError, InvalidArgumentError
 from kernelpilot.experiments import similarity
 from kernelpilot.experiments.api import (
@@ -276,19 +276,15 @@ def atomic_write_lines(path: Path, lines: Iterator[str]) -> int:
     parent = path.parent if str(path.parent) else Path(".")
     if not parent.is_dir():
         raise InputFileError(f"folder {parent} does not exist", "create it or choose another --out")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=parent)
     count = 0
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            for line in lines:
-                fh.write(line + "\n")
-                count += 1
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+
+    def counted() -> Iterator[str]:
+        nonlocal count
+        for line in lines:
+            count += 1
+            yield line + "\n"
+
+    write_text_atomic(path, counted())
     return count
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from kernelpilot.atomic import write_text_atomic
 from kernelpilot.errors import InputFileError, InvalidArgumentError
 from kernelpilot.isa.api import (
     IsaDisasmRequest,
@@ -121,19 +122,9 @@ def isa_resources(req: IsaResourcesRequest) -> IsaResourcesResult:
 
 
 def _write_atomic(path: Path, text: str) -> None:
-    import os
-    import tempfile
-
     if path.parent and not path.parent.is_dir():
         raise InputFileError(f"--manifest {path}: folder {path.parent} does not exist", "create it first")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=str(path.parent))
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_text_atomic(path, text)
 
 
 def _mixes(

@@ -19,12 +19,11 @@ With `basis=measured`: measured_copy_bandwidth_tb_s and measured_<dtype>_matmul_
 from __future__ import annotations
 
 import math
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from kernelpilot.atomic import write_text_atomic
 from kernelpilot.errors import InputFileError, InvalidArgumentError, UnknownSpecError
 from kernelpilot.roofline import ops
 from kernelpilot.roofline.models import Achieved, CeilingComparison, RooflineRequest, RooflineResult
@@ -363,13 +362,9 @@ def _write_atomic(path: Path, text: str) -> str:
         raise InputFileError(
             f"--svg: folder {str(path.parent)!r} does not exist", "create it or give another path"
         )
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
+        write_text_atomic(path, text)
     except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
         raise InputFileError(f"--svg: cannot write {path}: {exc}", "check the folder's permissions") from exc
     return str(path)
 

@@ -7,6 +7,7 @@ import os
 import re
 from pathlib import Path
 
+from kernelpilot.atomic import write_text_atomic
 from kernelpilot.errors import InputFileError, InvalidArgumentError, StateError
 from kernelpilot.tasks.models import (
     CreateTaskRequest,
@@ -15,7 +16,7 @@ from kernelpilot.tasks.models import (
     Task,
     TaskEnvironment,
 )
-from kernelpilot.tasks.store import atomic_write_json, atomic_write_text
+from kernelpilot.tasks.store import atomic_write_json
 from kernelpilot.timing import instrumentation
 from kernelpilot.timing.commands import check_argv, compile_metric_regex
 
@@ -151,7 +152,7 @@ def create_task(req: CreateTaskRequest) -> CreateTaskResult:
     )
     task_dir.mkdir(parents=True, exist_ok=True)
     atomic_write_json(task_json, task.model_dump(mode="json"))
-    atomic_write_text(task_dir / "TASK.md", render_task_md(task))
+    write_text_atomic(task_dir / "TASK.md", render_task_md(task))
     rel = os.path.relpath(task_dir, workdir)
     return CreateTaskResult(
         task_dir=rel,

@@ -18,6 +18,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from kernelpilot.atomic import write_temp
 from kernelpilot.capability import Progress, no_progress
 from kernelpilot.errors import InputFileError, KernelpilotError, StateError, ToolchainError
 from kernelpilot.models import compact_json
@@ -30,7 +31,7 @@ from kernelpilot.tasks.models import (
     EvaluateResult,
     Task,
 )
-from kernelpilot.tasks.store import append_jsonl, atomic_write_json, read_json, write_temp
+from kernelpilot.tasks.store import append_jsonl, atomic_write_json, read_json
 from kernelpilot.timing import environment, instrumentation
 from kernelpilot.timing.commands import OUTPUT_TAIL_CHARS, run_command
 from kernelpilot.timing.core import measure_command

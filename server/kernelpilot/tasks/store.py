@@ -1,52 +1,26 @@
 """Files a task owns, written so that a crash never leaves a partial one.
 
-`atomic_write_text` writes a temp file in the same folder, fsyncs it and `os.replace`s it over the
-target. `append_jsonl` appends one line under an exclusive `fcntl.flock` with a single `write`
+Whole files go through `kernelpilot.atomic` (temp file, fsync, `os.replace`). `append_jsonl` appends
+one line under an exclusive `fcntl.flock` with a single `write`
 (and repairs a torn last line left by a writer killed mid-line by starting on a new line).
 """
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from kernelpilot.atomic import write_text_atomic
 from kernelpilot.errors import FormatError, InputFileError, StoreError
 from kernelpilot.models import compact_json
 
 
-def write_temp(path: Path, text: str) -> Path:
-    """Write text to a fsynced temp file beside `path`; the caller os.replace()s it into place."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-    return Path(tmp)
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    tmp = write_temp(path, text)
-    try:
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-
-
 def atomic_write_json(path: Path, data: Any) -> None:
-    atomic_write_text(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
+    """Task files are key-sorted JSON (stable diffs), written atomically."""
+    write_text_atomic(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
 def read_json(path: Path, what: str) -> Any:

@@ -13,9 +13,9 @@ import re
 from pathlib import Path
 from typing import Any
 
+from kernelpilot.atomic import create_json_exclusive, write_json_atomic
 from kernelpilot.errors import InputFileError, InvalidArgumentError, StateError
 from kernelpilot.workspace import gitops
-from kernelpilot.workspace.atomic import create_json_exclusive, write_json_atomic
 from kernelpilot.workspace.core import Workspace, locate, now_iso
 from kernelpilot.workspace.errors import DirtyTreeError, MemorySchemaError, MemoryVersionError
 from kernelpilot.workspace.models import (

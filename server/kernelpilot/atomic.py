@@ -1,4 +1,7 @@
-"""Atomic file writes for the workspace: temp file in the same folder, fsync, then `os.replace`."""
+"""Atomic file writes, the one way kernelpilot writes a file a reader may see: temp file in the same
+folder, fsync, then `os.replace` (or a hard link for create-only). A crash leaves the old file or the
+new one, never a torn one, and never a stray temp file.
+"""
 
 from __future__ import annotations
 
@@ -6,19 +9,38 @@ import contextlib
 import json
 import os
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write `text` to `path` so a reader sees either the old or the new content, never a torn file."""
+def write_temp(path: Path, content: str | Iterable[str]) -> Path:
+    """Write `content` (text, or chunks streamed in order) to a fsynced temp file beside `path`.
+
+    The caller moves it into place with `os.replace` (or removes it); `write_text_atomic` does both.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
+            if isinstance(content, str):
+                fh.write(content)
+            else:
+                for chunk in content:
+                    fh.write(chunk)
             fh.flush()
             os.fsync(fh.fileno())
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    return Path(tmp)
+
+
+def write_text_atomic(path: Path, content: str | Iterable[str]) -> None:
+    """Write `content` to `path` so a reader sees either the old or the new content, never a torn file."""
+    tmp = write_temp(path, content)
+    try:
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -37,13 +59,8 @@ def create_json_exclusive(path: Path, data: Any) -> bool:
     The content goes to a temp file first and is hard-linked into place, so two writers racing for
     the same name cannot both succeed and no reader sees a partial file.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    tmp = write_temp(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
         try:
             os.link(tmp, path)
         except FileExistsError:
