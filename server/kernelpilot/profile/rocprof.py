@@ -69,6 +69,34 @@ def _dims(row: dict[str, str], prefix: str) -> list[int] | None:
     return [int(single)] if single is not None else None
 
 
+def _from_dispatch_row(
+    r: dict[str, str],
+    launch_id: int | None,
+    source: str,
+    start: float | None,
+    end: float | None,
+    missing: list[str],
+) -> KernelProfile:
+    """One dispatch row (kernel-trace or counter-collection CSV: same columns) as a KernelProfile."""
+    return KernelProfile(
+        kernel=r["Kernel_Name"],
+        launch_id=launch_id,
+        profiler="rocprofv3",
+        source=source,
+        device=r.get("Agent_Id"),
+        grid=_dims(r, "Grid_Size"),
+        block=_dims(r, "Workgroup_Size"),
+        grid_unit="work_items",
+        duration_ns=(end - start) if start is not None and end is not None else None,
+        registers_per_thread=_f(r, "VGPR_Count", "Arch_VGPR_Count"),
+        accum_vgpr_count=_f(r, "Accum_VGPR_Count"),
+        sgpr_count=_f(r, "SGPR_Count"),
+        shared_mem_per_block_bytes=_f(r, "LDS_Block_Size", "LDS_Size"),
+        scratch_bytes_per_thread=_f(r, "Scratch_Size"),
+        missing=missing,
+    )
+
+
 def parse_kernel_trace(text: str, source_name: str = "<text>") -> list[KernelProfile]:
     rows = _rows(text, source_name)
     need = ("Kernel_Name", "Start_Timestamp", "End_Timestamp")
@@ -85,22 +113,8 @@ def parse_kernel_trace(text: str, source_name: str = "<text>") -> list[KernelPro
         missing += [f"{f} ({_NO_COUNTERS})" for f in ("dram_bytes_read", "dram_bytes_write", "flop_count")]
         did = _f(r, "Dispatch_Id")
         out.append(
-            KernelProfile(
-                kernel=r["Kernel_Name"],
-                launch_id=int(did) if did is not None else None,
-                profiler="rocprofv3",
-                source="rocprofv3 kernel_trace",
-                device=r.get("Agent_Id"),
-                grid=_dims(r, "Grid_Size"),
-                block=_dims(r, "Workgroup_Size"),
-                grid_unit="work_items",
-                duration_ns=(end - start) if start is not None and end is not None else None,
-                registers_per_thread=_f(r, "VGPR_Count", "Arch_VGPR_Count"),
-                accum_vgpr_count=_f(r, "Accum_VGPR_Count"),
-                sgpr_count=_f(r, "SGPR_Count"),
-                shared_mem_per_block_bytes=_f(r, "LDS_Block_Size", "LDS_Size"),
-                scratch_bytes_per_thread=_f(r, "Scratch_Size"),
-                missing=missing,
+            _from_dispatch_row(
+                r, int(did) if did is not None else None, "rocprofv3 kernel_trace", start, end, missing
             )
         )
     return out
@@ -162,24 +176,13 @@ def parse_counter_collection(text: str, source_name: str = "<text>") -> list[Ker
     out: list[KernelProfile] = []
     for key, (r, counters) in by_dispatch.items():
         start, end = _f(r, "Start_Timestamp"), _f(r, "End_Timestamp")
-        p = KernelProfile(
-            kernel=r["Kernel_Name"],
-            launch_id=int(float(key)) if parse_number(key) is not None else None,
-            profiler="rocprofv3",
-            source="rocprofv3 counter_collection",
-            device=r.get("Agent_Id"),
-            grid=_dims(r, "Grid_Size"),
-            block=_dims(r, "Workgroup_Size"),
-            grid_unit="work_items",
-            duration_ns=(end - start) if start is not None and end is not None else None,
-            registers_per_thread=_f(r, "VGPR_Count", "Arch_VGPR_Count"),
-            accum_vgpr_count=_f(r, "Accum_VGPR_Count"),
-            sgpr_count=_f(r, "SGPR_Count"),
-            shared_mem_per_block_bytes=_f(r, "LDS_Block_Size"),
-            scratch_bytes_per_thread=_f(r, "Scratch_Size"),
-            missing=[]
-            if start is not None
-            else ["duration_ns (counter CSV has no timestamps; add --kernel-trace)"],
+        p = _from_dispatch_row(
+            r,
+            int(float(key)) if parse_number(key) is not None else None,
+            "rocprofv3 counter_collection",
+            start,
+            end,
+            [] if start is not None else ["duration_ns (counter CSV has no timestamps; add --kernel-trace)"],
         )
         _apply_counters(p, counters)
         out.append(p)
