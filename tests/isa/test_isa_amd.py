@@ -179,4 +179,4 @@ def test_code_object_versions(cov: int) -> None:
 def test_target_features() -> None:
     res = isa_resources(IsaResourcesRequest(file=str(FX / "k.gfx90a.features.hsaco"), arch="gfx90a"))
     assert res.kernel_count == 5
-    assert all(k.arch == "gfx90a" and k.target_features == ["sramecc+", "xnack-"] for k in res.kernels)
+    assert all(k.arch == "gfx90a" and k.target_features == ("sramecc+", "xnack-") for k in res.kernels)

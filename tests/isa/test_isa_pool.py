@@ -70,7 +70,7 @@ def test_pool_falls_back_without_fork(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(loader, "POOL_MIN_ENTRIES", 1)
     monkeypatch.setattr(multiprocessing, "get_all_start_methods", lambda: ["spawn"])
     todo = [(0, fatbin.FatEntry(0, 2, 90, 0, 0, 0, 0, 0, (0, 0)), "e")]
-    assert loader._fork_pool(memoryview(b""), "x", todo) is None
+    assert loader._fork_pool(memoryview(b""), "x", todo, [todo]) is None
     got = loader.load(FX / "host_app_zstd")
     assert any(k.is_entry for k in got.kernels)
 
@@ -87,3 +87,79 @@ def test_broken_pool_falls_back_in_process(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setattr(loader, "POOL_CHUNK", 2)
     monkeypatch.setattr(loader, "_worker_rows", _die)
     assert _snapshot(FX / "host_app_zstd") == plain
+
+
+def _zstd_entries() -> tuple[memoryview, list[fatbin.FatEntry]]:
+    data = memoryview((FX / "host_app_zstd").read_bytes())
+    sec = ElfFile(data, "x").section(".nv_fatbin")
+    assert sec is not None
+    ents = fatbin.scan_fatbins(data, "x", sec.offset, sec.offset + sec.size)
+    return data, [e for e in ents if e.compression == "zstd"]
+
+
+def test_scratch_decompression_equals_plain_and_checks_sizes() -> None:
+    pytest.importorskip("zstandard")
+    from kernelpilot.isa import compress
+
+    data, ents = _zstd_entries()
+    assert len(ents) >= 2
+    scratch = compress.Scratch()
+    for e in sorted(ents, key=lambda e: e.decompressed_size) + ents:  # grows, then reuses the buffer
+        plain = fatbin.entry_payload(data, e, "x")
+        assert bytes(fatbin.entry_payload(data, e, "x", scratch)) == bytes(plain)
+    e = ents[0]
+    stored = data[e.offset : e.offset + e.compressed_size]
+    for wrong in (e.decompressed_size - 1, e.decompressed_size + 1):
+        with pytest.raises(CodeObjectError, match="header says"):
+            compress.zstd_decompress_into(stored, wrong, "x", scratch)
+    with pytest.raises(CodeObjectError, match="ZSTD payload does not decode"):
+        compress.zstd_decompress_into(b"\0\0\0\0" + bytes(stored[4:]), e.decompressed_size, "x", scratch)
+
+
+def test_chunks_cover_every_entry_largest_first() -> None:
+    sizes = [5 << 20, 300 << 20, 1, 40 << 20, *([1 << 20] * 60)]
+    todo = [
+        (i, fatbin.FatEntry(0, 2, 90, 0, 10, 10, s, fatbin.FLAG_ZSTD, (0, 0)), f"e{i}")
+        for i, s in enumerate(sizes)
+    ]
+    chunks = loader._chunks(todo)
+    assert sorted(t for c in chunks for t in c) == sorted(todo)
+    assert chunks[0] == [todo[1]] and chunks[1] == [todo[3]]  # the huge ones alone, first
+    firsts = [c[0][1].decompressed_size for c in chunks]
+    assert firsts == sorted(firsts, reverse=True)
+    for c in chunks:
+        assert len(c) <= loader.POOL_CHUNK
+        assert len(c) == 1 or sum(t[1].decompressed_size for t in c) <= loader.POOL_CHUNK_BYTES
+
+
+def test_gc_paused_restores_state_and_ages_what_it_built() -> None:
+    import gc
+
+    assert gc.isenabled()
+    with loader.gc_paused():
+        assert not gc.isenabled()
+        built = [[i] for i in range(2000)]
+    assert gc.isenabled()
+    young = {id(o) for o in gc.get_objects(generation=0)}
+    assert id(built) not in young and not any(id(b) in young for b in built)
+    assert any(o is built for o in gc.get_objects(generation=2))
+    gc.disable()
+    try:
+        with loader.gc_paused():
+            pass
+        assert not gc.isenabled()  # a caller's own choice is kept
+    finally:
+        gc.enable()
+
+
+def test_gc_paused_leaves_an_application_freeze_alone() -> None:
+    import gc
+
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        with loader.gc_paused():
+            _ = [[i] for i in range(100)]
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()

@@ -114,21 +114,68 @@ def zstd_native_available() -> bool:
 
 
 def zstd_decompress(src: bytes | memoryview, expected_size: int, label: str) -> bytes:
-    from kernelpilot.isa.zstd_py import ZstdError
-    from kernelpilot.isa.zstd_py import decompress as py_decompress
-
     impl = _zstd_impl()
     try:
         if impl is None:
+            from kernelpilot.isa.zstd_py import decompress as py_decompress
+
             out = py_decompress(bytes(src), expected_size if expected_size > 0 else 1 << 31)
         else:
             out = impl[1](src, expected_size)  # the C decoders read any buffer: no copy of the input
-    except ZstdError as exc:
-        raise CodeObjectError(label, f"ZSTD payload does not decode: {exc}") from exc
-    except Exception as exc:  # the C decoders raise their own error types on corrupt input
+    except Exception as exc:  # ZstdError from the pure-Python decoder, the C decoders' own error types
         raise CodeObjectError(label, f"ZSTD payload does not decode: {exc}") from exc
     if expected_size and len(out) != expected_size:
         raise CodeObjectError(label, f"ZSTD payload decoded to {len(out)} bytes, header says {expected_size}")
+    return out
+
+
+class Scratch:
+    """A reusable output buffer for decompressing many payloads in a row (a worker reading a large fatbin):
+    writing into memory already mapped skips the page faults of a fresh multi-MB allocation per payload."""
+
+    def __init__(self) -> None:
+        self.buf = bytearray()
+
+    def view(self, size: int) -> memoryview:
+        if len(self.buf) < size:
+            self.buf = bytearray(size)  # a new one: the old may still be exported to a live view
+        return memoryview(self.buf)[:size]
+
+
+@cache
+def _zstd_reader() -> Callable[[bytes | memoryview], object] | None:
+    """`zstandard`'s stream reader factory (it can decompress into a caller's buffer), else None."""
+    try:
+        zstandard = importlib.import_module("zstandard")
+    except ImportError:
+        return None
+    reader: Callable[[bytes | memoryview], object] = zstandard.ZstdDecompressor().stream_reader
+    return reader
+
+
+def zstd_decompress_into(
+    src: bytes | memoryview, expected_size: int, label: str, scratch: Scratch
+) -> bytes | memoryview:
+    """Like `zstd_decompress`, but into `scratch` (valid until its next use) where the decoder allows it."""
+    make = _zstd_reader()
+    impl = _zstd_impl()
+    if make is None or expected_size <= 0 or impl is None or impl[0] != "zstandard":
+        return zstd_decompress(src, expected_size, label)
+    out = scratch.view(expected_size)
+    try:
+        reader = make(src)
+        got = 0
+        while got < expected_size:
+            n = reader.readinto(out[got:])  # type: ignore[attr-defined]
+            if not n:
+                break
+            got += n
+        extra = reader.read(1) if got == expected_size else b""  # type: ignore[attr-defined]
+    except Exception as exc:  # zstandard raises its own error type on corrupt input
+        raise CodeObjectError(label, f"ZSTD payload does not decode: {exc}") from exc
+    if got != expected_size or extra:
+        size = f"more than {got}" if extra else str(got)
+        raise CodeObjectError(label, f"ZSTD payload decoded to {size} bytes, header says {expected_size}")
     return out
 
 

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import re
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar, cast
 
 from kernelpilot.atomic import write_text_atomic
 from kernelpilot.errors import InputFileError, InvalidArgumentError
@@ -23,7 +26,7 @@ from kernelpilot.isa.api import (
     KernelDisasm,
 )
 from kernelpilot.isa.errors import KernelNotFoundError
-from kernelpilot.isa.loader import Loaded, load
+from kernelpilot.isa.loader import Loaded, gc_paused, load
 from kernelpilot.isa.models import KernelResources
 from kernelpilot.isa.occupancy_models import KernelMixModel, OccupancyModel
 
@@ -95,15 +98,31 @@ def _apply_ptxas_log(req: IsaFileRequest, ks: list[KernelResources]) -> None:
             k.spills_recorded = True
 
 
+_Fn = TypeVar("_Fn", bound=Callable[..., object])
+
+
+def _whole_call_gc_paused(fn: _Fn) -> _Fn:
+    """Run a capability with the cyclic collector paused from load to result (see `loader.gc_paused`)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: object, **kwargs: object) -> object:
+        with gc_paused():
+            return fn(*args, **kwargs)
+
+    return cast(_Fn, wrapper)
+
+
 def _load(req: IsaFileRequest | IsaListRequest, **kw: bool) -> Loaded:
     return load(Path(req.file), arch=req.arch, **kw)
 
 
+@_whole_call_gc_paused
 def isa_list(req: IsaListRequest) -> IsaListResult:
     loaded = _load(req, want_kernels=True, demangle=False, count_ptx=True)
     return IsaListResult(file=req.file, entries=loaded.entries, warnings=loaded.warnings)
 
 
+@_whole_call_gc_paused
 def isa_resources(req: IsaResourcesRequest) -> IsaResourcesResult:
     loaded = _load(req)
     ks = _select(req, loaded)
@@ -159,6 +178,7 @@ def _mixes(
     return out
 
 
+@_whole_call_gc_paused
 def isa_disasm(req: IsaDisasmRequest) -> IsaDisasmResult:
     loaded = _load(req, keep_payloads=True)
     ks = _select(req, loaded)[: req.max_kernels]
@@ -182,6 +202,7 @@ def isa_disasm(req: IsaDisasmRequest) -> IsaDisasmResult:
     return IsaDisasmResult(file=req.file, tool=tool, kernels=out)
 
 
+@_whole_call_gc_paused
 def isa_mix(req: IsaFileRequest) -> IsaMixResult:
     loaded = _load(req, keep_payloads=True)
     ks = _select(req, loaded)[: req.max_kernels]
@@ -198,12 +219,14 @@ def _occ(k: KernelResources, req: IsaOccupancyRequest) -> OccupancyModel:
     return OccupancyModel.model_validate(o.model_dump())
 
 
+@_whole_call_gc_paused
 def isa_occupancy(req: IsaOccupancyRequest) -> IsaOccupancyResult:
     loaded = _load(req)
     ks = _select(req, loaded)[: req.max_kernels]
     return IsaOccupancyResult(file=req.file, results=[_occ(k, req) for k in ks])
 
 
+@_whole_call_gc_paused
 def isa_fit(req: IsaFitRequest) -> IsaFitResult:
     from kernelpilot.errors import ToolchainError
     from kernelpilot.isa.fit import fit_report

@@ -15,7 +15,7 @@ import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from kernelpilot.isa.compress import lz4_block_decompress, zstd_decompress
+from kernelpilot.isa.compress import Scratch, lz4_block_decompress, zstd_decompress, zstd_decompress_into
 from kernelpilot.isa.errors import CodeObjectError
 
 FATBIN_MAGIC = 0xBA55ED50
@@ -109,8 +109,11 @@ def scan_fatbins(buf: memoryview, label: str, base: int = 0, end: int | None = N
     return out
 
 
-def entry_payload(buf: memoryview, ent: FatEntry, label: str) -> bytes | memoryview:
-    """The entry's payload, decompressed when compressed (raises CodeObjectError if it cannot be)."""
+def entry_payload(
+    buf: memoryview, ent: FatEntry, label: str, scratch: Scratch | None = None
+) -> bytes | memoryview:
+    """The entry's payload, decompressed when compressed (raises CodeObjectError if it cannot be); with
+    `scratch`, a ZSTD payload may be decoded into it (then valid only until the scratch is used again)."""
     stored = buf[ent.offset : ent.offset + ent.size]
     comp = ent.compression
     if comp is None:
@@ -120,6 +123,8 @@ def entry_payload(buf: memoryview, ent: FatEntry, label: str) -> bytes | memoryv
         raise CodeObjectError(label, f"compressed size {csz} exceeds the stored payload {ent.size}")
     if comp == "lz4":
         return lz4_block_decompress(stored[:csz], ent.decompressed_size, label)
+    if scratch is not None:
+        return zstd_decompress_into(stored[:csz], ent.decompressed_size, label, scratch)
     return zstd_decompress(stored[:csz], ent.decompressed_size, label)
 
 

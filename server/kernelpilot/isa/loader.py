@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import concurrent.futures.process
+import contextlib
 import functools
 import gc
 import mmap
@@ -89,11 +90,7 @@ def load(
     count_ptx: bool = False,
 ) -> Loaded:
     """Parse `path`; entries are always listed, kernels only for entries matching `arch`."""
-    # A large library yields ~10^5 models, lists and dicts, none of them in reference cycles: with the cyclic
-    # collector on, its repeated full passes over the growing heap took more time than building them.
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with gc_paused():
         return _load(
             path,
             arch=arch,
@@ -103,7 +100,25 @@ def load(
             allow_tool_fallback=allow_tool_fallback,
             count_ptx=count_ptx,
         )
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """The cyclic collector off for a block that builds ~10^5 models, lists and dicts with no cycles: its
+    repeated passes over the growing heap cost more than building them.
+
+    Left at that, the first allocation after re-enabling would walk everything built meanwhile (all of it
+    still "young"): ~0.1 s for a cuBLAS-sized result. So, unless the application uses `gc.freeze` itself,
+    the block's survivors are moved to the oldest generation (freeze + unfreeze: two list splices, no walk),
+    where only a full collection looks at them, as it would at anything long-lived."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
     finally:
+        if gc.get_freeze_count() == 0:
+            gc.freeze()
+            gc.unfreeze()
         if was_enabled:
             gc.enable()
 
@@ -332,55 +347,69 @@ def _add_fatbin(
         )
         > compress.PURE_PY_ZSTD_MAX_BYTES
     )
+    # first the plan (which entries are read), so a worker pool can start before the entry models are built
+    plan: list[tuple[fatbin_mod.FatEntry, str, str]] = []  # (entry, label, what to do with it)
     for n, fe in enumerate(ents, start=1):
         suffix = "ptx" if fe.kind == fatbin_mod.KIND_PTX else "cubin"
         elabel = f"{base}.{n}.{fe.arch_name}.{suffix}"
-        common = dict(
-            index=len(out.entries),
-            label=elabel,
-            vendor="nvidia",
-            arch=fe.arch_name,
-            container="fatbin",
-            offset=fe.offset,
-            size_bytes=fe.size,
-            compressed=fe.compression,
-        )
         if fe.kind == fatbin_mod.KIND_PTX:
-            count = None
-            if count_ptx and arch_matches(fe.arch_name, arch) and fatbin_mod.can_decompress(fe):
-                text = bytes(fatbin_mod.entry_payload(buf, fe, f"{label}:{elabel}")).rstrip(b"\0")
-                count = len(ptx_entries(text.decode("utf-8", "replace")))
-            out.entries.append(
-                CodeObjectEntry(
+            what = "ptx"
+        elif fe.kind != fatbin_mod.KIND_ELF:
+            what = "other"
+        elif not (want and arch_matches(fe.arch_name, arch)):
+            what = "skip"
+        elif not fatbin_mod.can_decompress(fe) or (slow_zstd and fe.compression == "zstd"):
+            what = "pending"
+        else:
+            what = "read"
+            todo.append((len(out.entries) + len(plan), fe, elabel))
+        plan.append((fe, elabel, what))
+    reader = _CubinReader(buf, label, todo)
+    try:
+        for fe, elabel, what in plan:
+            common = dict(
+                index=len(out.entries),
+                label=elabel,
+                vendor="nvidia",
+                arch=fe.arch_name,
+                container="fatbin",
+                offset=fe.offset,
+                size_bytes=fe.size,
+                compressed=fe.compression,
+            )
+            if what == "ptx":
+                count = None
+                if count_ptx and arch_matches(fe.arch_name, arch) and fatbin_mod.can_decompress(fe):
+                    text = bytes(fatbin_mod.entry_payload(buf, fe, f"{label}:{elabel}")).rstrip(b"\0")
+                    count = len(ptx_entries(text.decode("utf-8", "replace")))
+                entry = CodeObjectEntry(
                     kind="ptx", decompressed=fatbin_mod.can_decompress(fe), kernel_count=count, **common
                 )
-            )
-        elif fe.kind != fatbin_mod.KIND_ELF:
-            out.entries.append(
-                CodeObjectEntry(kind="other", note=f"fatbin entry kind {fe.kind} is not read", **common)
-            )
-        elif not (want and arch_matches(fe.arch_name, arch)):
-            out.entries.append(CodeObjectEntry(kind="cubin", decompressed=False, **common))
-        elif not fatbin_mod.can_decompress(fe) or (slow_zstd and fe.compression == "zstd"):
-            pending.append((len(out.entries), fe))
-            out.entries.append(
-                CodeObjectEntry(
+            elif what == "other":
+                note = f"fatbin entry kind {fe.kind} is not read"
+                entry = CodeObjectEntry(kind="other", note=note, **common)
+            elif what == "skip":
+                entry = CodeObjectEntry(kind="cubin", decompressed=False, **common)
+            elif what == "pending":
+                pending.append((len(out.entries), fe))
+                entry = CodeObjectEntry(
                     kind="cubin",
                     decompressed=False,
                     note="ZSTD-compressed; too much for the pure-Python decoder",
                     **common,
                 )
+            else:
+                entry = CodeObjectEntry(kind="cubin", **common)
+            out.entries.append(entry)
+        results: list[tuple[int, list[KernelResources]]] = []
+        fe_by_idx = {idx: fe for idx, fe, _ in todo}
+        for idx, elabel, ks in reader.results():
+            out.payloads[elabel] = functools.partial(
+                fatbin_mod.entry_payload, buf, fe_by_idx[idx], f"{label}:{elabel}"
             )
-        else:
-            todo.append((len(out.entries), fe, elabel))
-            out.entries.append(CodeObjectEntry(kind="cubin", **common))
-    results: list[tuple[int, list[KernelResources]]] = []
-    fe_by_idx = {idx: fe for idx, fe, _ in todo}
-    for idx, elabel, ks in _read_cubins(buf, label, todo):
-        out.payloads[elabel] = functools.partial(
-            fatbin_mod.entry_payload, buf, fe_by_idx[idx], f"{label}:{elabel}"
-        )
-        results.append((idx, ks))
+            results.append((idx, ks))
+    finally:
+        reader.close()
     for idx, ks in results:
         out.kernels.extend(ks)
         out.entries[idx].kernel_count = sum(1 for k in ks if k.is_entry)
@@ -392,49 +421,88 @@ PREFETCH = 16  # compressed entries decompressed ahead on a helper thread (bound
 # Fatbins with at least this many compressed cubins are decompressed and parsed by a pool of forked worker
 # processes (one per core): below it the pool's start-up costs more than it saves.
 POOL_MIN_ENTRIES = 512
-POOL_CHUNK = 24  # cubins per task handed to a worker
+POOL_CHUNK = 24  # at most this many cubins per task handed to a worker
+POOL_CHUNK_BYTES = 32 << 20  # ... and about this many decompressed bytes (one big cubin is a task of its own)
 _Todo = list[tuple[int, fatbin_mod.FatEntry, str]]
 
 
-def _read_cubins(
-    buf: memoryview, label: str, todo: _Todo
-) -> Iterator[tuple[int, str, list[KernelResources]]]:
-    """(entry index, entry label, kernels) of every cubin in `todo`, in order. Large fatbins are read by a
-    pool of forked workers that each decompress and parse whole entries and send back plain rows; an entry a
-    worker fails on is read again here, so errors are the same typed errors as without the pool, and if the
-    pool breaks (a worker killed) the rest is read here."""
-    pool = _fork_pool(buf, label, todo)
-    if pool is None:
-        for idx, elabel, payload in _payloads(buf, label, todo):
-            yield idx, elabel, read_cubin(payload, f"{label}:{elabel}", elabel)
-        return
-    chunks = [todo[i : i + POOL_CHUNK] for i in range(0, len(todo), POOL_CHUNK)]
-    try:
+def _chunks(todo: _Todo) -> list[_Todo]:
+    """Worker tasks, largest first: entries sorted by decompressed size and packed up to POOL_CHUNK entries /
+    POOL_CHUNK_BYTES, so the few huge cubins start at once and small tasks fill in at the end (the pool's
+    wall time is not set by one big cubin handed out last)."""
+    order = sorted(todo, key=lambda t: -t[1].decompressed_size)
+    out: list[_Todo] = []
+    cur: _Todo = []
+    size = 0
+    for item in order:
+        n = item[1].decompressed_size or item[1].size
+        if cur and (len(cur) >= POOL_CHUNK or size + n > POOL_CHUNK_BYTES):
+            out.append(cur)
+            cur, size = [], 0
+        cur.append(item)
+        size += n
+    if cur:
+        out.append(cur)
+    return out
+
+
+class _CubinReader:
+    """Reads every cubin in `todo`; `results()` gives (entry index, entry label, kernels) in order.
+
+    Large fatbins are read by a pool of forked workers, started here at once so they work while the caller
+    builds its entry list: each worker decompresses and parses whole entries and sends back plain rows,
+    validated into models here as they arrive. An entry a worker fails on is read again here (in file order,
+    after the rest), so errors are the same typed errors as without the pool; if the pool breaks (a worker
+    killed) whatever it did not finish is read here. `close()` always shuts the pool down."""
+
+    def __init__(self, buf: memoryview, label: str, todo: _Todo) -> None:
+        self.buf, self.label, self.todo = buf, label, todo
+        self.tasks = _chunks(todo)
+        self.futures: dict[concurrent.futures.Future[_WorkerOut], int] = {}
+        self.pool = _fork_pool(buf, label, todo, self.tasks)
+        if self.pool is None:
+            return
         try:
-            futures = [pool.submit(_worker_rows, chunk) for chunk in chunks]
+            for n in range(len(self.tasks)):
+                self.futures[self.pool.submit(_worker_rows, n)] = n
         except (OSError, RuntimeError, concurrent.futures.process.BrokenProcessPool):
-            futures = []  # the pool did not start: everything is read here
-        for n, chunk in enumerate(chunks):
+            pass  # what was not submitted is read in this process
+
+    def results(self) -> Iterator[tuple[int, str, list[KernelResources]]]:
+        buf, label = self.buf, self.label
+        if self.pool is None:
+            for idx, elabel, payload in _payloads(buf, label, self.todo):
+                yield idx, elabel, read_cubin(payload, f"{label}:{elabel}", elabel)
+            return
+        done: dict[int, list[KernelResources]] = {}
+        for fut in concurrent.futures.as_completed(self.futures):
             try:
-                rows_list = futures[n].result() if n < len(futures) else None
+                rows_list = fut.result()
             except Exception:
-                rows_list = None
-                futures = futures[:n]  # after a failure, read the rest here
-            for k, (idx, fe, elabel) in enumerate(chunk):
-                arch, rows = rows_list[k] if rows_list is not None else (None, None)
-                if arch is None or rows is None:
-                    elabel_full = f"{label}:{elabel}"
-                    payload = fatbin_mod.entry_payload(buf, fe, elabel_full)
-                    yield idx, elabel, read_cubin(payload, elabel_full, elabel)
-                else:
-                    yield idx, elabel, kernels_from_rows(rows, arch, elabel, with_id=True)
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+                continue  # a broken pool: these entries are read below
+            task = self.tasks[self.futures[fut]]
+            for (idx, _fe, elabel), (arch, rows) in zip(task, rows_list, strict=True):
+                if arch is not None and rows is not None:
+                    done[idx] = kernels_from_rows(rows, arch, elabel, with_id=True)
+        self.close()
+        for idx, fe, elabel in self.todo:
+            ks = done.pop(idx, None)
+            if ks is None:
+                elabel_full = f"{label}:{elabel}"
+                ks = read_cubin(fatbin_mod.entry_payload(buf, fe, elabel_full), elabel_full, elabel)
+            yield idx, elabel, ks
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _fork_pool(buf: memoryview, label: str, todo: _Todo) -> concurrent.futures.ProcessPoolExecutor | None:
+def _fork_pool(
+    buf: memoryview, label: str, todo: _Todo, tasks: list[_Todo]
+) -> concurrent.futures.ProcessPoolExecutor | None:
     """A pool of one forked worker per core, or None where it does not pay or is not safe: few entries, one
-    core, no `fork` start method, other threads running (forking them is unsafe), or a daemonic process."""
+    core, no `fork` start method, other threads running (forking them is unsafe), or a daemonic process.
+    The workers inherit `tasks` through the fork, so a task is sent to them as its number alone."""
     cores = os.cpu_count() or 1
     if (
         len(todo) < POOL_MIN_ENTRIES
@@ -447,28 +515,30 @@ def _fork_pool(buf: memoryview, label: str, todo: _Todo) -> concurrent.futures.P
     compress.zstd_native_available()  # pick (and import) the decoder once, before forking
     try:
         return concurrent.futures.ProcessPoolExecutor(
-            cores, multiprocessing.get_context("fork"), _worker_init, (buf, label)
+            cores, multiprocessing.get_context("fork"), _worker_init, (buf, label, tasks)
         )
     except (OSError, ValueError, NotImplementedError):
         return None
 
 
-_worker_state: tuple[memoryview, str] | None = None
+_WorkerOut = list[tuple[str | None, list[KernelRow] | None]]
+_worker_state: tuple[memoryview, str, list[_Todo]] | None = None
+_worker_scratch = compress.Scratch()  # each forked worker decompresses into its own reused buffer
 
 
-def _worker_init(buf: memoryview, label: str) -> None:
+def _worker_init(buf: memoryview, label: str, tasks: list[_Todo]) -> None:
     global _worker_state
-    _worker_state = (buf, label)
+    _worker_state = (buf, label, tasks)
 
 
-def _worker_rows(chunk: _Todo) -> list[tuple[str | None, list[KernelRow] | None]]:
-    """In a worker: (arch, rows) of each cubin of the chunk; (None, None) where reading it raised."""
+def _worker_rows(task: int) -> _WorkerOut:
+    """In a worker: (arch, rows) of each cubin of task number `task`; (None, None) where reading it raised."""
     assert _worker_state is not None
-    buf, label = _worker_state
-    out: list[tuple[str | None, list[KernelRow] | None]] = []
-    for _idx, fe, elabel in chunk:
+    buf, label, tasks = _worker_state
+    out: _WorkerOut = []
+    for _idx, fe, elabel in tasks[task]:
         try:
-            payload = fatbin_mod.entry_payload(buf, fe, f"{label}:{elabel}")
+            payload = fatbin_mod.entry_payload(buf, fe, f"{label}:{elabel}", _worker_scratch)
             out.append(cubin_rows(ElfFile(payload, f"{label}:{elabel}")))
         except Exception:
             out.append((None, None))

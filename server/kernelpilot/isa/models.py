@@ -17,7 +17,9 @@ class KernelResources(BaseModel):
     demangled: str = Field(description='demangled name (same as name for extern "C" kernels)')
     vendor: Vendor
     arch: str = Field(description="target, e.g. sm_90 or gfx942 (AMD: without feature suffixes)")
-    target_features: list[str] = Field(default_factory=list, description="AMD: xnack+/-, sramecc+/-")
+    # (tuples, not lists: 10^4-10^5 of these models are built per large library, and empty tuples are one
+    # shared object the cyclic collector never walks, where each empty list would be one more it tracks)
+    target_features: tuple[str, ...] = Field((), description="AMD: xnack+/-, sramecc+/-")
     entry: str = Field(description="which code object inside the file this kernel came from")
     is_entry: bool = Field(True, description="False for non-kernel device functions listed by the reader")
     registers: int | None = Field(None, description="NVIDIA: registers per thread; AMD: arch VGPRs per lane")
@@ -53,7 +55,7 @@ class KernelResources(BaseModel):
     uses_wmma: bool | None = None
     wavefront_size: int | None = Field(None, description="AMD wave size (32/64); NVIDIA warps are 32")
     cluster_dims: list[int] | None = None
-    notes: list[str] = Field(default_factory=list)
+    notes: tuple[str, ...] = ()
 
 
 class CodeObjectEntry(BaseModel):
