@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, Protocol
@@ -87,6 +87,23 @@ def all_capabilities() -> tuple[Capability, ...]:
     if cdupes:
         raise RuntimeError(f"duplicate CLI commands: {sorted(cdupes)}")
     return tuple(sorted(found, key=lambda c: c.tool))
+
+
+def capabilities_for_command(words: Sequence[str]) -> tuple[Capability, ...] | None:
+    """The capabilities of the module named after the command's first word (`isa ...` ->
+    `kernelpilot.capabilities.isa`) when one of them is exactly the command `words` starts with; else None
+    (then the caller loads them all). Lets the CLI skip importing every other capability's models."""
+    if not words or not words[0].isidentifier() or words[0].startswith("_"):
+        return None
+    import kernelpilot.capabilities as pkg
+
+    if not any(info.name == words[0] for info in pkgutil.iter_modules(pkg.__path__)):
+        return None
+    module = importlib.import_module(f"{pkg.__name__}.{words[0]}")
+    caps: tuple[Capability, ...] = tuple(getattr(module, "CAPABILITIES", ()))
+    if not any(tuple(words[: len(c.command)]) == c.command for c in caps):
+        return None
+    return caps
 
 
 def by_tool(name: str) -> Capability | None:

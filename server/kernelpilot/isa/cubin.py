@@ -6,15 +6,12 @@ Attribute ids (EIATTR_*) and value formats (EIFMT_*) are NVIDIA's cubin ELF conv
 
 from __future__ import annotations
 
-import functools
 import re
 import struct
 
-from pydantic import TypeAdapter
-
 from kernelpilot.isa.elf import EM_CUDA, SHT_NOBITS, ElfFile
 from kernelpilot.isa.errors import CodeObjectError
-from kernelpilot.isa.models import KernelResources
+from kernelpilot.isa.models import KernelResources, kernels_from_values
 
 # EIFMT_* value formats of an .nv.info record: <u8 format><u8 attribute><payload>
 EIFMT_NVAL = 1  # no value (2 padding bytes)
@@ -154,21 +151,33 @@ def kernels_from_rows(
     rows: list[KernelRow], arch: str, entry_label: str, with_id: bool = False
 ) -> list[KernelResources]:
     """`KernelResources` of the rows `cubin_rows` returned for one cubin (`with_id`: also set kernel_id
-    '<entry>::<name>', as the loader does), validated in one call per cubin."""
+    '<entry>::<name>', as the loader does), built in one call per cubin."""
+    # every field, in KernelResources' order: the dicts become the models' __dict__ as they are
     fields = [
         {
+            "kernel_id": f"{entry_label}::{name}" if with_id else "",
             "name": name,
             "demangled": name,
             "vendor": "nvidia",
             "arch": arch,
+            "target_features": (),
             "entry": entry_label,
             "is_entry": is_entry,
             "registers": regs,
+            "agprs": None,
+            "sgprs": None,
             "max_registers": maxreg,
             "static_shared_bytes": static_shared,
             "shared_section_bytes": sec_shared,
+            "dynamic_lds": None,
             "stack_frame_bytes": frame,
             "min_stack_bytes": min_stack,
+            "spill_store_bytes": None,
+            "spill_load_bytes": None,
+            "sgpr_spills": None,
+            "vgpr_spills": None,
+            "spills_recorded": False,
+            "dynamic_stack": None,
             "max_threads_per_block": max_threads,
             "required_block_size": reqntid,
             "constant_banks": banks,
@@ -177,6 +186,7 @@ def kernels_from_rows(
             "uses_wmma": wmma,
             "wavefront_size": None,
             "cluster_dims": cluster,
+            "notes": (),
         }
         for (
             name,
@@ -196,15 +206,7 @@ def kernels_from_rows(
             cluster,
         ) in rows
     ]
-    if with_id:
-        for f in fields:
-            f["kernel_id"] = f"{entry_label}::{f['name']}"
-    return _kernels_adapter().validate_python(fields)
-
-
-@functools.cache
-def _kernels_adapter() -> TypeAdapter[list[KernelResources]]:
-    return TypeAdapter(list[KernelResources])
+    return kernels_from_values(fields)
 
 
 def cubin_rows(elf: ElfFile) -> tuple[str, list[KernelRow]]:
