@@ -163,3 +163,13 @@ def test_gc_paused_leaves_an_application_freeze_alone() -> None:
         assert gc.get_freeze_count() == frozen
     finally:
         gc.unfreeze()
+
+
+def test_worker_count_follows_the_affinity_mask_and_the_cap(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(3)), raising=False)
+    assert loader._usable_cores() == 3  # e.g. a container or `taskset` narrowed to 3 cores
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(128)), raising=False)
+    assert loader._usable_cores() == loader.POOL_MAX_WORKERS
+    monkeypatch.delattr(os, "sched_getaffinity", raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: None)
+    assert loader._usable_cores() == 1

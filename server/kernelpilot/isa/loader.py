@@ -472,7 +472,7 @@ class _CubinReader:
         try:
             for n in range(len(self.tasks)):
                 self.futures[self.pool.submit(_worker_rows, n)] = n
-        except (OSError, RuntimeError, concurrent.futures.process.BrokenProcessPool):
+        except Exception:  # workers that cannot start (BrokenProcessPool, OSError, ...)
             pass  # what was not submitted is read in this process
 
     def results(self) -> Iterator[tuple[int, str, list[KernelResources]]]:
@@ -508,9 +508,12 @@ def _fork_pool(
     buf: memoryview, label: str, todo: _Todo, tasks: list[_Todo]
 ) -> concurrent.futures.ProcessPoolExecutor | None:
     """A pool of one forked worker per core, or None where it does not pay or is not safe: few entries, one
-    core, no `fork` start method, other threads running (forking them is unsafe), or a daemonic process.
+    core, no `fork` start method, other threads running, or a daemonic process. (Forking a threaded process,
+    such as the MCP server running tools in worker threads, can deadlock the child on a lock another thread
+    held; "spawn"/"forkserver" workers would re-import the host's main module. So there the file is read
+    in this process, ZSTD decompression overlapping parsing on a helper thread.)
     The workers inherit `tasks` through the fork, so a task is sent to them as its number alone."""
-    cores = os.cpu_count() or 1
+    cores = _usable_cores()
     if (
         len(todo) < POOL_MIN_ENTRIES
         or cores < 2
@@ -526,6 +529,19 @@ def _fork_pool(
         )
     except (OSError, ValueError, NotImplementedError):
         return None
+
+
+POOL_MAX_WORKERS = 16  # beyond this the parent (building models, forking) is the bottleneck, not the workers
+
+
+def _usable_cores() -> int:
+    """Cores this process may run on (its affinity mask, which containers and `taskset` narrow), capped at
+    POOL_MAX_WORKERS: each worker costs the parent a fork of its whole address space."""
+    try:
+        n = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        n = os.cpu_count() or 1
+    return max(1, min(n, POOL_MAX_WORKERS))
 
 
 _WorkerOut = list[tuple[str | None, list[KernelRow] | None]]
