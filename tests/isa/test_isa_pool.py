@@ -173,3 +173,49 @@ def test_worker_count_follows_the_affinity_mask_and_the_cap(monkeypatch: pytest.
     monkeypatch.delattr(os, "sched_getaffinity", raising=False)
     monkeypatch.setattr(os, "cpu_count", lambda: None)
     assert loader._usable_cores() == 1
+
+
+STRESS = """
+import sys, threading
+from kernelpilot.isa import fatbin
+from kernelpilot.isa.elf import ElfFile
+data = memoryview(open(sys.argv[1], "rb").read())
+sec = ElfFile(data, "x").section(".nv_fatbin")
+ents = [e for e in fatbin.scan_fatbins(data, "x", sec.offset, sec.offset + sec.size) if e.compression]
+want = [bytes(fatbin.entry_payload(data, e, "x")) for e in ents]
+bad = []
+def work():
+    for _ in range(int(sys.argv[2])):
+        for e, w in zip(ents, want):
+            try:
+                if bytes(fatbin.entry_payload(data, e, "x")) != w:
+                    bad.append(e)
+            except Exception:  # a decoder's state trampled by another thread: "corrupt" data
+                bad.append(e)
+threads = [threading.Thread(target=work) for _ in range(8)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+print(len(ents), len(bad))
+"""
+
+
+def test_concurrent_decompression_from_many_threads() -> None:
+    """The prefetch threads (and a threaded host such as the MCP server) decompress at the same time: one
+    shared zstandard decompressor crashed the process or reported corrupt data here; one per thread does
+    not. Run in a child process, so a crash fails this test instead of the whole run."""
+    import subprocess
+    import sys
+
+    pytest.importorskip("zstandard")
+    env = dict(os.environ, PYTHONPATH=str(Path(loader.__file__).resolve().parents[2]))
+    got = subprocess.run(
+        [sys.executable, "-c", STRESS, str(FX / "host_app_zstd"), "600"],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert got.returncode == 0, got.stderr[-2000:]
+    n, bad = map(int, got.stdout.split())
+    assert n >= 8 and bad == 0

@@ -9,6 +9,7 @@ the size the container declares, so a corrupt stream cannot grow memory beyond i
 from __future__ import annotations
 
 import importlib
+import threading
 import zlib
 from collections.abc import Callable
 from functools import cache
@@ -83,9 +84,12 @@ def _zstd_impl() -> tuple[str, Callable[[bytes | memoryview, int], bytes]] | Non
         pass
     try:
         zstandard = importlib.import_module("zstandard")
-        dctx = zstandard.ZstdDecompressor()
+        local = threading.local()  # a ZstdDecompressor must not be used by two threads at once (it crashes)
 
         def zs(data: bytes | memoryview, size: int) -> bytes:
+            dctx = getattr(local, "dctx", None)
+            if dctx is None:
+                dctx = local.dctx = zstandard.ZstdDecompressor()
             out: bytes = dctx.decompress(data, max_output_size=size) if size > 0 else dctx.decompress(data)
             return out
 
@@ -144,12 +148,20 @@ class Scratch:
 
 @cache
 def _zstd_reader() -> Callable[[bytes | memoryview], object] | None:
-    """`zstandard`'s stream reader factory (it can decompress into a caller's buffer), else None."""
+    """A factory of `zstandard` stream readers (they can decompress into a caller's buffer), one decompressor
+    per thread, else None."""
     try:
         zstandard = importlib.import_module("zstandard")
     except ImportError:
         return None
-    reader: Callable[[bytes | memoryview], object] = zstandard.ZstdDecompressor().stream_reader
+    local = threading.local()
+
+    def reader(src: bytes | memoryview) -> object:
+        dctx = getattr(local, "dctx", None)
+        if dctx is None:
+            dctx = local.dctx = zstandard.ZstdDecompressor()
+        return dctx.stream_reader(src)
+
     return reader
 
 
