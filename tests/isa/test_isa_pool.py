@@ -219,3 +219,31 @@ def test_concurrent_decompression_from_many_threads() -> None:
     assert got.returncode == 0, got.stderr[-2000:]
     n, bad = map(int, got.stdout.split())
     assert n >= 8 and bad == 0
+
+
+def test_mcp_isa_resources_equals_the_cli_json() -> None:
+    """Through the official MCP client: the structured result of isa_resources (kernels built by the quick
+    constructor, in the server's tool thread) is the CLI's JSON to the letter."""
+    import json
+    import subprocess
+    import sys
+
+    import anyio
+    from mcp import Client, StdioServerParameters
+
+    path = str(FX / "host_app_zstd")
+    cli = subprocess.run(
+        [sys.executable, "-m", "kernelpilot.cli", "--json", "isa", "resources", path], capture_output=True
+    )
+    assert cli.returncode == 0, cli.stderr
+    want = json.loads(cli.stdout)
+    server = StdioServerParameters(command=sys.executable, args=["-m", "kernelpilot.mcp_server"])
+
+    async def main() -> Any:
+        async with Client(server) as client:
+            got = await client.call_tool("isa_resources", {"file": path})
+            assert not got.is_error
+            return got.structured_content
+
+    got = anyio.run(main)
+    assert got == want and len(got["kernels"]) >= 8
