@@ -13,6 +13,7 @@ import threading
 import zlib
 from collections.abc import Callable
 from functools import cache
+from typing import Any
 
 from kernelpilot.isa.errors import CodeObjectError
 
@@ -69,6 +70,18 @@ def lz4_block_decompress(src: bytes | memoryview, expected_size: int, label: str
     return bytes(out)
 
 
+_per_thread = threading.local()
+
+
+def _zstandard_decompressor() -> Any:
+    """This thread's `zstandard.ZstdDecompressor`: one must not be used by two threads at once (that crashed
+    the process or reported corrupt data when the prefetch threads decoded together)."""
+    dctx = getattr(_per_thread, "zstandard", None)
+    if dctx is None:
+        dctx = _per_thread.zstandard = importlib.import_module("zstandard").ZstdDecompressor()
+    return dctx
+
+
 @cache
 def _zstd_impl() -> tuple[str, Callable[[bytes | memoryview, int], bytes]] | None:
     try:
@@ -83,13 +96,10 @@ def _zstd_impl() -> tuple[str, Callable[[bytes | memoryview, int], bytes]] | Non
     except ImportError:
         pass
     try:
-        zstandard = importlib.import_module("zstandard")
-        local = threading.local()  # a ZstdDecompressor must not be used by two threads at once (it crashes)
+        importlib.import_module("zstandard")
 
         def zs(data: bytes | memoryview, size: int) -> bytes:
-            dctx = getattr(local, "dctx", None)
-            if dctx is None:
-                dctx = local.dctx = zstandard.ZstdDecompressor()
+            dctx = _zstandard_decompressor()
             out: bytes = dctx.decompress(data, max_output_size=size) if size > 0 else dctx.decompress(data)
             return out
 
@@ -146,43 +156,23 @@ class Scratch:
         return memoryview(self.buf)[:size]
 
 
-@cache
-def _zstd_reader() -> Callable[[bytes | memoryview], object] | None:
-    """A factory of `zstandard` stream readers (they can decompress into a caller's buffer), one decompressor
-    per thread, else None."""
-    try:
-        zstandard = importlib.import_module("zstandard")
-    except ImportError:
-        return None
-    local = threading.local()
-
-    def reader(src: bytes | memoryview) -> object:
-        dctx = getattr(local, "dctx", None)
-        if dctx is None:
-            dctx = local.dctx = zstandard.ZstdDecompressor()
-        return dctx.stream_reader(src)
-
-    return reader
-
-
 def zstd_decompress_into(
     src: bytes | memoryview, expected_size: int, label: str, scratch: Scratch
 ) -> bytes | memoryview:
     """Like `zstd_decompress`, but into `scratch` (valid until its next use) where the decoder allows it."""
-    make = _zstd_reader()
     impl = _zstd_impl()
-    if make is None or expected_size <= 0 or impl is None or impl[0] != "zstandard":
+    if expected_size <= 0 or impl is None or impl[0] != "zstandard":  # only zstandard reads into a buffer
         return zstd_decompress(src, expected_size, label)
     out = scratch.view(expected_size)
     try:
-        reader = make(src)
+        reader = _zstandard_decompressor().stream_reader(src)
         got = 0
         while got < expected_size:
-            n = reader.readinto(out[got:])  # type: ignore[attr-defined]
+            n = reader.readinto(out[got:])
             if not n:
                 break
             got += n
-        extra = reader.read(1) if got == expected_size else b""  # type: ignore[attr-defined]
+        extra = reader.read(1) if got == expected_size else b""
     except Exception as exc:  # zstandard raises its own error type on corrupt input
         raise CodeObjectError(label, f"ZSTD payload does not decode: {exc}") from exc
     if got != expected_size or extra:
