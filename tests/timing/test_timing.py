@@ -88,7 +88,8 @@ def test_callable_cpu_fallback_is_labelled(factory_file: Path) -> None:
         TimeRequest(spec=f"{factory_file}:make", runs=20, warmup=3, device="cpu", l2_flush=True)
     )
     assert res.timer == "cpu_perf_counter_ns" and "CPU FALLBACK" in res.timer_note
-    assert "--l2-flush ignored" in res.timer_note
+    assert "cold mode (L2 flush) ignored: no GPU" in res.timer_note
+    assert res.verdict_mode == "cpu" and res.cold is None and res.warm is not None
     assert res.stats.count == 20 and len(res.samples) == 20 and res.unit == "us"
     assert 0 < res.stats.median < 1000
     assert "python" in res.environment["versions"]

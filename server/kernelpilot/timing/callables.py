@@ -9,14 +9,12 @@ The protocol (what `kernelpilot time module:function` expects):
   and should return K closures, each over its own input set; a factory that returns a list or
   tuple of closures is rotated through whatever its arguments. Run i calls closure i mod K, so a
   cache-resident input does not flatter the kernel.
-- GPU path (torch with CUDA): `warmup` untimed calls, then for each of `runs` runs: optional L2
-  flush (writing then reading a buffer of 2 x `torch.cuda.get_device_properties().L2_cache_size`
-  bytes, outside the timed region, so the L2 holds no data of the kernel and no dirty lines), start
-  event, closure, end event, all on the current stream with no synchronize between warm-up and the
-  timed runs. One synchronize at the end; each sample is `start.elapsed_time(end)` in microseconds.
-  The closure must only enqueue work on the current stream. A kernel shorter than the host cost of
-  one loop iteration (see bench/timing_overhead.py) is timed with launch gaps: capture a CUDA graph
-  in the factory and replay it in the closure, or time it in a command.
+- GPU path (torch with CUDA or ROCm): `warmup` untimed calls (and at least `warmup_min_s` of wall
+  time, so clocks ramp up), then each requested mode is timed by `kernelpilot.timing.gpu` with every
+  timed launch already queued behind a spin hold: `cold` flushes the L2 before each launch (outside the
+  events), `warm` times back-to-back launches (a replayed graph when the closure can be captured). Then
+  10 more calls under `torch.profiler` attribute the GPU time to each kernel the closure launches.
+  The closure must only enqueue work on the current stream (no synchronize, no host read-back).
 - CPU fallback (no torch/CUDA, or device="cpu"): `time.perf_counter_ns()` around each call,
   labelled `cpu_perf_counter_ns` in the result: it is host wall time, not GPU time.
 """
@@ -33,25 +31,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kernelpilot.capability import Progress, no_progress
 from kernelpilot.errors import DeviceUnavailableError, InputFileError, InvalidArgumentError, KernelpilotError
+from kernelpilot.timing.errors import CallableError
 
-L2_FLUSH_FACTOR = 2  # flush buffer = 2 x the device's reported L2 size (torch device properties)
-
-
-class CallableError(KernelpilotError):
-    """The factory or its closure raised; the message holds the Python exception."""
-
-    kind = "callable_failed"
+__all__ = ["CallableError", "CallableTiming", "build_closures", "load_factory", "time_callable", "time_cpu"]
 
 
 @dataclass
 class CallableTiming:
-    samples_us: list[float]
-    timer: str
-    timer_note: str
+    """What `time_callable` measured: per-mode timings (GPU) or CPU samples, and the kernel attribution."""
+
+    modes: dict[str, Any]  # "cold"/"warm" -> gpu.ModeTiming (GPU path only)
+    cpu_samples_us: list[float] | None
+    cpu_note: str
     rotate: int
     l2_flush_bytes: int | None
     device_name: str | None
+    event_floor_us: float | None = None
+    attribution: Any | None = None  # models.KernelAttribution
 
 
 def load_factory(spec: str, cwd: Path) -> Callable[..., Any]:
@@ -106,14 +104,17 @@ def load_factory(spec: str, cwd: Path) -> Callable[..., Any]:
     return fn  # type: ignore[no-any-return]
 
 
-def build_closures(factory: Callable[..., Any], rotate: int) -> list[Callable[[], Any]]:
+def build_closures(
+    factory: Callable[..., Any], rotate: int, kwargs: dict[str, Any] | None = None
+) -> list[Callable[[], Any]]:
     """Call the factory (with `rotate=` when it takes it) and normalise its answer to a closure list."""
     try:
         params = inspect.signature(factory).parameters
     except (TypeError, ValueError):
         params = {}  # type: ignore[assignment]
     try:
-        made = factory(rotate=rotate) if "rotate" in params else factory()
+        extra = dict(kwargs or {})
+        made = factory(rotate=rotate, **extra) if "rotate" in params else factory(**extra)
     except Exception as exc:
         raise CallableError(f"the factory raised {type(exc).__name__}: {exc}", "fix the factory") from exc
     closures = list(made) if isinstance(made, (list, tuple)) else [made]
@@ -147,70 +148,6 @@ def time_cpu(closures: list[Callable[[], Any]], runs: int, warmup: int) -> list[
     return [ns / 1000.0 for ns in samples_ns]
 
 
-def time_cuda(
-    torch: Any,
-    closures: list[Callable[[], Any]],
-    runs: int,
-    warmup: int,
-    l2_flush: bool,
-    hold_gpu: Callable[[], Any] | None = None,
-    warmup_min_s: float = 0.0,
-) -> tuple[list[float], int | None]:
-    """CUDA events around each call on the current stream; optional L2 flush outside the events.
-
-    No synchronize between warm-up and the timed runs: the launch queue stays full, so the first
-    timed run does not absorb host launch latency. `hold_gpu` (benchmarks) enqueues GPU work, e.g.
-    a spin kernel, before the timed runs so that the whole loop is queued before the GPU reaches it.
-    """
-    k = len(closures)
-    stream = torch.cuda.current_stream()
-    flush: Callable[[], Any] | None = None
-    flush_bytes = None
-    if l2_flush:
-        props = torch.cuda.get_device_properties(torch.cuda.current_device())
-        l2 = int(getattr(props, "L2_cache_size", 0) or 0)
-        if l2 <= 0:
-            raise DeviceUnavailableError(
-                "torch does not report this GPU's L2 size, so the flush buffer cannot be sized",
-                "time without --l2-flush, or upgrade torch",
-            )
-        flush_bytes = L2_FLUSH_FACTOR * l2
-        buf = torch.empty(flush_bytes, dtype=torch.uint8, device="cuda")
-
-        def flush() -> None:
-            # Write the buffer, then read it back: a write-only flush leaves the L2 full of dirty lines
-            # whose write-back the timed kernel then pays (seen on an H100: +2.7 % against ncu's
-            # gpu__time_duration, which starts each kernel from a clean L2).
-            buf.zero_()
-            buf.max()
-
-    torch.cuda.synchronize()
-    # Warm up for `warmup` calls and at least `warmup_min_s` of wall time: an idle GPU starts at low clocks.
-    # Synchronizing every few calls keeps the host clock in step with the GPU during the warm-up only.
-    deadline = time.perf_counter() + warmup_min_s
-    i = 0
-    while i < warmup or time.perf_counter() < deadline:
-        if flush is not None:
-            flush()
-        closures[i % k]()
-        i += 1
-        if i % 8 == 0 and time.perf_counter() < deadline:
-            torch.cuda.synchronize()
-    starts = [torch.cuda.Event(enable_timing=True) for _ in range(runs)]
-    ends = [torch.cuda.Event(enable_timing=True) for _ in range(runs)]
-    order = [closures[i % k] for i in range(runs)]
-    if hold_gpu is not None:
-        hold_gpu()
-    for i, fn in enumerate(order):
-        if flush is not None:
-            flush()
-        starts[i].record(stream)
-        fn()
-        ends[i].record(stream)
-    torch.cuda.synchronize()
-    return [s.elapsed_time(e) * 1000.0 for s, e in zip(starts, ends, strict=True)], flush_bytes
-
-
 def time_callable(
     spec: str,
     *,
@@ -218,31 +155,88 @@ def time_callable(
     runs: int,
     warmup: int,
     rotate: int,
-    l2_flush: bool,
+    modes: list[Any],
     device: str,
     warmup_min_s: float = 0.0,
+    kernels: bool = True,
+    graph: bool = True,
+    factory_kwargs: dict[str, Any] | None = None,
+    progress: Progress = no_progress,
 ) -> CallableTiming:
+    """Load the factory, build its closures and time them (GPU modes, or the labelled CPU fallback)."""
     factory = load_factory(spec, cwd)
+    return time_factory(
+        factory,
+        runs=runs,
+        warmup=warmup,
+        rotate=rotate,
+        modes=modes,
+        device=device,
+        warmup_min_s=warmup_min_s,
+        kernels=kernels,
+        graph=graph,
+        factory_kwargs=factory_kwargs,
+        progress=progress,
+    )
+
+
+def time_factory(
+    factory: Callable[..., Any],
+    *,
+    runs: int,
+    warmup: int,
+    rotate: int,
+    modes: list[Any],
+    device: str,
+    warmup_min_s: float = 0.0,
+    kernels: bool = True,
+    graph: bool = True,
+    factory_kwargs: dict[str, Any] | None = None,
+    progress: Progress = no_progress,
+) -> CallableTiming:
+    """Time an already-loaded factory (sweeps call this with the shape's fields as `factory_kwargs`)."""
     torch = None if device == "cpu" else _cuda_torch()
     if device == "cuda" and torch is None:
         raise DeviceUnavailableError(
-            "device='cuda' asked for but torch with a CUDA GPU is not available",
+            "device='cuda' asked for but torch with a GPU (CUDA or ROCm) is not available",
             "run on a GPU machine, or use --device cpu / auto for the labelled CPU fallback",
         )
-    closures = build_closures(factory, rotate)
+    closures = build_closures(factory, rotate, factory_kwargs)
+    if torch is not None:
+        from kernelpilot.timing import gpu
+
+        timings, floor, _ = gpu.time_modes(
+            torch,
+            closures,
+            modes=modes,
+            runs=runs,
+            warmup=warmup,
+            warmup_min_s=warmup_min_s,
+            use_graph=graph,
+            progress=progress,
+        )
+        attribution = None
+        if kernels:
+            from kernelpilot.timing.kernels import attribute
+
+            try:
+                attribution = attribute(torch, closures)
+            except KernelpilotError:
+                raise
+            except Exception as exc:
+                raise gpu.wrap_device_error(exc, "kernel attribution") from exc
+        cold = timings.get("cold")
+        return CallableTiming(
+            modes=dict(timings),
+            cpu_samples_us=None,
+            cpu_note="",
+            rotate=len(closures),
+            l2_flush_bytes=cold.l2_flush_bytes if cold is not None else None,
+            device_name=str(torch.cuda.get_device_name()),
+            event_floor_us=floor,
+            attribution=attribution,
+        )
     try:
-        if torch is not None:
-            samples, flush_bytes = time_cuda(
-                torch, closures, runs, warmup, l2_flush, warmup_min_s=warmup_min_s
-            )
-            return CallableTiming(
-                samples,
-                "cuda_event",
-                "GPU time between CUDA events recorded around each launch on the current stream",
-                len(closures),
-                flush_bytes,
-                str(torch.cuda.get_device_name()),
-            )
         samples = time_cpu(closures, runs, warmup)
     except KernelpilotError:
         raise
@@ -251,6 +245,4 @@ def time_callable(
             f"the timed closure raised {type(exc).__name__}: {exc}", "fix the closure"
         ) from exc
     note = "CPU FALLBACK: host wall time (time.perf_counter_ns) around each call; no GPU timing"
-    if l2_flush:
-        note += "; --l2-flush ignored (no GPU)"
-    return CallableTiming(samples, "cpu_perf_counter_ns", note, len(closures), None, None)
+    return CallableTiming({}, samples, note, len(closures), None, None)

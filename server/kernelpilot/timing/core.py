@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shlex
 import time
 from pathlib import Path
@@ -12,7 +13,8 @@ from kernelpilot.errors import InputFileError, InvalidArgumentError
 from kernelpilot.timing import environment, instrumentation
 from kernelpilot.timing.callables import time_callable
 from kernelpilot.timing.commands import check_argv, compile_metric_regex, extract_metric, run_command
-from kernelpilot.timing.models import TimeRequest, TimeResult
+from kernelpilot.timing.gpu import ModeTiming
+from kernelpilot.timing.models import MachineState, ModeResult, TimeRequest, TimeResult
 from kernelpilot.timing.stats import summarize
 
 
@@ -50,6 +52,108 @@ def measure_command(
     return samples, last_tail
 
 
+# CUDA events: "resolution of around 0.5 microseconds" (CUDA Runtime API reference, cudaEventElapsedTime).
+RESOLUTION_US = 0.5
+
+
+def _mode_result(t: ModeTiming, floor: float | None, cv_threshold: float) -> ModeResult:
+    stats = summarize(t.samples_us, cv_threshold)
+    resolved = floor is None or stats.median - floor >= RESOLUTION_US
+    return ModeResult(
+        mode=t.mode,
+        method=t.method,
+        method_note=t.note,
+        launches_per_sample=t.launches_per_sample,
+        gap_free=t.gap_free,
+        resolved=resolved,
+        stats=stats,
+        samples=t.samples_us,
+    )
+
+
+def _modes(req: TimeRequest) -> list[Literal["cold", "warm"]]:
+    if req.l2_flush and req.timing == "both":
+        return ["cold"]
+    if req.timing == "both":
+        return ["cold", "warm"]
+    return [req.timing]
+
+
+def _time_spec(req: TimeRequest, wd: Path, progress: Progress) -> TimeResult:
+    if req.metric_regex or req.metric_json_key:
+        raise InvalidArgumentError("metric_regex/metric_json_key apply to command only", "drop them")
+    modes = _modes(req)
+    verdict = req.verdict if req.verdict in modes else modes[0]
+    before = environment.gpu_state()
+    t = time_callable(
+        req.spec or "",
+        cwd=wd,
+        runs=req.runs,
+        warmup=req.warmup,
+        rotate=req.rotate,
+        modes=list(modes),
+        device=req.device,
+        warmup_min_s=req.warmup_min_ms / 1000.0,
+        kernels=req.kernels,
+        graph=req.graph,
+        progress=progress,
+    )
+    after = environment.gpu_state()
+    others = environment.other_gpu_processes(os.getpid()) if before else []
+    machine = MachineState(
+        before=before,
+        after=after,
+        other_processes=others,
+        warnings=environment.machine_warnings(before, after, others),
+    )
+    instr = instrumentation.present()
+    if instr:
+        machine.warnings.append(f"instrumentation variables set in this process: {', '.join(instr)}")
+    env = environment.capture(wd)
+    env["clocks_before"] = before
+    if t.device_name:
+        env["torch_device"] = t.device_name
+    common = {
+        "mode": "callable",
+        "target": req.spec,
+        "unit": "us",
+        "runs": req.runs,
+        "warmup": req.warmup,
+        "rotate": t.rotate,
+        "l2_flush_bytes": t.l2_flush_bytes,
+        "machine": machine,
+        "environment": env,
+    }
+    if not t.modes:  # CPU fallback
+        assert t.cpu_samples_us is not None
+        cpu_note = t.cpu_note
+        if "cold" in modes:
+            cpu_note += "; cold mode (L2 flush) ignored: no GPU"
+        stats = summarize(t.cpu_samples_us, req.cv_threshold)
+        cpu = ModeResult(
+            mode="warm", method="cpu_perf_counter_ns", method_note=cpu_note, launches_per_sample=1,
+            gap_free=True, resolved=True, stats=stats, samples=t.cpu_samples_us,
+        )  # fmt: skip
+        return TimeResult(
+            **common, timer="cpu_perf_counter_ns", timer_note=cpu_note, verdict_mode="cpu",
+            stats=stats, samples=t.cpu_samples_us, warm=cpu,
+        )  # fmt: skip
+    results = {m: _mode_result(v, t.event_floor_us, req.cv_threshold) for m, v in t.modes.items()}
+    chosen = results[verdict]
+    return TimeResult(
+        **common,
+        timer=chosen.method,
+        timer_note=chosen.method_note,
+        verdict_mode=verdict,
+        stats=chosen.stats,
+        samples=chosen.samples,
+        cold=results.get("cold"),
+        warm=results.get("warm"),
+        kernels=t.attribution,
+        event_floor_us=t.event_floor_us,
+    )
+
+
 def time_kernel(req: TimeRequest, progress: Progress = no_progress) -> TimeResult:
     if (req.spec is None) == (req.command is None):
         raise InvalidArgumentError(
@@ -58,72 +162,50 @@ def time_kernel(req: TimeRequest, progress: Progress = no_progress) -> TimeResul
             "--metric-regex 'us=([0-9.]+)'`",
         )
     wd = _workdir(req.workdir)
+    if req.spec is not None:
+        return _time_spec(req, wd, progress)
     clocks_before = environment.query_gpus()
     instr = instrumentation.present()
-    if req.spec is not None:
-        if req.metric_regex or req.metric_json_key:
-            raise InvalidArgumentError("metric_regex/metric_json_key apply to command only", "drop them")
-        t = time_callable(
-            req.spec,
-            cwd=wd,
-            runs=req.runs,
-            warmup=req.warmup,
-            rotate=req.rotate,
-            l2_flush=req.l2_flush,
-            device=req.device,
-            warmup_min_s=req.warmup_min_ms / 1000.0,
+    assert req.command is not None
+    argv = check_argv(req.command, "command")
+    if (req.metric_regex is None) == (req.metric_json_key is None):
+        raise InvalidArgumentError(
+            "a command needs exactly one of metric_regex or metric_json_key",
+            "e.g. --metric-regex 'time_us: ([0-9.]+)' or --metric-json-key results.time_us",
         )
-        samples, timer, note, unit = t.samples_us, t.timer, t.timer_note, "us"
-        if instr:
-            note += f"; WARNING: instrumentation variables set in this process: {', '.join(instr)}"
-        rotate, flush = t.rotate, t.l2_flush_bytes
-        mode: Literal["callable", "command"] = "callable"
-        target = req.spec
-        extra = {"torch_device": t.device_name} if t.device_name else {}
-    else:
-        assert req.command is not None
-        argv = check_argv(req.command, "command")
-        if (req.metric_regex is None) == (req.metric_json_key is None):
-            raise InvalidArgumentError(
-                "a command needs exactly one of metric_regex or metric_json_key",
-                "e.g. --metric-regex 'time_us: ([0-9.]+)' or --metric-json-key results.time_us",
-            )
-        if req.metric_regex is not None:
-            compile_metric_regex(req.metric_regex)
-        start = time.perf_counter()
-        samples, _ = measure_command(
-            argv,
-            cwd=wd,
-            env=instrumentation.stripped(),
-            runs=req.runs,
-            warmup=req.warmup,
-            timeout_s=req.timeout_s,
-            regex=req.metric_regex,
-            json_key=req.metric_json_key,
-            progress=progress,
-        )
-        timer, unit, rotate, flush, mode = "command_metric", req.metric_unit, 1, None, "command"
-        note = (
-            f"metric read from the command's output ({'regex' if req.metric_regex else 'JSON key'}); "
-            f"{req.runs + req.warmup} runs took {time.perf_counter() - start:.2f} s"
-        )
-        if instr:
-            note += f"; stripped from its environment: {', '.join(instr)}"
-        target = shlex.join(argv)
-        extra = {}
-    env = environment.capture(wd)
-    env["clocks_before"] = clocks_before
-    env.update(extra)
-    return TimeResult(
-        mode=mode,
-        target=target,
-        timer=timer,
-        timer_note=note,
-        unit=unit,
+    if req.metric_regex is not None:
+        compile_metric_regex(req.metric_regex)
+    start = time.perf_counter()
+    samples, _ = measure_command(
+        argv,
+        cwd=wd,
+        env=instrumentation.stripped(),
         runs=req.runs,
         warmup=req.warmup,
-        rotate=rotate,
-        l2_flush_bytes=flush,
+        timeout_s=req.timeout_s,
+        regex=req.metric_regex,
+        json_key=req.metric_json_key,
+        progress=progress,
+    )
+    note = (
+        f"metric read from the command's output ({'regex' if req.metric_regex else 'JSON key'}); "
+        f"{req.runs + req.warmup} runs took {time.perf_counter() - start:.2f} s"
+    )
+    if instr:
+        note += f"; stripped from its environment: {', '.join(instr)}"
+    env = environment.capture(wd)
+    env["clocks_before"] = clocks_before
+    return TimeResult(
+        mode="command",
+        target=shlex.join(argv),
+        timer="command_metric",
+        timer_note=note,
+        unit=req.metric_unit,
+        runs=req.runs,
+        warmup=req.warmup,
+        rotate=1,
+        l2_flush_bytes=None,
+        verdict_mode="command",
         stats=summarize(samples, req.cv_threshold),
         samples=samples,
         environment=env,

@@ -31,7 +31,9 @@ class TimeRequest(Request):
         None, description="For command: dot key path of the metric in the JSON the command prints (a.b.0.c)."
     )
     metric_unit: str = Field("us", description="Unit of the command's metric (label only).")
-    runs: int = Field(50, ge=1, le=100000, description="Measured runs.")
+    runs: int = Field(
+        200, ge=1, le=100000, description="Measured runs per timing mode (GPU) or per command run."
+    )
     warmup: int = Field(5, ge=0, le=100000, description="Untimed runs before measuring.")
     warmup_min_ms: float = Field(
         200.0,
@@ -40,8 +42,24 @@ class TimeRequest(Request):
         description="GPU path: keep warming up until this much wall time has passed, so an idle GPU's "
         "clocks have ramped up before the first timed run.",
     )
+    timing: Literal["both", "cold", "warm"] = Field(
+        "both",
+        description="GPU path: cold = L2 flushed before every launch (comparable to ncu); warm = "
+        "back-to-back launches (steady state in a model); both (default) reports the two.",
+    )
+    verdict: Literal["cold", "warm"] = Field(
+        "cold", description="GPU path: which mode `stats`, the stability verdict and comparisons use."
+    )
+    kernels: bool = Field(
+        True,
+        description="GPU path: attribute GPU time to each kernel the closure launches (torch.profiler "
+        "activity trace over 10 extra calls).",
+    )
+    graph: bool = Field(
+        True, description="GPU path, warm mode: replay a captured CUDA/HIP graph when the closure allows."
+    )
     l2_flush: bool = Field(
-        False, description="GPU path: zero a buffer of 2x the device L2 size before every run (not timed)."
+        False, description="Deprecated: the same as --timing cold (cold mode always flushes the L2)."
     )
     rotate: int = Field(1, ge=1, le=1024, description="Input sets to rotate through (passed as rotate=K).")
     device: Literal["auto", "cuda", "cpu"] = Field(
@@ -63,32 +81,117 @@ class TimeRequest(Request):
         return coerce_argv(v)
 
 
+class ModeResult(Result):
+    """One timing mode of a GPU closure: its samples, statistics and how they were taken."""
+
+    mode: Literal["cold", "warm"]
+    method: str = Field(
+        description="held_stream_events (cold: event pair per launch, queued behind a spin hold) | "
+        "graph_replay (warm: captured graph of N launches replayed) | held_stream_batch (warm: N direct "
+        "launches) | unheld_events (no spin kernel available: launch gaps possible) | cpu_perf_counter_ns"
+    )
+    method_note: str
+    launches_per_sample: int = Field(description="Launches inside one sample (warm: sample = elapsed / N).")
+    gap_free: bool = Field(
+        description="Every kept sample's batch was fully queued before the GPU reached it (observed)."
+    )
+    resolved: bool = Field(
+        description="False when the median is within the timer's resolution of an empty event pair: "
+        "then no duration is claimed."
+    )
+    stats: SampleStats
+    samples: list[float]
+
+
+class KernelShare(Result):
+    name: str = Field(description="Kernel (or copy/fill) name as the runtime's activity trace gives it.")
+    launches_per_call: float
+    duration_us_per_call: float = Field(description="GPU time of this kernel per closure call (warm).")
+    median_launch_us: float = Field(description="Median duration of one launch of it.")
+    share: float = Field(description="Fraction of the closure's summed kernel time.")
+
+
+class KernelAttribution(Result):
+    calls_profiled: int
+    kernels: list[KernelShare]
+    kernel_sum_us_per_call: float = Field(description="Sum of every kernel's GPU time per call.")
+    source: str
+
+
+class MachineState(Result):
+    """The GPU's clocks and throttle state before and after the measurement, and what to distrust."""
+
+    before: list[dict[str, str]] = Field(default_factory=list)
+    after: list[dict[str, str]] = Field(default_factory=list)
+    other_processes: list[str] = Field(
+        default_factory=list, description="Other processes holding a GPU context during the run."
+    )
+    warnings: list[str] = Field(default_factory=list)
+
+
 class TimeResult(Result):
     mode: Literal["callable", "command"]
     target: str = Field(description="The spec or the command line timed.")
-    timer: str = Field(description="cuda_event | cpu_perf_counter_ns | command_metric")
+    timer: str = Field(
+        description="held_stream_events | graph_replay | held_stream_batch | unheld_events | "
+        "cpu_perf_counter_ns | command_metric (the verdict mode's method)"
+    )
     timer_note: str
     unit: str
     runs: int
     warmup: int
     rotate: int
-    l2_flush_bytes: int | None = Field(description="Bytes zeroed before each run (2 x L2), None if no flush.")
+    l2_flush_bytes: int | None = Field(description="Bytes flushed before each cold launch (2 x L2), or None.")
+    verdict_mode: Literal["cold", "warm", "command", "cpu"] = Field(
+        description="Which measurement `stats`/`samples` hold and the stability verdict uses."
+    )
     stats: SampleStats
     samples: list[float]
+    cold: ModeResult | None = Field(None, description="GPU: L2 flushed before every launch.")
+    warm: ModeResult | None = Field(None, description="GPU: back-to-back launches.")
+    kernels: KernelAttribution | None = Field(None, description="GPU: per-kernel time of one closure call.")
+    event_floor_us: float | None = Field(
+        None, description="GPU: what an empty event pair queued the same way reads (the timer's floor)."
+    )
+    machine: MachineState = Field(default_factory=MachineState)
     environment: dict[str, Any]
 
     def render_text(self) -> str:
-        s = self.stats
         u = self.unit
-        lines = [
-            f"timed: {self.target} ({self.mode}; timer={self.timer})",
-            f"  note: {self.timer_note}",
-            f"  median {s.median:.3f} {u}   min {s.min:.3f}   max {s.max:.3f}   IQR {s.iqr:.3f} {u}",
-            f"  CV {s.cv * 100:.2f}%  -> {s.verdict}   ({s.count} runs after {self.warmup} warm-up"
-            + (f", rotating {self.rotate} input sets" if self.rotate > 1 else "")
-            + (f", L2 flush {self.l2_flush_bytes} B" if self.l2_flush_bytes else "")
-            + ")",
-        ]
+        lines = [f"timed: {self.target} ({self.mode}; verdict uses {self.verdict_mode})"]
+        modes = [m for m in (self.cold, self.warm) if m is not None]
+        if modes:
+            for m in modes:
+                lines.append(_mode_line(m, u))
+                lines.append(f"    how: {m.method_note}")
+        else:
+            s = self.stats
+            lines.append(f"  note: {self.timer_note}")
+            lines.append(
+                f"  median {s.median:.3f} {u}   min {s.min:.3f}   max {s.max:.3f}   IQR {s.iqr:.3f} {u}"
+            )
+            lines.append(
+                f"  CV {s.cv * 100:.2f}%  -> {s.verdict}   ({s.count} runs after {self.warmup} warm-up)"
+            )
+        if self.rotate > 1:
+            lines.append(f"  rotating {self.rotate} input sets")
+        if self.event_floor_us is not None:
+            lines.append(f"  empty event pair reads {self.event_floor_us:.3f} us (timer floor)")
+        if self.kernels is not None:
+            k = self.kernels
+            lines.append(
+                f"  kernels per call ({k.calls_profiled} calls profiled, "
+                f"sum {k.kernel_sum_us_per_call:.3f} us):"
+            )
+            for ks in k.kernels[:8]:
+                lines.append(
+                    f"    {ks.duration_us_per_call:10.3f} us  {ks.share * 100:5.1f}%  "
+                    f"x{ks.launches_per_call:g}  {_short(ks.name)}"
+                )
+            if len(k.kernels) > 8:
+                lines.append(f"    ... {len(k.kernels) - 8} more (see --json)")
+        for w in self.machine.warnings:
+            lines.append(f"  WARNING: {w}")
         env = self.environment
         for g in env.get("gpus", []):
             lines.append(
@@ -100,3 +203,23 @@ class TimeResult(Result):
         if env.get("git_commit"):
             lines.append(f"  git {env['git_commit'][:12]} diff {str(env.get('git_diff_hash'))[:12]}")
         return "\n".join(lines)
+
+
+def _short(name: str, width: int = 90) -> str:
+    return name if len(name) <= width else name[: width - 3] + "..."
+
+
+def _mode_line(m: ModeResult, unit: str) -> str:
+    s = m.stats
+    if not m.resolved:
+        return (
+            f"  {m.mode:4s}: below the timer's resolution (median {s.median:.3f} {unit} is within the "
+            "resolution of an empty event pair): no duration claimed"
+        )
+    return (
+        f"  {m.mode:4s}: median {s.median:.3f} {unit}  IQR {s.iqr:.3f}  min {s.min:.3f}  max {s.max:.3f}  "
+        f"CV {s.cv * 100:.2f}% -> {s.verdict}  [{m.method}, {s.count} samples"
+        + (f" x {m.launches_per_sample} launches" if m.launches_per_sample > 1 else "")
+        + ("" if m.gap_free else ", GAPS POSSIBLE")
+        + "]"
+    )

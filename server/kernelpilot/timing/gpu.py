@@ -1,0 +1,399 @@
+"""GPU kernel time without launch gaps, cold (L2 flushed) and warm (back-to-back), through torch's device API.
+
+Why: an event pair around one launch on an idle stream times the host's launch latency, not the kernel
+(a 2 µs kernel reads 5-16 µs). Here every timed launch is already queued when the GPU reaches it:
+
+- **held stream** (the NVBench method): a spin kernel (`torch.cuda._sleep`) holds the stream while a batch
+  of `flush? -> start event -> closure -> end event` items is enqueued behind it. After enqueueing, the
+  host asks whether the spin has already ended (`Event.query()` on an event recorded right after it); if
+  it has, the GPU may have caught up with the host inside the batch, so the batch's samples are dropped,
+  the hold is lengthened (or the batch shortened) and the batch runs again. Every kept sample is thus
+  gap-free by observation, not by assumption.
+- **cold**: before every timed launch the L2 is flushed by writing then reading a buffer of twice the L2
+  size (outside the events), comparable to ncu's default `--cache-control all`.
+- **warm**: `inner` back-to-back launches per sample, captured once in a CUDA/HIP graph and replayed
+  (`graph_replay`), or enqueued directly behind the hold when the closure cannot be captured
+  (`held_stream_batch`); sample = elapsed / inner, comparable to steady state inside a model.
+
+torch's `torch.cuda` API is the same on CUDA and ROCm (HIP events, HIP graphs, `_sleep`), so nothing here
+is vendor-specific. This module owns the timing loops only; statistics live in `stats`, the request and
+result models in `models`, the closure protocol in `callables`.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from kernelpilot.capability import Progress, no_progress
+from kernelpilot.errors import DeviceUnavailableError, KernelpilotError
+from kernelpilot.timing.errors import CallableError, GpuLostError
+
+L2_FLUSH_FACTOR = 2  # flush buffer = 2 x the device's reported L2 size (torch device properties)
+BATCH_RUNS = 32  # timed items enqueued behind one hold (well under the launch queue's depth)
+MAX_RETRIES = 6  # batches re-run with a longer hold / fewer items before giving up on a gap-free batch
+WARM_SAMPLE_TARGET_US = 200.0  # a warm sample spans about this much GPU time (inner launches)
+WARM_INNER_MAX = 64
+HOLD_MARGIN = 2.0  # hold = margin x the host time the batch took to enqueue, plus a floor
+HOLD_FLOOR_US = 50.0
+
+Method = Literal["held_stream_events", "graph_replay", "held_stream_batch", "unheld_events"]
+
+
+@dataclass
+class ModeTiming:
+    """Samples of one timing mode and how they were taken."""
+
+    mode: Literal["cold", "warm"]
+    method: Method
+    samples_us: list[float]
+    launches_per_sample: int
+    gap_free: bool
+    retries: int
+    note: str
+    l2_flush_bytes: int | None = None
+
+
+@dataclass
+class HoldStats:
+    """What the hold loop did (for the result's note)."""
+
+    batches: int = 0
+    retries: int = 0
+    gap_free: bool = True
+    hold_us: float = HOLD_FLOOR_US
+    enqueue_us_per_item: list[float] = field(default_factory=list)
+
+
+def _is_device_error(exc: BaseException) -> bool:
+    text = str(exc)
+    markers = ("CUDA error", "HIP error", "device-side assert", "unspecified launch failure", "ECC error")
+    return isinstance(exc, RuntimeError) and any(m in text for m in markers)
+
+
+def wrap_device_error(exc: BaseException, where: str) -> KernelpilotError:
+    """A typed error for an exception raised while timing: a lost/failed GPU or the user's code."""
+    if isinstance(exc, KernelpilotError):
+        return exc
+    if _is_device_error(exc):
+        return GpuLostError(
+            f"the GPU failed during {where}: {type(exc).__name__}: {str(exc).splitlines()[0]}",
+            "check `nvidia-smi`/`rocm-smi` (is the GPU still there, an Xid/ECC event?), then re-run; "
+            "run with CUDA_LAUNCH_BLOCKING=1 to locate a failing kernel",
+        )
+    return CallableError(
+        f"the timed closure raised {type(exc).__name__} during {where}: {exc}", "fix the closure"
+    )
+
+
+class SpinHold:
+    """Holds the current stream with a spin kernel of a requested length (calibrated to µs)."""
+
+    def __init__(self, torch: Any) -> None:
+        self.torch = torch
+        sleep = getattr(torch.cuda, "_sleep", None)
+        self.available = callable(sleep)
+        self.cycles_per_us = 1000.0
+        if self.available:
+            self.cycles_per_us = self._calibrate()
+
+    def _calibrate(self) -> float:
+        torch = self.torch
+        cycles = 2_000_000
+        torch.cuda._sleep(cycles // 10)  # first launch loads the module
+        best = math.inf
+        for _ in range(3):
+            start = torch.cuda.Event(enable_timing=True)
+            end = torch.cuda.Event(enable_timing=True)
+            start.record()
+            torch.cuda._sleep(cycles)
+            end.record()
+            end.synchronize()
+            best = min(best, start.elapsed_time(end) * 1000.0)
+        return cycles / best if best > 0 else 1000.0
+
+    def hold(self, us: float) -> None:
+        if self.available:
+            self.torch.cuda._sleep(max(1, int(us * self.cycles_per_us)))
+
+
+def run_held(
+    torch: Any,
+    hold: SpinHold,
+    count: int,
+    enqueue: Callable[[int], tuple[Any, Any]],
+    *,
+    batch: int = BATCH_RUNS,
+    progress: Callable[[int], None] | None = None,
+) -> tuple[list[tuple[Any, Any]], HoldStats]:
+    """Enqueue `count` timed items behind spin holds; return the (start, end) events of gap-free batches.
+
+    `enqueue(i)` enqueues item i and returns its event pair. A batch whose hold ended before the host
+    finished enqueueing it is discarded and re-run with a longer hold and, if the host itself was
+    blocked (a full launch queue), fewer items.
+    """
+    stats = HoldStats()
+    kept: list[tuple[Any, Any]] = []
+    i = 0
+    tries = 0
+    while i < count:
+        n = min(batch, count - i)
+        hold_end = torch.cuda.Event()
+        hold.hold(stats.hold_us)
+        hold_end.record()
+        t0 = time.perf_counter()
+        pairs = [enqueue(i + j) for j in range(n)]
+        enq_us = (time.perf_counter() - t0) * 1e6
+        caught_up = bool(hold_end.query()) if hold.available else True
+        stats.enqueue_us_per_item.append(enq_us / n)
+        if caught_up and hold.available and tries < MAX_RETRIES:
+            tries += 1
+            stats.retries += 1
+            if enq_us > stats.hold_us * 0.9 and batch > 1:
+                batch = max(1, batch // 2)  # the host waited on a full queue: fewer items per hold
+            stats.hold_us = max(stats.hold_us * 2, enq_us * HOLD_MARGIN + HOLD_FLOOR_US)
+            continue
+        if caught_up:
+            stats.gap_free = False
+        kept.extend(pairs)
+        stats.batches += 1
+        i += n
+        tries = 0
+        stats.hold_us = max(stats.hold_us, enq_us * HOLD_MARGIN + HOLD_FLOOR_US)
+        if progress is not None:
+            progress(i)
+    return kept, stats
+
+
+def make_flush(torch: Any) -> tuple[Callable[[], None], int]:
+    """An L2 flush of 2x the device's L2 size: write, then read back (no dirty line left to the kernel)."""
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    l2 = int(getattr(props, "L2_cache_size", 0) or 0)
+    if l2 <= 0:
+        raise DeviceUnavailableError(
+            "torch does not report this GPU's L2 size, so the cold-cache flush buffer cannot be sized",
+            "time in warm mode only (--timing warm), or upgrade torch",
+        )
+    nbytes = L2_FLUSH_FACTOR * l2
+    buf = torch.empty(nbytes, dtype=torch.uint8, device="cuda")
+
+    def flush() -> None:
+        # Write the buffer, then read it: a write-only flush leaves the L2 full of dirty lines whose
+        # write-back the timed kernel then pays (+2.7 % against ncu on an H100, 2026-11-22).
+        buf.zero_()
+        buf.max()
+
+    return flush, nbytes
+
+
+def warm_up(torch: Any, closures: Sequence[Callable[[], Any]], warmup: int, min_s: float) -> float:
+    """Run `warmup` calls and at least `min_s` of wall time (clocks ramp up); return µs per call (GPU)."""
+    k = len(closures)
+    deadline = time.perf_counter() + min_s
+    i = 0
+    try:
+        torch.cuda.synchronize()
+        while i < warmup or time.perf_counter() < deadline:
+            closures[i % k]()
+            i += 1
+            if i % 8 == 0:
+                torch.cuda.synchronize()
+        torch.cuda.synchronize()
+        # A rough per-call GPU time (events around a few queued calls) sizes the warm samples.
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        reps = 8
+        start.record()
+        for j in range(reps):
+            closures[j % k]()
+        end.record()
+        end.synchronize()
+    except Exception as exc:
+        raise wrap_device_error(exc, "warm-up") from exc
+    return float(start.elapsed_time(end)) * 1000.0 / reps
+
+
+def time_cold(
+    torch: Any,
+    hold: SpinHold,
+    closures: Sequence[Callable[[], Any]],
+    runs: int,
+    progress: Callable[[int], None] | None = None,
+) -> ModeTiming:
+    """One launch per sample, L2 flushed before it outside the events, every item queued behind a hold."""
+    flush, nbytes = make_flush(torch)
+    k = len(closures)
+    stream = torch.cuda.current_stream()
+
+    def enqueue(i: int) -> tuple[Any, Any]:
+        flush()
+        s = torch.cuda.Event(enable_timing=True)
+        e = torch.cuda.Event(enable_timing=True)
+        s.record(stream)
+        closures[i % k]()
+        e.record(stream)
+        return s, e
+
+    try:
+        pairs, st = run_held(torch, hold, runs, enqueue, progress=progress)
+        torch.cuda.synchronize()
+        samples = [s.elapsed_time(e) * 1000.0 for s, e in pairs]
+    except Exception as exc:
+        raise wrap_device_error(exc, "cold timing") from exc
+    method: Method = "held_stream_events" if hold.available else "unheld_events"
+    note = (
+        f"cold: L2 flushed ({nbytes} B written then read) before every launch, outside the events; "
+        + _hold_note(hold, st)
+    )
+    return ModeTiming("cold", method, samples, 1, st.gap_free, st.retries, note, nbytes)
+
+
+def _hold_note(hold: SpinHold, st: HoldStats) -> str:
+    if not hold.available:
+        return "no spin kernel in this torch (torch.cuda._sleep): launches were NOT held, gaps possible"
+    per_item = sorted(st.enqueue_us_per_item)[len(st.enqueue_us_per_item) // 2]
+    text = (
+        f"{st.batches} batches queued behind a spin hold of up to {st.hold_us:.0f} us "
+        f"(host enqueue {per_item:.1f} us/item)"
+    )
+    if st.retries:
+        text += f"; {st.retries} batches re-run because the GPU caught up with the host"
+    if not st.gap_free:
+        text += "; WARNING: some batches still caught up after retries, so launch gaps may be inside"
+    return text
+
+
+def _capture_graph(torch: Any, closures: Sequence[Callable[[], Any]], inner: int) -> Any | None:
+    """A graph of `inner` back-to-back calls, or None when the closure cannot be captured."""
+    k = len(closures)
+    try:
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for j in range(min(3, inner)):
+                closures[j % k]()
+        torch.cuda.current_stream().wait_stream(side)
+        torch.cuda.synchronize()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            for j in range(inner):
+                closures[j % k]()
+        torch.cuda.synchronize()
+        return graph
+    except Exception as exc:
+        if _is_device_error(exc) and "capture" not in str(exc).lower():
+            raise wrap_device_error(exc, "graph capture") from exc
+        try:
+            torch.cuda.synchronize()
+        except Exception as exc2:  # the failed capture left the device unusable
+            raise wrap_device_error(exc2, "graph capture") from exc2
+        return None
+
+
+def warm_inner(est_us: float) -> int:
+    """Launches per warm sample: enough that a sample spans ~WARM_SAMPLE_TARGET_US of GPU time."""
+    if est_us <= 0 or not math.isfinite(est_us):
+        return WARM_INNER_MAX
+    return max(1, min(WARM_INNER_MAX, math.ceil(WARM_SAMPLE_TARGET_US / est_us)))
+
+
+def time_warm(
+    torch: Any,
+    hold: SpinHold,
+    closures: Sequence[Callable[[], Any]],
+    runs: int,
+    est_us: float,
+    *,
+    use_graph: bool = True,
+    progress: Callable[[int], None] | None = None,
+) -> ModeTiming:
+    """`inner` back-to-back launches per sample (graph replay, else direct), queued behind a hold."""
+    inner = warm_inner(est_us)
+    k = len(closures)
+    stream = torch.cuda.current_stream()
+    graph = _capture_graph(torch, closures, inner) if use_graph else None
+
+    def enqueue(i: int) -> tuple[Any, Any]:
+        s = torch.cuda.Event(enable_timing=True)
+        e = torch.cuda.Event(enable_timing=True)
+        s.record(stream)
+        if graph is not None:
+            graph.replay()
+        else:
+            for j in range(inner):
+                closures[(i * inner + j) % k]()
+        e.record(stream)
+        return s, e
+
+    try:
+        if graph is not None:
+            graph.replay()  # first replay uploads the graph
+            torch.cuda.synchronize()
+        pairs, st = run_held(torch, hold, runs, enqueue, progress=progress)
+        torch.cuda.synchronize()
+        samples = [s.elapsed_time(e) * 1000.0 / inner for s, e in pairs]
+    except Exception as exc:
+        raise wrap_device_error(exc, "warm timing") from exc
+    method: Method = "graph_replay" if graph is not None else "held_stream_batch"
+    how = (
+        f"a captured graph of {inner} launches replayed"
+        if graph is not None
+        else f"{inner} launches enqueued directly (the closure could not be captured in a graph)"
+    )
+    note = f"warm: back-to-back launches, no flush; each sample = {how}, elapsed / {inner}; " + _hold_note(
+        hold, st
+    )
+    return ModeTiming("warm", method, samples, inner, st.gap_free, st.retries, note)
+
+
+def event_floor_us(torch: Any, hold: SpinHold, runs: int = 64) -> float:
+    """Median elapsed time of an empty event pair queued behind a hold: what 'nothing' reads as."""
+    stream = torch.cuda.current_stream()
+
+    def enqueue(_: int) -> tuple[Any, Any]:
+        s = torch.cuda.Event(enable_timing=True)
+        e = torch.cuda.Event(enable_timing=True)
+        s.record(stream)
+        e.record(stream)
+        return s, e
+
+    pairs, _ = run_held(torch, hold, runs, enqueue)
+    torch.cuda.synchronize()
+    vals = sorted(s.elapsed_time(e) * 1000.0 for s, e in pairs)
+    return float(vals[len(vals) // 2])
+
+
+def time_modes(
+    torch: Any,
+    closures: Sequence[Callable[[], Any]],
+    *,
+    modes: Sequence[Literal["cold", "warm"]],
+    runs: int,
+    warmup: int,
+    warmup_min_s: float,
+    use_graph: bool = True,
+    progress: Progress = no_progress,
+) -> tuple[dict[str, ModeTiming], float, float]:
+    """Warm up, then time each requested mode; returns the timings, the event floor and the estimate."""
+    est = warm_up(torch, closures, warmup, warmup_min_s)
+    try:
+        hold = SpinHold(torch)
+        floor = event_floor_us(torch, hold)
+    except Exception as exc:
+        raise wrap_device_error(exc, "hold calibration") from exc
+    total = runs * len(modes)
+    out: dict[str, ModeTiming] = {}
+    for n, mode in enumerate(modes):
+        base = n * runs
+
+        def report(done: int, base: int = base, mode: str = mode) -> None:
+            progress(base + done, total, f"{mode}: {done}/{runs} runs")
+
+        if mode == "cold":
+            out["cold"] = time_cold(torch, hold, closures, runs, progress=report)
+        else:
+            out["warm"] = time_warm(torch, hold, closures, runs, est, use_graph=use_graph, progress=report)
+    return out, floor, est
