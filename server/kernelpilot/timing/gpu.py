@@ -366,6 +366,27 @@ def event_floor_us(torch: Any, hold: SpinHold, runs: int = 64) -> float:
     return float(vals[len(vals) // 2])
 
 
+def held_estimate_us(
+    torch: Any, hold: SpinHold, closures: Sequence[Callable[[], Any]], calls: int = 8
+) -> float:
+    """GPU µs per call of back-to-back calls queued behind a hold (sizes the warm samples)."""
+    k = len(closures)
+    stream = torch.cuda.current_stream()
+
+    def enqueue(_: int) -> tuple[Any, Any]:
+        s = torch.cuda.Event(enable_timing=True)
+        e = torch.cuda.Event(enable_timing=True)
+        s.record(stream)
+        for j in range(calls):
+            closures[j % k]()
+        e.record(stream)
+        return s, e
+
+    pairs, _ = run_held(torch, hold, 3, enqueue)
+    torch.cuda.synchronize()
+    return min(float(s.elapsed_time(e)) * 1000.0 / calls for s, e in pairs)
+
+
 def time_modes(
     torch: Any,
     closures: Sequence[Callable[[], Any]],
@@ -382,6 +403,8 @@ def time_modes(
     try:
         hold = SpinHold(torch)
         floor = event_floor_us(torch, hold)
+        if hold.available:
+            est = held_estimate_us(torch, hold, closures)
     except Exception as exc:
         raise wrap_device_error(exc, "hold calibration") from exc
     total = runs * len(modes)

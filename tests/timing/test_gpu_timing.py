@@ -1,0 +1,145 @@
+"""The GPU timing loops on a simulated stream (tests/timing/fake_torch.py): method selection, gap detection,
+cold/warm semantics, typed errors. The same loops ran on the device H100 (bench/timing_vs_ncu.py; output in
+tests/fixtures/timing/)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kernelpilot.timing import callables, gpu
+from kernelpilot.timing.core import time_kernel
+from kernelpilot.timing.errors import CallableError, GpuLostError
+from kernelpilot.timing.models import TimeRequest
+from tests.timing.fake_torch import FakeTorch, Sim
+
+
+def test_unheld_event_pairs_read_the_host_launch_cost_not_the_kernel() -> None:
+    """Without a spin kernel, 2 µs kernels launched every 5 µs by the host read 5 µs each."""
+    t = FakeTorch(Sim(has_sleep=False))
+    hold = gpu.SpinHold(t)
+    assert not hold.available
+    res = gpu.time_warm(t, hold, [t.kernel(2.0)], runs=20, est_us=2.0, use_graph=False)
+    assert not res.gap_free and "NOT held" in res.note
+    assert min(res.samples_us) > 4.5  # the GPU waited for the host between launches
+    # In cold mode the 2 x 35 µs flush in front of each launch happens to cover the host's enqueue.
+    cold = gpu.time_cold(t, hold, [t.kernel(2.0)], runs=20)
+    assert cold.method == "unheld_events" and not cold.gap_free
+
+
+def test_held_stream_gives_the_kernel_time_exactly() -> None:
+    t = FakeTorch(Sim())
+    hold = gpu.SpinHold(t)
+    assert hold.cycles_per_us == pytest.approx(1000.0)
+    cold = gpu.time_cold(t, hold, [t.kernel(2.0)], runs=100)
+    assert cold.method == "held_stream_events" and cold.gap_free
+    assert cold.samples_us == pytest.approx([2.0] * 100)
+    assert cold.l2_flush_bytes == 2 * 50 * 1024 * 1024
+    warm = gpu.time_warm(t, hold, [t.kernel(2.0)], runs=50, est_us=2.0)
+    assert warm.method == "graph_replay" and warm.launches_per_sample == 64
+    assert warm.samples_us == pytest.approx([2.0] * 50)
+
+
+def test_a_hold_that_ends_too_early_is_detected_and_the_batch_rerun() -> None:
+    """The first batch's hold (50 µs) ends before 32 items x 4 calls x 5 µs are enqueued: re-run longer."""
+    t = FakeTorch(Sim())
+    hold = gpu.SpinHold(t)
+    res = gpu.time_cold(t, hold, [t.kernel(3.0)], runs=64)
+    assert res.retries >= 1 and res.gap_free
+    assert len(res.samples_us) == 64 and res.samples_us == pytest.approx([3.0] * 64)
+    assert "re-run because the GPU caught up" in res.note
+
+
+def test_warm_falls_back_to_direct_launches_when_capture_fails() -> None:
+    t = FakeTorch(Sim(capture_fails=True))
+    hold = gpu.SpinHold(t)
+    warm = gpu.time_warm(t, hold, [t.kernel(10.0)], runs=20, est_us=10.0)
+    assert warm.method == "held_stream_batch" and warm.launches_per_sample == 20
+    assert warm.samples_us == pytest.approx([10.0] * 20)
+    assert "could not be captured" in warm.note
+
+
+def test_rotation_cycles_the_closures_in_both_modes() -> None:
+    t = FakeTorch(Sim())
+    hold = gpu.SpinHold(t)
+    cold = gpu.time_cold(t, hold, [t.kernel(1.0), t.kernel(3.0)], runs=10)
+    assert cold.samples_us == pytest.approx([1.0, 3.0] * 5)
+    warm = gpu.time_warm(t, hold, [t.kernel(1.0), t.kernel(3.0)], runs=4, est_us=100.0)
+    assert warm.launches_per_sample == 2 and warm.samples_us == pytest.approx([2.0] * 4)
+
+
+@pytest.mark.parametrize(("est", "inner"), [(2.0, 64), (5.0, 40), (150.0, 2), (5000.0, 1), (0.0, 64)])
+def test_warm_sample_size(est: float, inner: int) -> None:
+    assert gpu.warm_inner(est) == inner
+
+
+def test_a_device_error_mid_run_is_a_typed_gpu_lost_error() -> None:
+    t = FakeTorch(Sim(fail_after=40))
+    hold = gpu.SpinHold(t)
+    with pytest.raises(GpuLostError, match="illegal memory access"):
+        gpu.time_cold(t, hold, [t.kernel(2.0)], runs=100)
+
+
+def test_a_closure_raising_is_a_callable_error() -> None:
+    t = FakeTorch(Sim())
+    hold = gpu.SpinHold(t)
+
+    def boom() -> None:
+        raise ValueError("shape mismatch")
+
+    with pytest.raises(CallableError, match="shape mismatch"):
+        gpu.time_cold(t, hold, [boom], runs=4)
+
+
+def _fake_factory(tmp_path: Path, body: str) -> str:
+    p = tmp_path / "fk.py"
+    p.write_text(body)
+    return f"{p}:make"
+
+
+def test_time_kernel_on_the_simulated_gpu_reports_both_modes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sim = Sim()
+    fake = FakeTorch(sim)
+    monkeypatch.setattr(callables, "_cuda_torch", lambda: fake)
+    import builtins
+
+    builtins._kp_fake_torch = fake  # type: ignore[attr-defined]
+    try:
+        spec = _fake_factory(
+            tmp_path, "import builtins\ndef make():\n    return builtins._kp_fake_torch.kernel(4.0)\n"
+        )
+        res = time_kernel(TimeRequest(spec=spec, runs=50, kernels=False, warmup_min_ms=0))
+        warm_only = time_kernel(
+            TimeRequest(spec=spec, runs=10, kernels=False, warmup_min_ms=0, timing="warm")
+        )
+    finally:
+        del builtins._kp_fake_torch  # type: ignore[attr-defined]
+    assert res.cold is not None and res.warm is not None and res.verdict_mode == "cold"
+    assert res.cold.stats.median == pytest.approx(4.0) and res.warm.stats.median == pytest.approx(4.0)
+    assert res.stats == res.cold.stats and res.timer == "held_stream_events"
+    assert res.cold.resolved and res.cold.gap_free and res.event_floor_us == pytest.approx(0.0)
+    text = res.render_text()
+    assert "cold: median 4.000 us" in text and "warm: median 4.000 us" in text
+    assert warm_only.cold is None and warm_only.verdict_mode == "warm"
+
+
+def test_progress_is_reported_for_each_mode(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = FakeTorch(Sim())
+    monkeypatch.setattr(callables, "_cuda_torch", lambda: fake)
+    seen: list[tuple[float, Any, str]] = []
+    callables.time_factory(
+        lambda: fake.kernel(2.0),
+        runs=64,
+        warmup=1,
+        rotate=1,
+        modes=["cold", "warm"],
+        device="auto",
+        kernels=False,
+        progress=lambda d, t=None, m="": seen.append((d, t, m)),
+    )
+    assert seen[-1][0] == seen[-1][1] == 128
+    assert any(m.startswith("cold:") for _, _, m in seen) and any(m.startswith("warm:") for _, _, m in seen)
