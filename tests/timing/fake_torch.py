@@ -90,7 +90,7 @@ class _Cuda:
     def _sleep_impl(self, cycles: int) -> None:
         self.sim.enqueue(cycles / self.sim.cycles_per_us)
 
-    def Event(self, enable_timing: bool = False) -> Event:  # noqa: N802 (torch's name)
+    def Event(self, enable_timing: bool = False) -> Event:
         return Event(self.sim, enable_timing)
 
     def synchronize(self) -> None:
@@ -99,7 +99,7 @@ class _Cuda:
     def current_stream(self) -> object:
         return self
 
-    def Stream(self) -> _Cuda:  # noqa: N802
+    def Stream(self) -> _Cuda:
         return self
 
     def wait_stream(self, other: object) -> None:
@@ -109,7 +109,7 @@ class _Cuda:
     def stream(self, s: object) -> Iterator[None]:
         yield
 
-    def CUDAGraph(self) -> Graph:  # noqa: N802
+    def CUDAGraph(self) -> Graph:
         return Graph(self.sim)
 
     @contextmanager

@@ -8,12 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.timing.fake_torch import FakeTorch, Sim
 
 from kernelpilot.timing import callables, gpu
 from kernelpilot.timing.core import time_kernel
 from kernelpilot.timing.errors import CallableError, GpuLostError
 from kernelpilot.timing.models import TimeRequest
-from tests.timing.fake_torch import FakeTorch, Sim
 
 
 def test_unheld_event_pairs_read_the_host_launch_cost_not_the_kernel() -> None:
