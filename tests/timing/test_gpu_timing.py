@@ -143,3 +143,17 @@ def test_progress_is_reported_for_each_mode(tmp_path: Path, monkeypatch: pytest.
     )
     assert seen[-1][0] == seen[-1][1] == 128
     assert any(m.startswith("cold:") for _, _, m in seen) and any(m.startswith("warm:") for _, _, m in seen)
+
+
+@pytest.mark.parametrize(("est", "m"), [(2.0, 32), (6.0, 25), (150.0, 1), (4000.0, 1), (0.0, 32)])
+def test_cold_launches_per_sample(est: float, m: int) -> None:
+    assert gpu.cold_per_sample(est) == m
+
+
+def test_cold_sample_is_the_mean_of_m_flushed_launches_net_of_the_floor() -> None:
+    t = FakeTorch(Sim(jitter=lambda i: 1.0 if i % 2 else 0.0))
+    hold = gpu.SpinHold(t)
+    res = gpu.time_cold(t, hold, [t.kernel(5.0)], runs=10, est_us=5.0, floor_us=0.25)
+    assert res.launches_per_sample == 30 and len(res.samples_us) == 10
+    assert res.samples_us == pytest.approx([5.5 - 0.25] * 10)
+    assert "mean of 30" in res.note

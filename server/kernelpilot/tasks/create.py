@@ -5,7 +5,9 @@ from __future__ import annotations
 import datetime as dt
 import os
 import re
+import sys
 from pathlib import Path
+from typing import Any, Literal
 
 from kernelpilot.atomic import write_text_atomic
 from kernelpilot.errors import InputFileError, InvalidArgumentError, StateError
@@ -53,6 +55,14 @@ def render_task_md(task: Task) -> str:
             else f" (JSON key `{task.metric.json_key}`)"
         ),
         f"- eval command (argv, run in `{task.workdir}` relative to this folder): {argv(task.eval_command)}",
+        *(
+            [
+                f"- timing: **{task.timing_mode}** GPU time (`kernelpilot time`; cold = L2 flushed before "
+                "every launch, warm = back-to-back launches) is what the verdict uses"
+            ]
+            if task.timing_mode
+            else []
+        ),
         f"- runs: {task.runs} measured after {task.warmup} warm-up; "
         f"stable when CV <= {task.cv_threshold:.1%}; "
         f"a change under {task.min_effect:.1%} is neutral",
@@ -80,6 +90,40 @@ def render_task_md(task: Task) -> str:
     return "\n".join(lines)
 
 
+def _eval_command(req: CreateTaskRequest) -> tuple[list[str], dict[str, Any], Literal["cold", "warm"] | None]:
+    """The eval argv, the metric and the timing mode: the user's command, or `kernelpilot time SPEC`."""
+    if req.time_spec is None:
+        if not req.eval_command:
+            raise InvalidArgumentError(
+                "give --eval-command (a program that prints its metric) or --time-spec file.py:function",
+                "e.g. --time-spec bench.py:make (timed by `kernelpilot time`, cold L2 by default)",
+            )
+        metric = {
+            "name": req.metric_name,
+            "direction": req.direction,
+            "unit": req.metric_unit,
+            "regex": req.metric_regex,
+            "json_key": req.metric_json_key,
+        }
+        return check_argv(req.eval_command, "eval_command"), metric, None
+    if req.eval_command or req.metric_regex or req.metric_json_key:
+        raise InvalidArgumentError(
+            "--time-spec replaces --eval-command and the metric options",
+            "give either --time-spec, or --eval-command with --metric-regex/--metric-json-key",
+        )
+    if ":" not in req.time_spec:
+        raise InvalidArgumentError(
+            f"time_spec {req.time_spec!r} must be 'file.py:function'", "name the launch-closure factory"
+        )
+    mode = req.timing_mode
+    argv = [
+        sys.executable, "-m", "kernelpilot.cli", "--json", "time", req.time_spec,
+        "--timing", mode, "--verdict", mode, "--no-kernels",
+    ]  # fmt: skip
+    metric = {"name": f"{mode}_time_us", "direction": "lower", "unit": "us", "json_key": "stats.median"}
+    return argv, metric, mode
+
+
 def create_task(req: CreateTaskRequest) -> CreateTaskResult:
     if not _NAME.match(req.name):
         raise InvalidArgumentError(
@@ -89,9 +133,9 @@ def create_task(req: CreateTaskRequest) -> CreateTaskResult:
     if not workdir.is_dir():
         raise InputFileError(f"workdir {req.workdir!r} is not a directory", "give the repository root")
     workdir = workdir.resolve()
-    eval_cmd = check_argv(req.eval_command, "eval_command")
     checks = [check_argv(c, "correctness_command") for c in req.correctness_command]
-    if (req.metric_regex is None) == (req.metric_json_key is None):
+    eval_cmd, metric_kw, timing_mode = _eval_command(req)
+    if timing_mode is None and (req.metric_regex is None) == (req.metric_json_key is None):
         raise InvalidArgumentError(
             "give exactly one of metric_regex or metric_json_key",
             "e.g. --metric-regex 'time_us: ([0-9.eE+-]+)'",
@@ -134,13 +178,8 @@ def create_task(req: CreateTaskRequest) -> CreateTaskResult:
         workdir=os.path.relpath(workdir, task_dir),
         eval_command=eval_cmd,
         correctness_commands=checks,
-        metric=Metric(
-            name=req.metric_name,
-            direction=req.direction,
-            unit=req.metric_unit,
-            regex=req.metric_regex,
-            json_key=req.metric_json_key,
-        ),
+        metric=Metric(**metric_kw),
+        timing_mode=timing_mode,
         allowed_files=list(req.allowed_file),
         runs=req.runs,
         warmup=req.warmup,

@@ -75,6 +75,7 @@ def task_hash(task: Task) -> str:
         "eval_command": task.eval_command,
         "metric": task.metric.model_dump(),
         "correctness_commands": task.correctness_commands,
+        **({"timing_mode": task.timing_mode} if task.timing_mode else {}),
         "env": task.environment.model_dump(exclude={"stripped_at_creation"}),
     }
     return hashlib.sha256(compact_json(keys).encode()).hexdigest()[:16]
@@ -287,7 +288,7 @@ def _candidate(
         **environment.capture(),
         "stripped_env": instrumentation.present(patterns=task.environment.strip),
     }
-    record = EvalRecord(created=now_iso(), **fields)
+    record = EvalRecord(created=now_iso(), timing_mode=task.timing_mode, **fields)
     _commit_record(task_dir, record)
     recorded = _record_in_db(req, task, task_dir) if req.record_db else []
     return EvaluateResult(

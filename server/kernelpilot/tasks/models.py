@@ -62,6 +62,9 @@ class Task(BaseModel):
     eval_command: list[str]
     correctness_commands: list[list[str]] = Field(default_factory=list)
     metric: Metric
+    timing_mode: Literal["cold", "warm"] | None = Field(
+        None, description="GPU timing the metric is (time_spec tasks); None: the command's own metric."
+    )
     allowed_files: list[str]
     runs: int = 10
     warmup: int = 1
@@ -111,6 +114,9 @@ class EvalRecord(Result):
     output_tail: str
     created: str
     environment: dict[str, Any]
+    timing_mode: Literal["cold", "warm"] | None = Field(
+        None, description="The GPU timing the verdict used (time_spec tasks), else None (command metric)."
+    )
 
 
 # ---- requests / results of the capabilities ----
@@ -119,8 +125,18 @@ class EvalRecord(Result):
 class CreateTaskRequest(Request):
     name: str = Field(description="Task name (letters, digits, '-', '_', '.').")
     eval_command: list[str] = Field(
+        default_factory=list,
         description="Command that prints the metric, as an argv list (repeat --eval-command per argument, "
-        "--eval-command=-x for dashes, or one JSON list). Never a shell string."
+        "--eval-command=-x for dashes, or one JSON list). Never a shell string. Or give time_spec.",
+    )
+    time_spec: str | None = Field(
+        None,
+        description="Instead of eval_command: a launch-closure factory 'file.py:function' (as `kernelpilot "
+        "time` takes); each eval run is one `kernelpilot time` process and its timing_mode median is the "
+        "metric (time_us, lower is better).",
+    )
+    timing_mode: Literal["cold", "warm"] = Field(
+        "cold", description="With time_spec: the GPU timing the verdict uses (cold = L2 flushed, like ncu)."
     )
     metric_name: str = Field("time_us", description="Name of the metric (e.g. time_us, tflops).")
     direction: Literal["lower", "higher"] = Field("lower", description="Which way is better.")

@@ -58,7 +58,7 @@ RESOLUTION_US = 0.5
 
 def _mode_result(t: ModeTiming, floor: float | None, cv_threshold: float) -> ModeResult:
     stats = summarize(t.samples_us, cv_threshold)
-    resolved = floor is None or stats.median - floor >= RESOLUTION_US
+    resolved = floor is None or stats.median >= RESOLUTION_US  # samples are net of the empty pair
     return ModeResult(
         mode=t.mode,
         method=t.method,

@@ -37,6 +37,8 @@ BATCH_RUNS = 32  # timed items enqueued behind one hold (well under the launch q
 MAX_RETRIES = 6  # batches re-run with a longer hold / fewer items before giving up on a gap-free batch
 WARM_SAMPLE_TARGET_US = 200.0  # a warm sample spans about this much GPU time (inner launches)
 WARM_INNER_MAX = 64
+COLD_SAMPLE_TARGET_US = 150.0  # a cold sample averages flushed launches spanning about this much kernel time
+COLD_PER_SAMPLE_MAX = 32
 HOLD_MARGIN = 2.0  # hold = margin x the host time the batch took to enqueue, plus a floor
 HOLD_FLOOR_US = 50.0
 
@@ -169,7 +171,7 @@ def run_held(
 
 
 def make_flush(torch: Any) -> tuple[Callable[[], None], int]:
-    """An L2 flush of 2x the device's L2 size: write, then read back (no dirty line left to the kernel)."""
+    """An L2 flush of 2x the device's L2 size by reading a clean buffer (no dirty line left to the kernel)."""
     props = torch.cuda.get_device_properties(torch.cuda.current_device())
     l2 = int(getattr(props, "L2_cache_size", 0) or 0)
     if l2 <= 0:
@@ -180,10 +182,12 @@ def make_flush(torch: Any) -> tuple[Callable[[], None], int]:
     nbytes = L2_FLUSH_FACTOR * l2
     buf = torch.empty(nbytes, dtype=torch.uint8, device="cuda")
 
+    buf.zero_()
+
     def flush() -> None:
-        # Write the buffer, then read it: a write-only flush leaves the L2 full of dirty lines whose
-        # write-back the timed kernel then pays (+2.7 % against ncu on an H100, 2026-11-22).
-        buf.zero_()
+        # Read the buffer: the kernel's dirty lines are evicted (written back here, untimed) and the L2
+        # is left holding clean lines of the buffer only. A write-only flush would leave dirty lines whose
+        # write-back the timed kernel pays (+2.7 % against ncu on an H100, 2026-11-22).
         buf.max()
 
     return flush, nbytes
@@ -216,16 +220,32 @@ def warm_up(torch: Any, closures: Sequence[Callable[[], Any]], warmup: int, min_
     return float(start.elapsed_time(end)) * 1000.0 / reps
 
 
+def cold_per_sample(est_us: float) -> int:
+    """Flushed launches averaged in one cold sample: single cold launches of a few µs vary by ~10 %
+    (DRAM and L2 state; seen on an H100, 2026-11-23), so a sample is the mean of enough of them to span
+    ~COLD_SAMPLE_TARGET_US of kernel time."""
+    if math.isinf(est_us):
+        return 1
+    if est_us <= 0 or math.isnan(est_us):
+        return COLD_PER_SAMPLE_MAX
+    return max(1, min(COLD_PER_SAMPLE_MAX, math.ceil(COLD_SAMPLE_TARGET_US / est_us)))
+
+
 def time_cold(
     torch: Any,
     hold: SpinHold,
     closures: Sequence[Callable[[], Any]],
     runs: int,
     progress: Callable[[int], None] | None = None,
+    *,
+    est_us: float = math.inf,
+    floor_us: float = 0.0,
 ) -> ModeTiming:
-    """One launch per sample, L2 flushed before it outside the events, every item queued behind a hold."""
+    """Each sample: the mean of m launches, each with the L2 flushed before it outside its event pair, net
+    of the empty event pair's reading; every launch is queued behind a hold."""
     flush, nbytes = make_flush(torch)
     k = len(closures)
+    m = cold_per_sample(est_us)
     stream = torch.cuda.current_stream()
 
     def enqueue(i: int) -> tuple[Any, Any]:
@@ -237,18 +257,24 @@ def time_cold(
         e.record(stream)
         return s, e
 
+    def report(done: int) -> None:
+        if progress is not None:
+            progress(done // m)
+
     try:
-        pairs, st = run_held(torch, hold, runs, enqueue, progress=progress)
+        pairs, st = run_held(torch, hold, runs * m, enqueue, progress=report)
         torch.cuda.synchronize()
-        samples = [s.elapsed_time(e) * 1000.0 for s, e in pairs]
+        single = [s.elapsed_time(e) * 1000.0 - floor_us for s, e in pairs]
     except Exception as exc:
         raise wrap_device_error(exc, "cold timing") from exc
+    samples = [sum(single[i : i + m]) / m for i in range(0, len(single), m)]
     method: Method = "held_stream_events" if hold.available else "unheld_events"
     note = (
-        f"cold: L2 flushed ({nbytes} B written then read) before every launch, outside the events; "
+        f"cold: L2 flushed (a {nbytes} B buffer read) before every launch, outside its event pair; "
+        f"sample = mean of {m} such launches, net of the empty event pair ({floor_us:.3f} us); "
         + _hold_note(hold, st)
     )
-    return ModeTiming("cold", method, samples, 1, st.gap_free, st.retries, note, nbytes)
+    return ModeTiming("cold", method, samples, m, st.gap_free, st.retries, note, nbytes)
 
 
 def _hold_note(hold: SpinHold, st: HoldStats) -> str:
@@ -309,8 +335,10 @@ def time_warm(
     *,
     use_graph: bool = True,
     progress: Callable[[int], None] | None = None,
+    floor_us: float = 0.0,
 ) -> ModeTiming:
-    """`inner` back-to-back launches per sample (graph replay, else direct), queued behind a hold."""
+    """`inner` back-to-back launches per sample (graph replay, else direct), queued behind a hold; sample =
+    (elapsed - empty event pair) / inner."""
     inner = warm_inner(est_us)
     k = len(closures)
     stream = torch.cuda.current_stream()
@@ -334,7 +362,7 @@ def time_warm(
             torch.cuda.synchronize()
         pairs, st = run_held(torch, hold, runs, enqueue, progress=progress)
         torch.cuda.synchronize()
-        samples = [s.elapsed_time(e) * 1000.0 / inner for s, e in pairs]
+        samples = [(s.elapsed_time(e) * 1000.0 - floor_us) / inner for s, e in pairs]
     except Exception as exc:
         raise wrap_device_error(exc, "warm timing") from exc
     method: Method = "graph_replay" if graph is not None else "held_stream_batch"
@@ -343,8 +371,9 @@ def time_warm(
         if graph is not None
         else f"{inner} launches enqueued directly (the closure could not be captured in a graph)"
     )
-    note = f"warm: back-to-back launches, no flush; each sample = {how}, elapsed / {inner}; " + _hold_note(
-        hold, st
+    note = (
+        f"warm: back-to-back launches, no flush; each sample = {how}, (elapsed - empty event pair "
+        f"{floor_us:.3f} us) / {inner}; " + _hold_note(hold, st)
     )
     return ModeTiming("warm", method, samples, inner, st.gap_free, st.retries, note)
 
@@ -416,7 +445,9 @@ def time_modes(
             progress(base + done, total, f"{mode}: {done}/{runs} runs")
 
         if mode == "cold":
-            out["cold"] = time_cold(torch, hold, closures, runs, progress=report)
+            out["cold"] = time_cold(torch, hold, closures, runs, progress=report, est_us=est, floor_us=floor)
         else:
-            out["warm"] = time_warm(torch, hold, closures, runs, est, use_graph=use_graph, progress=report)
+            out["warm"] = time_warm(
+                torch, hold, closures, runs, est, use_graph=use_graph, progress=report, floor_us=floor
+            )
     return out, floor, est
