@@ -211,6 +211,9 @@ def main() -> int:
     ap.add_argument("--only", default="", help="comma-separated kernel names")
     ap.add_argument("--runs", type=int, default=200)
     args = ap.parse_args()
+    import faulthandler
+
+    faulthandler.dump_traceback_later(90, repeat=True)  # a stuck run shows where it is stuck
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "server"))
     import torch
 

@@ -157,3 +157,14 @@ def test_cold_sample_is_the_mean_of_m_flushed_launches_net_of_the_floor() -> Non
     assert res.launches_per_sample == 30 and len(res.samples_us) == 10
     assert res.samples_us == pytest.approx([5.5 - 0.25] * 10)
     assert "mean of 30" in res.note
+
+
+def test_holds_stay_proportionate_over_thousands_of_launches() -> None:
+    """6,400 flushed launches: the GPU's time is the flushes and kernels, not runaway holds."""
+    t = FakeTorch(Sim())
+    hold = gpu.SpinHold(t)
+    start = t.sim.host_us
+    res = gpu.time_cold(t, hold, [t.kernel(2.0)], runs=200, est_us=2.0)
+    assert len(res.samples_us) == 200 and res.gap_free
+    busy = 200 * 32 * (2 * 50 * 1024 * 1024 / 3e6 + 2.0)  # flush read + kernel, per launch
+    assert t.sim.host_us - start < 1.5 * busy

@@ -39,8 +39,9 @@ WARM_SAMPLE_TARGET_US = 200.0  # a warm sample spans about this much GPU time (i
 WARM_INNER_MAX = 64
 COLD_SAMPLE_TARGET_US = 150.0  # a cold sample averages flushed launches spanning about this much kernel time
 COLD_PER_SAMPLE_MAX = 32
-HOLD_MARGIN = 2.0  # hold = margin x the host time the batch took to enqueue, plus a floor
+HOLD_MARGIN = 2.0  # hold = margin x the host's time per item x items, plus a floor
 HOLD_FLOOR_US = 50.0
+HOLD_MAX_US = 20_000.0  # never hold the GPU longer than this at once
 
 Method = Literal["held_stream_events", "graph_replay", "held_stream_batch", "unheld_events"]
 
@@ -133,30 +134,38 @@ def run_held(
 ) -> tuple[list[tuple[Any, Any]], HoldStats]:
     """Enqueue `count` timed items behind spin holds; return the (start, end) events of gap-free batches.
 
-    `enqueue(i)` enqueues item i and returns its event pair. A batch whose hold ended before the host
-    finished enqueueing it is discarded and re-run with a longer hold and, if the host itself was
-    blocked (a full launch queue), fewer items.
+    `enqueue(i)` enqueues item i and returns its event pair. Each hold lasts HOLD_MARGIN x (the host's
+    time per item, as last observed) x (items in the batch), plus a floor, capped at HOLD_MAX_US. A
+    batch whose hold ended before the host finished enqueueing it is discarded and re-run with twice the
+    per-item allowance; if the host was blocked (far slower per item than usual: a full launch queue),
+    with half the items. The allowance follows what the host does, so it cannot run away.
     """
     stats = HoldStats()
     kept: list[tuple[Any, Any]] = []
+    per_item_us = 0.0  # learned from the first batch (re-run if its hold was too short)
+    typical_us: float | None = None  # per-item host time of accepted batches (blocked-host detection)
     i = 0
     tries = 0
     while i < count:
         n = min(batch, count - i)
+        hold_us = min(HOLD_MAX_US, HOLD_MARGIN * per_item_us * n + HOLD_FLOOR_US)
         hold_end = torch.cuda.Event()
-        hold.hold(stats.hold_us)
+        hold.hold(hold_us)
         hold_end.record()
         t0 = time.perf_counter()
         pairs = [enqueue(i + j) for j in range(n)]
         enq_us = (time.perf_counter() - t0) * 1e6
+        observed = enq_us / n
         caught_up = bool(hold_end.query()) if hold.available else True
-        stats.enqueue_us_per_item.append(enq_us / n)
+        stats.enqueue_us_per_item.append(observed)
+        stats.hold_us = max(stats.hold_us, hold_us)
         if caught_up and hold.available and tries < MAX_RETRIES:
             tries += 1
             stats.retries += 1
-            if enq_us > stats.hold_us * 0.9 and batch > 1:
-                batch = max(1, batch // 2)  # the host waited on a full queue: fewer items per hold
-            stats.hold_us = max(stats.hold_us * 2, enq_us * HOLD_MARGIN + HOLD_FLOOR_US)
+            blocked = typical_us is not None and observed > 4 * typical_us
+            if (blocked or hold_us >= HOLD_MAX_US) and batch > 1:
+                batch = max(1, batch // 2)
+            per_item_us = max(2 * per_item_us, observed)
             continue
         if caught_up:
             stats.gap_free = False
@@ -164,7 +173,8 @@ def run_held(
         stats.batches += 1
         i += n
         tries = 0
-        stats.hold_us = max(stats.hold_us, enq_us * HOLD_MARGIN + HOLD_FLOOR_US)
+        typical_us = observed if typical_us is None else min(typical_us, observed)
+        per_item_us = max(observed, typical_us)
         if progress is not None:
             progress(i)
     return kept, stats
