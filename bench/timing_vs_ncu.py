@@ -267,6 +267,15 @@ def main() -> int:
             t0 = time.perf_counter()
             time_kernel(TimeRequest(spec=f"{kern}:make_mul_1m", runs=200, workdir=tmp))
             cost.append(time.perf_counter() - t0)
+        parts = {}
+        for label, kw in (
+            ("cold only, no attribution", {"timing": "cold", "kernels": False}),
+            ("warm only, no attribution", {"timing": "warm", "kernels": False}),
+            ("both, no attribution", {"kernels": False}),
+        ):
+            t0 = time.perf_counter()
+            time_kernel(TimeRequest(spec=f"{kern}:make_mul_1m", runs=200, workdir=tmp, **kw))
+            parts[label] = round(time.perf_counter() - t0, 3)
         three = time_kernel(TimeRequest(spec=f"{kern}:make_three", runs=100, workdir=tmp))
         errors = {}
         for bad in ("nothing",):
@@ -295,6 +304,7 @@ def main() -> int:
         for ks in k.kernels:
             print(f"   {ks.duration_us_per_call:9.2f} us x{ks.launches_per_call:g} {ks.name[:80]}")
     print(f"bad input: {errors}")
+    print(f"cost parts (s, one run each, 200 runs of mul_1m): {parts}")
     med_cost = statistics.median(cost)
     if args.out:
         Path(args.out).write_text(json.dumps({"rows": rows, "cost_s": cost, "errors": errors,

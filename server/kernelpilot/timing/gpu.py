@@ -23,6 +23,7 @@ result models in `models`, the closure protocol in `callables`.
 from __future__ import annotations
 
 import math
+import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -37,8 +38,8 @@ BATCH_RUNS = 32  # timed items enqueued behind one hold (well under the launch q
 MAX_RETRIES = 6  # batches re-run with a longer hold / fewer items before giving up on a gap-free batch
 WARM_SAMPLE_TARGET_US = 200.0  # a warm sample spans about this much GPU time (inner launches)
 WARM_INNER_MAX = 64
-COLD_SAMPLE_TARGET_US = 150.0  # a cold sample averages flushed launches spanning about this much kernel time
-COLD_PER_SAMPLE_MAX = 32
+COLD_SAMPLE_TARGET_US = 100.0  # a cold sample: the median of flushed launches spanning about this long
+COLD_PER_SAMPLE_MAX = 16
 HOLD_MARGIN = 2.0  # hold = margin x the host's time per item x items, plus a floor
 HOLD_FLOOR_US = 50.0
 HOLD_MAX_US = 20_000.0  # never hold the GPU longer than this at once
@@ -190,15 +191,13 @@ def make_flush(torch: Any) -> tuple[Callable[[], None], int]:
             "time in warm mode only (--timing warm), or upgrade torch",
         )
     nbytes = L2_FLUSH_FACTOR * l2
-    buf = torch.empty(nbytes, dtype=torch.uint8, device="cuda")
-
-    buf.zero_()
+    buf = torch.zeros(nbytes // 4, dtype=torch.float32, device="cuda")  # float32: a fast, vectorized read
 
     def flush() -> None:
         # Read the buffer: the kernel's dirty lines are evicted (written back here, untimed) and the L2
         # is left holding clean lines of the buffer only. A write-only flush would leave dirty lines whose
         # write-back the timed kernel pays (+2.7 % against ncu on an H100, 2026-11-22).
-        buf.max()
+        buf.amax()
 
     return flush, nbytes
 
@@ -231,9 +230,9 @@ def warm_up(torch: Any, closures: Sequence[Callable[[], Any]], warmup: int, min_
 
 
 def cold_per_sample(est_us: float) -> int:
-    """Flushed launches averaged in one cold sample: single cold launches of a few µs vary by ~10 %
-    (DRAM and L2 state; seen on an H100, 2026-11-23), so a sample is the mean of enough of them to span
-    ~COLD_SAMPLE_TARGET_US of kernel time."""
+    """Flushed launches in one cold sample: single cold launches of a few µs vary by ~10 % (DRAM and L2
+    state; seen on an H100, 2026-11-23), so a sample is the median of enough of them to span about
+    COLD_SAMPLE_TARGET_US of kernel time (the median, as ncu's figure of repeated launches is)."""
     if math.isinf(est_us):
         return 1
     if est_us <= 0 or math.isnan(est_us):
@@ -251,7 +250,7 @@ def time_cold(
     est_us: float = math.inf,
     floor_us: float = 0.0,
 ) -> ModeTiming:
-    """Each sample: the mean of m launches, each with the L2 flushed before it outside its event pair, net
+    """Each sample: the median of m launches, each with the L2 flushed before it outside its event pair, net
     of the empty event pair's reading; every launch is queued behind a hold."""
     flush, nbytes = make_flush(torch)
     k = len(closures)
@@ -277,11 +276,11 @@ def time_cold(
         single = [s.elapsed_time(e) * 1000.0 - floor_us for s, e in pairs]
     except Exception as exc:
         raise wrap_device_error(exc, "cold timing") from exc
-    samples = [sum(single[i : i + m]) / m for i in range(0, len(single), m)]
+    samples = [statistics.median(single[i : i + m]) for i in range(0, len(single), m)]
     method: Method = "held_stream_events" if hold.available else "unheld_events"
     note = (
         f"cold: L2 flushed (a {nbytes} B buffer read) before every launch, outside its event pair; "
-        f"sample = mean of {m} such launches, net of the empty event pair ({floor_us:.3f} us); "
+        f"sample = median of {m} such launches, net of the empty event pair ({floor_us:.3f} us); "
         + _hold_note(hold, st)
     )
     return ModeTiming("cold", method, samples, m, st.gap_free, st.retries, note, nbytes)
