@@ -73,7 +73,7 @@ class Buffer:
     def zero_(self) -> None:
         self.sim.enqueue(self.nbytes / 3e6)  # ~3 TB/s
 
-    def amax(self) -> None:
+    def max(self) -> None:
         self.sim.enqueue(self.nbytes / 3e6)
 
 
@@ -142,10 +142,8 @@ class FakeTorch:
         self.sim = sim
         self.cuda = _Cuda(sim)
 
-    float32 = "float32"
-
-    def zeros(self, n: int, dtype: Any = None, device: str = "cuda") -> Buffer:
-        return Buffer(self.sim, n * 4)
+    def empty(self, n: int, dtype: Any = None, device: str = "cuda") -> Buffer:
+        return Buffer(self.sim, n)
 
     def kernel(self, duration_us: float) -> Callable[[], None]:
         """A closure that launches one kernel of `duration_us` (plus the sim's jitter)."""

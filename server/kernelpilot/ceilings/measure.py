@@ -2,8 +2,9 @@
 
 Owns only the measurement: device-to-device copy bandwidth (bytes read + bytes written), read-heavy
 bandwidth (a sum reduction: bytes read), and square matmul throughput per dtype (2·n³ FLOPs) on random
-data. Each measurement: warm-up runs, then `runs` timed runs with CUDA events around each call; the
-value is the median throughput and the spread is (p90 − p10)/median. Clocks, power limits and MIG
+data. Each measurement: warm-up runs, then `runs` timed samples of back-to-back launches taken by the
+timing engine's warm mode (`kernelpilot.timing.gpu`: launches queued behind a spin hold, CUDA events,
+graph replay where possible); the value is the median throughput and the spread is (p90 − p10)/median. Clocks, power limits and MIG
 are never touched. Needs a CUDA GPU and PyTorch (DeviceUnavailableError otherwise).
 """
 
@@ -55,19 +56,12 @@ def _percentile(sorted_vals: list[float], q: float) -> float:
 
 
 def _time_ms(torch: Any, fn: Callable[[], Any], runs: int, warmup: int) -> list[float]:
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(runs):
-        start = torch.cuda.Event(enable_timing=True)
-        end = torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(float(start.elapsed_time(end)))
-    return times
+    """Per-launch GPU time (ms) of back-to-back launches: the `time` command's warm mode (launches queued
+    behind a spin hold, a replayed graph where the work can be captured), so no launch gap is inside."""
+    from kernelpilot.timing import gpu
+
+    timings, _, _ = gpu.time_modes(torch, [fn], modes=["warm"], runs=runs, warmup=warmup, warmup_min_s=0.2)
+    return [us / 1000.0 for us in timings["warm"].samples_us]
 
 
 def _stats(work: float, times_ms: list[float]) -> tuple[float, float]:

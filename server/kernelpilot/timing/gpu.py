@@ -40,6 +40,7 @@ WARM_SAMPLE_TARGET_US = 200.0  # a warm sample spans about this much GPU time (i
 WARM_INNER_MAX = 64
 COLD_SAMPLE_TARGET_US = 100.0  # a cold sample: the median of flushed launches spanning about this long
 COLD_PER_SAMPLE_MAX = 16
+COLD_MIN_SAMPLES = 10  # `runs` cold launches are grouped into at least this many samples
 HOLD_MARGIN = 2.0  # hold = margin x the host's time per item x items, plus a floor
 HOLD_FLOOR_US = 50.0
 HOLD_MAX_US = 20_000.0  # never hold the GPU longer than this at once
@@ -175,14 +176,14 @@ def run_held(
         i += n
         tries = 0
         typical_us = observed if typical_us is None else min(typical_us, observed)
-        per_item_us = max(observed, typical_us)
+        per_item_us = typical_us  # the fastest the host has been: a blocked host must not lengthen holds
         if progress is not None:
             progress(i)
     return kept, stats
 
 
 def make_flush(torch: Any) -> tuple[Callable[[], None], int]:
-    """An L2 flush of 2x the device's L2 size by reading a clean buffer (no dirty line left to the kernel)."""
+    """An L2 flush of 2x the device's L2 size: write a buffer, then read it back (outside the timing)."""
     props = torch.cuda.get_device_properties(torch.cuda.current_device())
     l2 = int(getattr(props, "L2_cache_size", 0) or 0)
     if l2 <= 0:
@@ -191,13 +192,14 @@ def make_flush(torch: Any) -> tuple[Callable[[], None], int]:
             "time in warm mode only (--timing warm), or upgrade torch",
         )
     nbytes = L2_FLUSH_FACTOR * l2
-    buf = torch.zeros(nbytes // 4, dtype=torch.float32, device="cuda")  # float32: a fast, vectorized read
+    buf = torch.empty(nbytes, dtype=torch.uint8, device="cuda")
 
     def flush() -> None:
-        # Read the buffer: the kernel's dirty lines are evicted (written back here, untimed) and the L2
-        # is left holding clean lines of the buffer only. A write-only flush would leave dirty lines whose
-        # write-back the timed kernel pays (+2.7 % against ncu on an H100, 2026-11-22).
-        buf.amax()
+        # Write the buffer, then read it back. A write-only flush leaves the L2 full of dirty lines whose
+        # write-back the timed kernel pays (+2.7 % against ncu on an H100, 2026-11-22); a read-only flush
+        # read 0.3-0.7 us higher than write-then-read on 2-12 us kernels against ncu (H100, 2026-11-23).
+        buf.zero_()
+        buf.max()
 
     return flush, nbytes
 
@@ -250,11 +252,13 @@ def time_cold(
     est_us: float = math.inf,
     floor_us: float = 0.0,
 ) -> ModeTiming:
-    """Each sample: the median of m launches, each with the L2 flushed before it outside its event pair, net
-    of the empty event pair's reading; every launch is queued behind a hold."""
+    """`runs` launches (rounded up to whole samples), each with the L2 flushed before it outside its event
+    pair, net of the empty event pair's reading, all queued behind holds; a sample is the median of m
+    consecutive launches (at least COLD_MIN_SAMPLES samples)."""
     flush, nbytes = make_flush(torch)
     k = len(closures)
-    m = cold_per_sample(est_us)
+    m = min(cold_per_sample(est_us), max(1, runs // COLD_MIN_SAMPLES))
+    launches = math.ceil(runs / m) * m
     stream = torch.cuda.current_stream()
 
     def enqueue(i: int) -> tuple[Any, Any]:
@@ -271,7 +275,7 @@ def time_cold(
             progress(done // m)
 
     try:
-        pairs, st = run_held(torch, hold, runs * m, enqueue, progress=report)
+        pairs, st = run_held(torch, hold, launches, enqueue, progress=report)
         torch.cuda.synchronize()
         single = [s.elapsed_time(e) * 1000.0 - floor_us for s, e in pairs]
     except Exception as exc:
@@ -279,7 +283,8 @@ def time_cold(
     samples = [statistics.median(single[i : i + m]) for i in range(0, len(single), m)]
     method: Method = "held_stream_events" if hold.available else "unheld_events"
     note = (
-        f"cold: L2 flushed (a {nbytes} B buffer read) before every launch, outside its event pair; "
+        f"cold: L2 flushed (a {nbytes} B buffer written then read) before every launch, outside its "
+        "event pair; "
         f"sample = median of {m} such launches, net of the empty event pair ({floor_us:.3f} us); "
         + _hold_note(hold, st)
     )
