@@ -4,8 +4,9 @@ Owns only the measurement: device-to-device copy bandwidth (bytes read + bytes w
 bandwidth (a sum reduction: bytes read), and square matmul throughput per dtype (2·n³ FLOPs) on random
 data. Each measurement: warm-up runs, then `runs` timed samples of back-to-back launches taken by the
 timing engine's warm mode (`kernelpilot.timing.gpu`: launches queued behind a spin hold, CUDA events,
-graph replay where possible); the value is the median throughput and the spread is (p90 − p10)/median. Clocks, power limits and MIG
-are never touched. Needs a CUDA GPU and PyTorch (DeviceUnavailableError otherwise).
+graph replay where possible); the value is the median throughput and the spread is
+(p90 − p10)/median. Clocks, power limits and MIG are never touched. Needs a CUDA GPU and PyTorch
+(DeviceUnavailableError otherwise).
 """
 
 from __future__ import annotations
