@@ -186,3 +186,22 @@ def test_device_match_is_exact_and_offers_prefix_candidates_only() -> None:
     assert gpu_id == "a100-sxm-80gb"  # the alias 'A100' is exact
     gpu_id, close = match_device(wiki, "RTX 6000")
     assert gpu_id is None and close == ["rtx-6000-ada"]
+
+
+def test_citation_audit_of_the_whole_wiki_is_clean(tmp_path: Path) -> None:
+    """Acceptance: every value of every GPU, cited as `<metric>: <value> <unit> <- <path>:L<line>`, audits
+    ok; so do the citations the repository's docs make into the bundled wiki."""
+    from kernelpilot.wiki import audit_paths
+
+    wiki = load_wiki()
+    cites = [cv.citation() for gid in sorted(wiki.gpus) for cv in wiki.specs(gid)]
+    assert len(cites) > 600
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "all.md").write_text("\n".join(f"- {c}" for c in cites) + "\n")
+    res = audit_paths([ws], wiki, history=False)
+    counts = (res.ok, res.citations_checked, res.citations_ok)
+    assert counts == (True, len(cites), len(cites)), res.problems[:3]
+    docs = Path(__file__).resolve().parents[2] / "docs"
+    res = audit_paths([docs], wiki, history=False)
+    assert res.ok and res.citations_checked > 100, res.problems[:3]
