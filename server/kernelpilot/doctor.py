@@ -12,8 +12,9 @@ from pathlib import Path
 from pydantic import Field
 
 from kernelpilot import toolchain
-from kernelpilot.errors import ToolchainError
+from kernelpilot.errors import KernelpilotError, ToolchainError
 from kernelpilot.models import Request, Result
+from kernelpilot.wiki.models import WIKI_FIELD_DESCRIPTION
 
 DOCTOR_TOOLS = (
     "ncu",
@@ -32,6 +33,7 @@ class DoctorRequest(Request):
     """No arguments: doctor inspects the machine it runs on."""
 
     probe_gpus: bool = Field(True, description="Ask nvidia-smi / rocm-smi for the GPUs present.")
+    wiki: list[str] = Field(default_factory=list, description=WIKI_FIELD_DESCRIPTION)
 
 
 class ToolStatus(Result):
@@ -49,6 +51,21 @@ class GpuInfo(Result):
     detail: str = ""
 
 
+class WikiMatch(Result):
+    """Whether a GPU of this machine is described by the gpu-wiki (roofline needs its cited peaks)."""
+
+    device: str = Field(description="the GPU name as the driver tool reports it")
+    gpu_id: str | None = Field(default=None, description="wiki GPU id whose id/alias equals the name")
+    candidates: list[str] = Field(
+        default_factory=list, description="close wiki ids (prefix match, not taken)"
+    )
+    missing_metrics: list[str] = Field(
+        default_factory=list, description="roofline-critical metrics UNKNOWN for that wiki GPU"
+    )
+    measured_count: int = Field(default=0, description="measured ceiling lines the wiki holds for it")
+    suggestion: str = Field(default="", description="command that fills measured lines for this GPU")
+
+
 class CapabilityStatus(Result):
     capability: str
     available: bool
@@ -61,6 +78,10 @@ class DoctorResult(Result):
     gpus: list[GpuInfo]
     capabilities: list[CapabilityStatus]
     python_packages: dict[str, bool]
+    wiki: list[WikiMatch] = Field(
+        default_factory=list, description="per GPU found: is it in the gpu-wiki (alias match)"
+    )
+    wiki_error: str | None = Field(default=None, description="why the wiki could not be loaded, if so")
 
     def render_text(self) -> str:
         lines = ["Tools:"]
@@ -74,6 +95,23 @@ class DoctorResult(Result):
             lines.extend(f"  {g.vendor} #{g.index}: {g.name} {g.detail}".rstrip() for g in self.gpus)
         else:
             lines.append("  none detected")
+        for w in self.wiki:
+            if w.gpu_id:
+                gaps = (
+                    f"{len(w.missing_metrics)} roofline-critical UNKNOWN ({', '.join(w.missing_metrics)})"
+                    if w.missing_metrics
+                    else "every roofline-critical metric cited"
+                )
+                lines.append(
+                    f"  wiki: {w.device!r} -> {w.gpu_id}: {gaps}; {w.measured_count} measured ceilings"
+                )
+            else:
+                close = f" (close: {', '.join(w.candidates)})" if w.candidates else ""
+                lines.append(f"  wiki: {w.device!r} is not in the gpu-wiki{close}")
+            if w.suggestion:
+                lines.append(f"    fill measured lines: {w.suggestion}")
+        if self.wiki_error:
+            lines.append(f"  wiki: not loaded: {self.wiki_error}")
         lines.append(
             "Python packages: "
             + ", ".join(f"{k}={'yes' if v else 'no'}" for k, v in self.python_packages.items())
@@ -153,6 +191,13 @@ def run_doctor(request: DoctorRequest) -> DoctorResult:
         if by_name["rocm-smi"].found and by_name["rocm-smi"].path:
             gpus += _amd_gpus(Path(by_name["rocm-smi"].path))
     packages = {p: importlib.util.find_spec(p) is not None for p in ("torch", "triton")}
+    wiki_matches: list[WikiMatch] = []
+    wiki_error: str | None = None
+    if gpus:
+        try:
+            wiki_matches = _wiki_matches(gpus, request.wiki)
+        except KernelpilotError as exc:
+            wiki_error = f"{exc.message} ({exc.hint})" if exc.hint else exc.message
     caps: list[CapabilityStatus] = []
     for cap, groups, vendor, pkg in _CAPABILITY_NEEDS:
         missing: list[str] = []
@@ -176,4 +221,52 @@ def run_doctor(request: DoctorRequest) -> DoctorResult:
                 reason="available" if not missing else "missing: " + "; ".join(missing),
             )
         )
-    return DoctorResult(tools=tools, gpus=gpus, capabilities=caps, python_packages=packages)
+    return DoctorResult(
+        tools=tools,
+        gpus=gpus,
+        capabilities=caps,
+        python_packages=packages,
+        wiki=wiki_matches,
+        wiki_error=wiki_error,
+    )
+
+
+def _slug(name: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "my-gpu"
+
+
+def _wiki_matches(gpus: list[GpuInfo], wiki_dirs: list[str]) -> list[WikiMatch]:
+    """Match each distinct GPU name to the wiki (exact alias only) and say how to fill what is missing."""
+    from kernelpilot.wiki.core import load_wiki
+    from kernelpilot.wiki.coverage import match_device, missing_critical
+
+    wiki = load_wiki([Path(d) for d in wiki_dirs])
+    out: list[WikiMatch] = []
+    for name in dict.fromkeys(g.name for g in gpus):
+        gpu_id, close = match_device(wiki, name)
+        if gpu_id is None:
+            slug = _slug(name)  # the id `ceilings measure` makes from the device name
+            cmd = (
+                f"kernelpilot ceilings measure --out kp-wiki/{slug}.md, then pass --wiki kp-wiki "
+                f"(cited datasheet lines added to that file enable the spec roofline)"
+            )
+            out.append(WikiMatch(device=name, candidates=close, suggestion=cmd))
+            continue
+        entry = wiki.gpus[gpu_id]
+        measured = sum(1 for c in entry.specs.values() if c.measured)
+        cmd = ""
+        if measured == 0:
+            cmd = (
+                f"kernelpilot ceilings measure --gpu {gpu_id} --out kp-wiki/{gpu_id}.md, "
+                "then pass --wiki kp-wiki"
+            )
+        out.append(
+            WikiMatch(
+                device=name,
+                gpu_id=gpu_id,
+                missing_metrics=missing_critical(entry),
+                measured_count=measured,
+                suggestion=cmd,
+            )
+        )
+    return out

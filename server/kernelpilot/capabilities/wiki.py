@@ -36,7 +36,9 @@ CAPABILITIES = [
         description=(
             "List every GPU the loaded wikis describe (id, vendor, name, file, aliases, number of cited and "
             "measured values) and any wiki load problems (malformed lines, conflicts, overrides). Use it to "
-            "find the id to pass to `spec_lookup` or `roofline`."
+            "find the id to pass to `spec_lookup` or `roofline`. With `missing`, each GPU also lists which "
+            "roofline/occupancy-critical metrics are UNKNOWN (dense bf16/fp16 and fp32 peak, bandwidth, "
+            "SM/CU count, L2, shared/LDS and registers per SM/CU), with the count."
         ),
         request=GpusRequest,
         result=GpusResult,

@@ -79,8 +79,17 @@ def spec_lookup(req: SpecRequest) -> SpecResult:
 
 def list_gpus(req: GpusRequest) -> GpusResult:
     wiki = wiki_from_dirs(req.wiki)
+    infos = wiki.gpu_infos()
+    if req.missing:
+        from kernelpilot.wiki.coverage import critical_metrics, missing_critical
+
+        for info in infos:
+            entry = wiki.gpus[info.gpu_id]
+            info.critical_metrics = critical_metrics(entry)
+            info.missing_metrics = missing_critical(entry)
     return GpusResult(
-        gpus=wiki.gpu_infos(),
+        gpus=infos,
+        missing=req.missing,
         roots=[f"{r.name} ({'bundled' if r.bundled else r.path})" for r in wiki.roots],
         issues=[i.render() for i in wiki.issues if i.kind != "duplicate"],
     )

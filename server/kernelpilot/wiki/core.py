@@ -326,6 +326,10 @@ class Wiki:
                     pref |= ids
         return sorted(pref)
 
+    def match_gpu_name(self, name: str, *, exact_only: bool = False) -> list[str]:
+        """GPU ids whose id/alias/title equals `name` (normalized), else (unless exact_only) by prefix."""
+        return self._match_gpu(name, exact_only=exact_only)
+
     def resolve_gpu(self, name: str) -> str:
         """Wiki GPU id for a name, id or alias; raises UnknownSpecError or AmbiguousNameError."""
         if not name or not name.strip():

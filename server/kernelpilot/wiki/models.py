@@ -152,6 +152,14 @@ class GpuInfo(BaseModel):
     aliases: list[str] = Field(default_factory=list)
     spec_count: int = 0
     measured_count: int = 0
+    critical_metrics: list[str] = Field(
+        default_factory=list,
+        description="roofline/occupancy-critical metric keys for this GPU's vendor (filled with --missing)",
+    )
+    missing_metrics: list[str] = Field(
+        default_factory=list,
+        description="those of critical_metrics with no spec line: UNKNOWN (filled with --missing)",
+    )
 
 
 # ---------------------------------------------------------------------------------------------- spec
@@ -208,15 +216,25 @@ class SpecResult(Result):
 
 class GpusRequest(Request):
     wiki: list[str] = Field(default_factory=list, description=WIKI_FIELD_DESCRIPTION)
+    missing: bool = Field(
+        default=False,
+        description=(
+            "Per GPU, list which roofline/occupancy-critical metrics (dense bf16/fp16 and fp32 peaks, memory "
+            "bandwidth, SM/CU count, L2, shared/LDS and registers per SM/CU) are UNKNOWN, with the count"
+        ),
+    )
 
 
 class GpusResult(Result):
     gpus: list[GpuInfo]
     roots: list[str] = Field(description="wiki folders loaded, bundled first")
     issues: list[str] = Field(default_factory=list)
+    missing: bool = Field(default=False, description="true when the gap report (--missing) was asked for")
 
     def render_text(self) -> str:
         out = [f"wiki roots: {', '.join(self.roots)}"]
+        if self.missing:
+            return "\n".join(out + self._render_missing())
         for g in self.gpus:
             m = f", {g.measured_count} measured" if g.measured_count else ""
             out.append(
@@ -226,6 +244,23 @@ class GpusResult(Result):
         for issue in self.issues:
             out.append(f"wiki issue: {issue}")
         return "\n".join(out)
+
+    def _render_missing(self) -> list[str]:
+        out = []
+        total = 0
+        for g in self.gpus:
+            n, of = len(g.missing_metrics), len(g.critical_metrics)
+            total += n
+            gaps = ", ".join(g.missing_metrics) if n else "-"
+            out.append(f"{g.gpu_id:<22} {n}/{of} UNKNOWN  {gaps}")
+        complete = sum(1 for g in self.gpus if not g.missing_metrics)
+        out.append(
+            f"{len(self.gpus)} GPUs: {complete} with every roofline-critical metric cited, "
+            f"{total} UNKNOWN in all (add a cited line to a user wiki, or `kernelpilot ceilings measure`)"
+        )
+        for issue in self.issues:
+            out.append(f"wiki issue: {issue}")
+        return out
 
 
 # --------------------------------------------------------------------------------------------- audit
