@@ -25,6 +25,27 @@ class Evidence(BaseModel):
     )
 
 
+class Cause(BaseModel):
+    """One firing root-cause rule: what was measured, how much time fixing it could save, which levers."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    rule: str = Field(description="Rule name (kernelpilot.bottleneck.rules), e.g. uncoalesced_global_access.")
+    title: str
+    quantity: str = Field(description="The measured excess in words, with its numbers.")
+    value: float = Field(description="The headline number of the quantity.")
+    unit: str
+    gain_pct: float | None = Field(
+        description="Estimated share of the kernel time a fix could remove (upper bound); None = not "
+        "measurable from this input."
+    )
+    gain_formula: str = Field(description="How gain_pct was computed, with the measured numbers.")
+    levers: list[str] = Field(description="Lever ids (kernelpilot suggest), best first.")
+    at_roof: bool = Field(False, description="True when the rule says the kernel is at a roofline.")
+    evidence: list[Evidence]
+    source: str = Field(description="Document that explains the rule (URL and section).")
+
+
 class BottleneckVerdict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -37,6 +58,14 @@ class BottleneckVerdict(BaseModel):
     launch_id: int | None = None
     summary: str = ""
     missing: list[str] = Field(default_factory=list)
+    causes: list[Cause] = Field(
+        default_factory=list, description="Firing root-cause rules, largest estimated gain first."
+    )
+    ruled_out: list[str] = Field(
+        default_factory=list,
+        description="Rules evaluated on this input that did not fire ('rule: why'); their levers are "
+        "contradicted by the evidence.",
+    )
 
 
 class CitedPeak(BaseModel):
@@ -76,18 +105,37 @@ class ClassifyResult(Result):
     warnings: list[str] = Field(default_factory=list)
 
     def render_text(self) -> str:
+        """Compact view (causes first, a few evidence lines); every field is in --json."""
         out: list[str] = []
         for v in self.verdicts:
-            lvl = f" ({v.memory_level})" if v.memory_level else ""
-            out.append(f"{v.kernel}: {v.verdict}{lvl}  confidence {v.confidence:.2f}")
-            if v.summary:
-                out.append(f"  {v.summary}")
-            for e in v.evidence:
-                val = f"{e.value:.4g}" if isinstance(e.value, float) else str(e.value)
-                out.append(f"  - {e.metric} = {val}  [{e.threshold}]  <- {e.source}")
-            for m in v.next_measurements:
-                out.append(f"  next: {m}")
-            if v.missing:
-                out.append("  missing: " + ", ".join(v.missing))
+            out.extend(_verdict_text(v))
         out.extend(f"warning: {w}" for w in self.warnings)
         return "\n".join(out)
+
+
+TEXT_CAUSES = 3
+TEXT_EVIDENCE = 4
+
+
+def _val(v: float | str) -> str:
+    return f"{v:.4g}" if isinstance(v, float) else str(v)
+
+
+def _verdict_text(v: BottleneckVerdict) -> list[str]:
+    lvl = f" ({v.memory_level})" if v.memory_level else ""
+    out = [f"{v.kernel}: {v.verdict}{lvl}  confidence {v.confidence:.2f} — {v.summary[:90]}"]
+    if v.causes:
+        out.append("causes, largest estimated gain first:")
+    for i, c in enumerate(v.causes[:TEXT_CAUSES], 1):
+        gain = "gain not measured" if c.gain_pct is None else f"~{c.gain_pct:.0f}% of time"
+        out.append(f" {i}. {c.rule} [{gain}]: {c.quantity[:120]}")
+        out.append(f"    {c.gain_formula[:150]}; levers: {', '.join(c.levers)}")
+    if not v.causes:
+        for e in v.evidence[:TEXT_EVIDENCE]:
+            out.append(f"  - {e.metric} = {_val(e.value)}  [{e.threshold}]")
+    more = len(v.evidence) + max(0, len(v.causes) - TEXT_CAUSES)
+    out.append(f"  {len(v.ruled_out)} rules ruled out; {more} evidence lines and all sources in --json")
+    out.extend(f"  next: {m[:120]}" for m in v.next_measurements[:2])
+    if v.missing:
+        out.append("  missing: " + ", ".join(v.missing)[:200])
+    return out

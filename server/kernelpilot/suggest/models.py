@@ -67,22 +67,27 @@ class SuggestResult(Result):
     skipped: list[str] = Field(default_factory=list, description="Levers left out, with the reason.")
 
     def render_text(self) -> str:
-        lines = [self.note, ""]
-        for s in self.suggestions:
+        """Compact view: one line per lever plus its first reason; every field is in --json."""
+        lines = [self.note.split(";")[0] + "; test each with `kernelpilot eval`."]
+        prev = ""
+        for s in self.suggestions[:TEXT_ITEMS]:
+            hist = f"; {s.history_note}" if s.history_note else ""
             lines.append(
-                f"{s.rank}. [HYPOTHESIS] {s.lever} ({s.lever_type}) on {s.target_kernel} — risk {s.risk}, "
-                f"score {s.score:.2f}"
+                f"{s.rank}. {s.lever} on {s.target_kernel} (score {s.score:.2f}, risk {s.risk}){hist}"
             )
-            lines.append(f"   {s.title}")
-            lines.append(f"   why: {s.rationale}")
-            for e in s.evidence[:4]:
-                lines.append(f"   evidence: {e}")
-            if s.history_note:
-                lines.append(f"   history: {s.history_note}")
-            lines.append(f"   files: {', '.join(s.files) or '(name them)'}; source: {s.source}")
-            c = s.eval_contract
-            lines.append(f"   eval: {c.must}; correctness: {'; '.join(c.correctness)}")
-            lines.append(f"   predict: {c.prediction}")
+            lines.append(f"   {s.title[:80]}")
+            if s.evidence:
+                first = s.evidence[0]
+                same = first == prev
+                lines.append("   because: the same cause" if same else f"   because {first[:110]}")
+                prev = first
+        if len(self.suggestions) > TEXT_ITEMS:
+            lines.append(f"({len(self.suggestions) - TEXT_ITEMS} more in --json)")
+        if self.suggestions:
+            lines.append(f"eval each: {self.suggestions[0].eval_contract.must}")
         if self.skipped:
-            lines.append("skipped: " + "; ".join(self.skipped))
+            lines.append("skipped: " + "; ".join(self.skipped)[:160])
         return "\n".join(lines)
+
+
+TEXT_ITEMS = 4
