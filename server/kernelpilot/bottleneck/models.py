@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Literal
+import json
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from kernelpilot.models import Request, Result
+
+
+def _as_json_text(v: Any) -> Any:
+    """MCP clients/servers may hand a JSON string argument over already parsed: take it back as text."""
+    return v if v is None or isinstance(v, str) else json.dumps(v)
+
+
+JsonText = Annotated[str, BeforeValidator(_as_json_text)]
 
 Verdict = Literal["compute_bound", "memory_bound", "latency_bound", "sync_bound", "unknown"]
 MemoryLevel = Literal["dram", "l2", "l1_shared"]
@@ -83,17 +92,17 @@ class ClassifyRequest(Request):
     profile_path: str | None = Field(
         default=None, description="Profiler output (ncu raw/details CSV, .ncu-rep, rocprofv3 CSV/JSON)."
     )
-    profile_json: str | None = Field(
+    profile_json: JsonText | None = Field(
         default=None, description="Instead of a path: a profile_parse/profile_run result as JSON."
     )
     kernel: str | None = Field(default=None, description="Only kernels whose name contains this text.")
-    peaks_json: str | None = Field(
+    peaks_json: JsonText | None = Field(
         default=None,
         description="Optional JSON list of cited peaks [{metric, value, unit, citation}] "
         "(memory_bandwidth_tb_s,"
         " *_tflops) used when the profile has no speed-of-light percentages (e.g. rocprofv3).",
     )
-    isa_facts_json: str | None = Field(
+    isa_facts_json: JsonText | None = Field(
         default=None,
         description="Optional JSON object of ISA facts for the kernel (e.g. registers, spill_bytes, "
         "stack_frame_bytes, barriers) from `kernelpilot isa resources`; quoted as evidence.",

@@ -6,22 +6,23 @@ from typing import Literal
 
 from pydantic import Field
 
+from kernelpilot.bottleneck.models import JsonText
 from kernelpilot.models import Request, Result
 
 
 class SuggestRequest(Request):
-    bottleneck: str = Field(
+    bottleneck: JsonText = Field(
         description="classify_bottleneck result: a JSON file path or inline JSON, either "
         '{"verdicts": [...]} or one verdict {"kernel", "verdict", "memory_level", "confidence", '
         '"evidence", ...}.'
     )
-    isa: str | None = Field(
+    isa: JsonText | None = Field(
         None,
         description="Optional ISA facts (JSON path or inline): one object, a list, or {kernel: facts}; keys "
         "used: kernel, registers, spills (or spill_bytes/spill_stores/spill_loads), occupancy_limiter, "
         "widest_load_bits, tensor_ops.",
     )
-    history: str | None = Field(
+    history: JsonText | None = Field(
         None,
         description="Optional history (JSON list path/inline, or a ledger.jsonl / task folder): records with "
         "a change summary (lever / change_summary / summary / hypothesis) and status.",
@@ -73,13 +74,14 @@ class SuggestResult(Result):
         for s in self.suggestions[:TEXT_ITEMS]:
             hist = f"; {s.history_note}" if s.history_note else ""
             lines.append(
-                f"{s.rank}. {s.lever} on {s.target_kernel} (score {s.score:.2f}, risk {s.risk}){hist}"
+                f"{s.rank}. [HYPOTHESIS] {s.lever} on {s.target_kernel} "
+                f"(score {s.score:.2f}, risk {s.risk}){hist}"
             )
-            lines.append(f"   {s.title[:80]}")
+            lines.append(f"   {s.title[:72]}")
             if s.evidence:
                 first = s.evidence[0]
                 same = first == prev
-                lines.append("   because: the same cause" if same else f"   because {first[:110]}")
+                lines.append("   because: the same cause" if same else f"   because {first[:100]}")
                 prev = first
         if len(self.suggestions) > TEXT_ITEMS:
             lines.append(f"({len(self.suggestions) - TEXT_ITEMS} more in --json)")

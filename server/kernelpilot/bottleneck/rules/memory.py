@@ -16,6 +16,8 @@ DRAM_ROOF_PCT = 80.0  # ncu SOL rule: > 80% of peak is a saturated unit
 REUSE_TARGET_FLOP_PER_LOAD = 8.0  # an 8x8 register tile: 128 FLOP per 16 loaded values per k step
 REUSE_LOW_FLOP_PER_LOAD = 4.0  # kernelpilot: below a 4x4 register tile's ratio = little operand reuse
 LSU_BUSY_PCT = 50.0
+FMA_SHARE = 0.5  # GEMM shape: FFMA carries at least half of the FP32 FLOPs (reductions are FADD)
+_RATE = "smsp__sass_thread_inst_executed_op_{o}_pred_on.sum.per_cycle_elapsed"
 
 _BYTES = "smsp__sass_average_data_bytes_per_sector_mem_global_op_{op}.ratio"
 _MAX = "smsp__sass_average_data_bytes_per_sector_mem_global_op_{op}.max_rate"
@@ -189,6 +191,10 @@ def check_operand_reuse(c: Ctx) -> Finding | Clear | None:
     busy = lsu or 0.0
     if gld is None or sld is None or not flops or lsu is None:
         return None
+    add, mul, fma = (c.f(_RATE.format(o=o)) or 0.0 for o in ("fadd", "fmul", "ffma"))
+    fma_share = 2 * fma / (add + mul + 2 * fma) if add + mul + fma else 0.0
+    if fma_share < FMA_SHARE:
+        return Clear(f"FFMA {fma_share:.0%} of FP32 FLOPs: not a multiply-accumulate (GEMM-like) kernel")
     loads = gld + sld
     ratio = flops / (32.0 * loads) if loads else float("inf")
     if ratio >= REUSE_LOW_FLOP_PER_LOAD or busy < LSU_BUSY_PCT:
