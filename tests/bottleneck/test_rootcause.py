@@ -210,3 +210,36 @@ def test_isa_facts_from_isa_fit_json() -> None:
     g = normalize(json.loads(isa_json("sgemm_regtile")), "sgemm_regtile")
     assert g["occupancy_limiter"] == "registers" and g["occupancy_pct"] == 25.0
     assert g["widest_load_bits"] == 128
+
+
+def test_isa_facts_from_resources_merged_and_amd() -> None:
+    res = json.loads((FIX / "isa" / "resources_spill_regs.json").read_text())
+    f = normalize(res, "spill_regs")
+    assert (f["stack_frame_bytes"], f["spill_store_bytes"], f["registers"]) == (280, 404, 32)
+    both = normalize([res, json.loads(isa_json("spill_regs"))], "spill_regs")
+    assert both["widest_load_bits"] == 32 and both["spill_load_bytes"] == 428
+    # AMD: `isa fit` on the repo's real gfx942 spill fixture (clang 19)
+    from kernelpilot.isa.api import IsaFitRequest
+    from kernelpilot.isa.core import isa_fit
+
+    amd = Path(__file__).resolve().parents[1] / "fixtures" / "isa" / "amd" / "spill.gfx942.hsaco"
+    fit = isa_fit(IsaFitRequest(file=str(amd), disassemble=False)).model_dump(mode="json")
+    g = normalize(fit, "vgpr_spill")
+    assert (g["vgpr_spills"], g["stack_frame_bytes"], g["registers"]) == (195, 392, 64)
+    (r,) = [x for x in RULES if x.name == "local_memory"]
+    path = FIX / "roofline" / "copy_f4.csv"  # roofline mode: no local-memory metrics, so the ISA speaks
+    (p,) = profile_parse(ProfileParseRequest(path=str(path), include_raw_metrics=True)).kernels
+    out = r.check(Ctx(p=p, where=str(path), isa=g))
+    assert isinstance(out, Finding) and "register spills" in out.quantity and out.gain_pct is None
+    assert out.levers[0] == "remove_spills"
+
+
+def test_history_down_ranks_a_failed_lever() -> None:
+    v = verdict("sgemm_naive")
+    doc = json.dumps({"verdicts": [v.model_dump(mode="json")]})
+    hist = json.dumps([{"kernel": "sgemm_naive", "lever": "reuse_on_chip", "status": "regressed"}])
+    res = suggest_experiments(SuggestRequest(bottleneck=doc, history=hist))
+    by = {s.lever: s for s in res.suggestions}
+    assert res.suggestions[0].lever == "register_tiling"
+    assert by["reuse_on_chip"].score == pytest.approx(v.causes[0].gain_pct / 100 * 0.35, abs=1e-3)
+    assert "tried 1x" in by["reuse_on_chip"].history_note

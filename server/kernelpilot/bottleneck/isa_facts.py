@@ -7,20 +7,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-FLAT_KEYS = (
-    "registers",
-    "stack_frame_bytes",
-    "spill_store_bytes",
-    "spill_load_bytes",
-    "spill_bytes",
-    "spills",
-    "widest_load_bits",
-    "tensor_ops",
-    "occupancy_limiter",
-    "occupancy_pct",
-    "local_instructions",
-)
-
 
 def _from_fit(rep: dict[str, Any]) -> dict[str, object]:
     out: dict[str, object] = {}
@@ -49,7 +35,11 @@ def _from_resources(k: dict[str, Any]) -> dict[str, object]:
 
 
 def _pick(items: list[Any], kernel: str) -> dict[str, Any]:
-    named = [x for x in items if isinstance(x, dict) and kernel and x.get("kernel") == kernel]
+    named = [
+        x
+        for x in items
+        if isinstance(x, dict) and kernel and kernel in (x.get("kernel"), x.get("demangled"), x.get("name"))
+    ]
     if named:
         return dict(named[0])
     if len(items) == 1 and isinstance(items[0], dict):
@@ -60,6 +50,8 @@ def _pick(items: list[Any], kernel: str) -> dict[str, Any]:
 _STACK = re.compile(r"stack frame (\d+) B")
 _SPILLS = re.compile(r"spills\s+(\d+) B stores / (\d+) B loads")
 _REGS = re.compile(r"registers\s+(\d+)/thread")
+_AMD_SPILLS = re.compile(r"spills\s+VGPR (\d+), SGPR (\d+); scratch (\d+) B/lane")
+_AMD_REGS = re.compile(r"registers\s+VGPR (\d+) AGPR (\d+)")
 
 
 def _fit_text(text: str) -> dict[str, object]:
@@ -69,6 +61,8 @@ def _fit_text(text: str) -> dict[str, object]:
         (_STACK, ("stack_frame_bytes",)),
         (_SPILLS, ("spill_store_bytes", "spill_load_bytes")),
         (_REGS, ("registers",)),
+        (_AMD_SPILLS, ("vgpr_spills", "sgpr_spills", "stack_frame_bytes")),
+        (_AMD_REGS, ("registers", "agprs")),
     ):
         m = rx.search(text)
         if m:

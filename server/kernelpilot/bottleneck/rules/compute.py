@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 from kernelpilot.bottleneck.rules.base import BPG, NCU_GUIDE, PG, Clear, Ctx, Finding, Rule
+from kernelpilot.bottleneck.rules.memory import DRAM_ROOF_PCT
 
 PIPE_BUSY_PCT = 60.0  # kernelpilot (as classify): a pipe this busy bounds the kernel
 TENSOR_ROOF_PCT = 80.0  # ncu SOL rule: > 80% = saturated
@@ -97,13 +98,13 @@ def check_narrow_loads(c: Ctx) -> Finding | Clear | None:
         return None
     if widest >= 128 or dram < NARROW_DRAM_PCT:
         return Clear(f"widest global load {widest:.0f} bits, DRAM {dram:.0f}%")
-    head = max(0.0, 80.0 - dram)
+    head = max(0.0, DRAM_ROOF_PCT - dram)
     return Finding(
         quantity=f"widest global load {widest:.0f} bits (ISA) while DRAM is at {dram:.0f}%",
         value=widest,
         unit="bits",
         gain_pct=head,
-        gain_formula=f"bandwidth headroom to the 80% roof level: 80 - {dram:.1f} = {head:.1f}%",
+        gain_formula=f"bandwidth headroom to the at-roof level: {DRAM_ROOF_PCT:g} - {dram:.1f} = {head:.1f}%",
         levers=("vectorize_loads",),
         evidence=[("isa.widest_load_bits", widest), ("dram_throughput_pct", dram)],
     )

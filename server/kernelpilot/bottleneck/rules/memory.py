@@ -69,7 +69,7 @@ def _local_sectors(c: Ctx) -> tuple[float, float] | None:
 def _local_kind(c: Ctx) -> tuple[str, tuple[str, ...]]:
     spill_inst = c.f("sass__inst_executed_register_spilling") or 0.0
     spill_bytes = (c.isa_num("spill_store_bytes") or 0.0) + (c.isa_num("spill_load_bytes") or 0.0)
-    spill_bytes += c.isa_num("spill_bytes") or 0.0
+    spill_bytes += (c.isa_num("spill_bytes") or 0.0) + (c.isa_num("vgpr_spills") or 0.0)
     if spill_inst > 0 or spill_bytes > 0:
         return "register spills", ("remove_spills", "raise_occupancy")
     return "local array (no spills)", ("registerize_local_array", "reuse_on_chip")
