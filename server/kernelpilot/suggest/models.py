@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from textwrap import shorten
 from typing import Literal
 
 from pydantic import Field
@@ -77,11 +78,15 @@ class SuggestResult(Result):
                 f"{s.rank}. [HYPOTHESIS] {s.lever} on {s.target_kernel} "
                 f"(score {s.score:.2f}, risk {s.risk}){hist}"
             )
-            lines.append(f"   {s.title[:72]}")
+            lines.append(f"   {shorten(s.title, 72, placeholder=' ...')}")
             if s.evidence:
                 first = s.evidence[0]
                 same = first == prev
-                lines.append("   because: the same cause" if same else f"   because {first[:100]}")
+                lines.append(
+                    "   because: the same cause"
+                    if same
+                    else f"   because {shorten(first, 100, placeholder=' ...')}"
+                )
                 prev = first
         if len(self.suggestions) > TEXT_ITEMS:
             lines.append(f"({len(self.suggestions) - TEXT_ITEMS} more in --json)")
