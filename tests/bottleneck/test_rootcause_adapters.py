@@ -49,3 +49,13 @@ def test_mcp_classify_then_suggest() -> None:
             assert sug.structured_content["suggestions"][0]["lever"] == "remove_spills"
 
     anyio.run(main)
+
+
+def test_cli_isa_facts_from_a_file(run_cli) -> None:  # type: ignore[no-untyped-def]
+    r = run_cli(
+        "bottleneck",
+        str(FIX / "roofline" / "local_dyn.csv"),
+        "--isa-facts-json",
+        str(FIX / "isa" / "fit_local_dyn.json"),
+    )
+    assert r.code == 0 and "1. local_memory" in r.out and "256-byte stack frame" in r.out

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from pathlib import Path
 
 from kernelpilot.bottleneck.isa_facts import normalize as normalize_isa
 from kernelpilot.bottleneck.models import (
@@ -462,8 +463,11 @@ def classify_bottleneck(req: ClassifyRequest) -> ClassifyResult:
             ) from None
     isa_doc: object = None
     if req.isa_facts_json:
+        text = req.isa_facts_json
+        if not text.lstrip().startswith(("{", "[")) and Path(text).expanduser().is_file():
+            text = Path(text).expanduser().read_text(encoding="utf-8", errors="replace")
         try:
-            isa_doc = json.loads(req.isa_facts_json)
+            isa_doc = json.loads(text)
         except ValueError as exc:
             raise InvalidArgumentError(f"isa_facts_json is not JSON: {exc}", "give a JSON object") from None
         if not isinstance(isa_doc, (dict, list)):

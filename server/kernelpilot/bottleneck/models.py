@@ -104,8 +104,10 @@ class ClassifyRequest(Request):
     )
     isa_facts_json: JsonText | None = Field(
         default=None,
-        description="Optional JSON object of ISA facts for the kernel (e.g. registers, spill_bytes, "
-        "stack_frame_bytes, barriers) from `kernelpilot isa resources`; quoted as evidence.",
+        description="Optional ISA facts (inline JSON or a JSON file path): a flat object (registers, "
+        "spill_bytes, stack_frame_bytes, widest_load_bits, tensor_ops, occupancy_limiter, ...), or the "
+        "JSON of `kernelpilot isa fit --json` / `isa resources --json` (a list of both is merged); they "
+        "feed the root-cause rules and are quoted as evidence.",
     )
 
 
