@@ -9,7 +9,10 @@ below 60% of peak on both sides ncu points to latency issues), Nsight Compute Pr
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
+from pathlib import Path
 
+from kernelpilot.bottleneck.isa_facts import normalize as normalize_isa
 from kernelpilot.bottleneck.models import (
     BottleneckVerdict,
     CitedPeak,
@@ -17,6 +20,7 @@ from kernelpilot.bottleneck.models import (
     ClassifyResult,
     Evidence,
 )
+from kernelpilot.bottleneck.rules import Ctx, evaluate
 from kernelpilot.errors import InvalidArgumentError
 from kernelpilot.profile.models import KernelProfile, ProfileParseRequest, ProfileResult
 
@@ -116,269 +120,297 @@ def _peak_pcts(p: KernelProfile, peaks: list[CitedPeak], b: _Builder) -> tuple[f
     return mem_pct, comp_pct
 
 
-def classify_profile(
-    p: KernelProfile, where: str, peaks: list[CitedPeak] | None = None, isa: dict[str, object] | None = None
-) -> BottleneckVerdict:
-    b = _Builder(p, where)
+@dataclass
+class _State:
+    """The speed-of-light picture one verdict rule reads."""
+
+    p: KernelProfile
+    names: dict[str, str]
+    sm: float
+    mem: float
+    l1: float | None
+    l2: float | None
+    dram: float | None
+    stalls: dict[str, float]
+    top_stalls: list[tuple[str, float]]
+    waves: float | None
+    occ: float | None
+    top_pipe: tuple[str, float] | None
+
+    @property
+    def stall_total(self) -> float:
+        return sum(self.stalls.values())
+
+    @property
+    def top_unit(self) -> float:
+        return max(x for x in (self.sm, self.mem, self.l1 or 0.0, self.l2 or 0.0, self.dram or 0.0))
+
+    def sol(self, b: _Builder, which: tuple[str, ...], threshold: str) -> None:
+        vals = {"sm": self.sm, "mem": self.mem, "l1": self.l1, "l2": self.l2, "dram": self.dram}
+        for w in which:
+            b.add(self.names[w], vals[w], threshold)
+
+    def stall_evidence(self, b: _Builder) -> None:
+        total = self.stall_total
+        for r, v in self.top_stalls:
+            share = v / total if total else 0.0
+            b.add(
+                f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio",
+                v,
+                f"top stall reason ({100 * share:.0f}% of {total:.1f} stalled warps per issue)",
+            )
+
+
+_Out = tuple[str, str | None, float, list[str], str]  # verdict, level, confidence, next, summary
+
+
+def _unknown(p: KernelProfile, b: _Builder) -> BottleneckVerdict:
+    return BottleneckVerdict(
+        kernel=p.kernel,
+        launch_id=p.launch_id,
+        verdict="unknown",
+        confidence=0.0,
+        evidence=b.ev,
+        next_measurements=[
+            "kernelpilot profile run --mode roofline -- <program> (ncu SOL percentages), or give "
+            "cited peaks (peaks_json) with DRAM bytes and FLOP counters for rocprofv3 profiles"
+        ],
+        summary="not enough data: speed-of-light percentages (or cited peaks with bytes/FLOPs) are missing",
+        missing=[m for m in p.missing] or ["sm/memory speed-of-light percentages"],
+    )
+
+
+def _state(p: KernelProfile, b: _Builder, peaks: list[CitedPeak], isa: dict[str, object]) -> _State | None:
     names = _sol_names(p)
     sm, mem = p.sm_throughput_pct, p.memory_throughput_pct
-    l1, l2, dram = p.l1_throughput_pct, p.l2_throughput_pct, p.dram_throughput_pct
-    peak_mem, peak_comp = _peak_pcts(p, peaks or [], b)
+    dram = p.dram_throughput_pct
+    peak_mem, peak_comp = _peak_pcts(p, peaks, b)
     if sm is None and peak_comp is not None:
         sm, names["sm"] = peak_comp, "achieved_flop_rate_pct_of_peak"
     if mem is None and peak_mem is not None:
         mem, names["mem"] = peak_mem, "achieved_dram_bandwidth_pct_of_peak"
         dram, names["dram"] = peak_mem, "achieved_dram_bandwidth_pct_of_peak"
-    for k, v in (isa or {}).items():
-        if isinstance(v, (int, float, str)):
+    for k, v in isa.items():
+        if isinstance(v, (int, float, str)) and not isinstance(v, bool):
             b.add(f"isa.{k}", float(v) if isinstance(v, int) else v, "ISA fact (context)", "kernelpilot isa")
     if (sm is None) != (mem is None) and (peak_mem is not None or peak_comp is not None):
-        # One side from a cited peak, the other unmeasured: classify on the known side, say so,
-        # and lower the confidence.
+        # One side from a cited peak, the other unmeasured: classify on the known side, say so.
         if sm is None:
             sm, b.partial = 0.0, ["compute percent unknown (no FLOP counters or compute peak): treated as 0"]
         else:
             mem, b.partial = 0.0, ["memory percent unknown (no DRAM bytes or bandwidth peak): treated as 0"]
-    missing: list[str] = []
     if sm is None or mem is None:
-        missing = [m for m in p.missing] or ["sm/memory speed-of-light percentages"]
-        return BottleneckVerdict(
-            kernel=p.kernel,
-            launch_id=p.launch_id,
-            verdict="unknown",
-            confidence=0.0,
-            evidence=b.ev,
-            next_measurements=[
-                "kernelpilot profile run --mode roofline -- <program> (ncu SOL percentages), or give "
-                "cited peaks "
-                "(peaks_json) with DRAM bytes and FLOP counters for rocprofv3 profiles"
-            ],
-            summary="not enough data: speed-of-light percentages (or cited peaks with bytes/FLOPs) are "
-            "missing",
-            missing=missing,
-        )
+        return None
     stalls = {k: v for k, v in p.warp_stalls.items() if k != "selected"}
-    stall_total = sum(stalls.values())
-    top_stalls = sorted(stalls.items(), key=lambda kv: -kv[1])[:3]
-    waves = _f(p, "launch__waves_per_multiprocessor")
-    occ = p.achieved_occupancy_pct
     pipes = {k: _f(p, n) for k, n in _PIPES.items()}
-    pipes_known = {k: v for k, v in pipes.items() if v is not None}
-    top_pipe = max(pipes_known.items(), key=lambda kv: kv[1]) if pipes_known else None
-    top_unit = max(x for x in (sm, mem, l1 or 0.0, l2 or 0.0, dram or 0.0))
+    known = {k: v for k, v in pipes.items() if v is not None}
+    return _State(
+        p=p,
+        names=names,
+        sm=sm,
+        mem=mem,
+        l1=p.l1_throughput_pct,
+        l2=p.l2_throughput_pct,
+        dram=dram,
+        stalls=stalls,
+        top_stalls=sorted(stalls.items(), key=lambda kv: -kv[1])[:3],
+        waves=_f(p, "launch__waves_per_multiprocessor"),
+        occ=p.achieved_occupancy_pct,
+        top_pipe=max(known.items(), key=lambda kv: kv[1]) if known else None,
+    )
 
-    def sol_evidence(which: tuple[str, ...], threshold: str) -> None:
-        vals = {"sm": sm, "mem": mem, "l1": l1, "l2": l2, "dram": dram}
-        for w in which:
-            b.add(names[w], vals[w], threshold)
 
-    def stall_evidence() -> None:
-        for r, v in top_stalls:
-            share = v / stall_total if stall_total else 0.0
-            b.add(
-                f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio",
-                v,
-                f"top stall reason ({100 * share:.0f}% of {stall_total:.1f} stalled warps per issue)",
-            )
+def _v_parallelism(s: _State, b: _Builder) -> _Out | None:
+    few_blocks = s.waves is not None and s.waves < PARALLELISM_WAVES
+    low_occ = s.occ is not None and s.occ < LOW_OCCUPANCY_PCT
+    if not (max(s.sm, s.mem) < LEANING_PCT and (few_blocks or low_occ)):
+        return None
+    s.sol(b, ("sm", "mem"), f"< {LEANING_PCT:g} (%): no unit is busy")
+    b.add("launch__waves_per_multiprocessor", s.waves, f"< {PARALLELISM_WAVES:g}: fewer blocks than SMs")
+    b.add("launch__grid_size", _f(s.p, "launch__grid_size"), "blocks launched")
+    b.add("device__attribute_multiprocessor_count", _f(s.p, "device__attribute_multiprocessor_count"), "SMs")
+    b.add("sm__warps_active.avg.pct_of_peak_sustained_active", s.occ, f"< {LOW_OCCUPANCY_PCT:g} (%) achieved")
+    s.stall_evidence(b)
+    nxt = [
+        "raise parallelism: more blocks (grid >= a few waves of SMs) or more independent work per "
+        "thread (ILP)",
+        "kernelpilot profile hotspots <source page>: a 'wait'/'long_scoreboard' chain on one line",
+        "kernelpilot isa occupancy: registers/shared memory per block vs occupancy limits",
+    ]
+    return "latency_bound", None, 0.85, nxt, "too little parallelism: the GPU is mostly idle"
 
-    # 1. too little parallelism
-    few_blocks = waves is not None and waves < PARALLELISM_WAVES
-    low_occ = occ is not None and occ < LOW_OCCUPANCY_PCT
-    if max(sm, mem) < LEANING_PCT and (few_blocks or low_occ):
-        sol_evidence(("sm", "mem"), f"< {LEANING_PCT:g} (%): no unit is busy")
-        b.add("launch__waves_per_multiprocessor", waves, f"< {PARALLELISM_WAVES:g}: fewer blocks than SMs")
-        b.add("launch__grid_size", _f(p, "launch__grid_size"), "blocks launched")
-        b.add(
-            "device__attribute_multiprocessor_count", _f(p, "device__attribute_multiprocessor_count"), "SMs"
-        )
-        b.add(
-            "sm__warps_active.avg.pct_of_peak_sustained_active",
-            occ,
-            f"< {LOW_OCCUPANCY_PCT:g} (%) achieved occupancy",
-        )
-        stall_evidence()
-        return _verdict(
-            p,
-            "latency_bound",
-            None,
-            0.85,
-            b,
-            [
-                "raise parallelism: more blocks (grid >= a few waves of SMs) or more independent work per "
-                "thread (ILP)",
-                "kernelpilot profile hotspots <source page>: a 'wait'/'long_scoreboard' chain on one line "
-                "is a "
-                "dependent chain",
-                "kernelpilot isa occupancy: registers/shared memory per block vs occupancy limits",
-            ],
-            "too little parallelism: the GPU is mostly idle; each warp waits on its own dependent chain",
-        )
 
-    # 2. compute
-    if (top_pipe is not None and top_pipe[1] >= COMPUTE_PIPE_PCT) or (
-        top_pipe is None and sm >= BOUND_PCT and sm > mem + 10.0
+def _v_compute(s: _State, b: _Builder) -> _Out | None:
+    tp = s.top_pipe
+    if not (
+        (tp is not None and tp[1] >= COMPUTE_PIPE_PCT)
+        or (tp is None and s.sm >= BOUND_PCT and s.sm > s.mem + 10.0)
     ):
-        sol_evidence(("sm", "mem"), f"compute SOL >= {BOUND_PCT:g} (%) and above memory SOL")
-        if top_pipe is not None:
-            b.add(
-                _PIPES[top_pipe[0]],
-                top_pipe[1],
-                f">= {COMPUTE_PIPE_PCT:g} (%): busiest pipe is {top_pipe[0]}",
-            )
-        for prec, rate in sorted(p.flop_per_s.items(), key=lambda kv: -kv[1])[:2]:
-            if rate > 0:
-                b.add(f"flop_per_s.{prec}", rate, "achieved (context)")
-        conf = 0.9 if max(sm, top_pipe[1] if top_pipe else 0.0) >= HIGH_PCT else 0.7
-        return _verdict(
-            p,
-            "compute_bound",
-            None,
-            conf,
-            b,
-            [
-                "compare achieved FLOP/s with the cited peak (kernelpilot roofline) to see the headroom",
-                "sm__pipe_*_cycles_active per pipe (ncu ComputeWorkloadAnalysis) to find the saturated pipe",
-                "kernelpilot isa mix: are the intended tensor/FMA instructions there, at the widest form?",
-            ],
-            f"compute-bound: SM {sm:.0f}% of peak"
-            + (f", {top_pipe[0]} pipe {top_pipe[1]:.0f}%" if top_pipe else ""),
-        )
+        return None
+    s.sol(b, ("sm", "mem"), f"compute SOL >= {BOUND_PCT:g} (%) and above memory SOL")
+    if tp is not None:
+        b.add(_PIPES[tp[0]], tp[1], f">= {COMPUTE_PIPE_PCT:g} (%): busiest pipe is {tp[0]}")
+    for prec, rate in sorted(s.p.flop_per_s.items(), key=lambda kv: -kv[1])[:2]:
+        if rate > 0:
+            b.add(f"flop_per_s.{prec}", rate, "achieved (context)")
+    conf = 0.9 if max(s.sm, tp[1] if tp else 0.0) >= HIGH_PCT else 0.7
+    nxt = [
+        "compare achieved FLOP/s with the cited peak (kernelpilot roofline) to see the headroom",
+        "kernelpilot isa mix: are the intended tensor/FMA instructions there, at the widest form?",
+    ]
+    pipe = f", {tp[0]} pipe {tp[1]:.0f}%" if tp else ""
+    return "compute_bound", None, conf, nxt, f"compute-bound: SM {s.sm:.0f}% of peak{pipe}"
 
-    # 3. synchronization
-    sync = stalls.get("barrier", 0.0) + stalls.get("membar", 0.0)
-    if stall_total and sync / stall_total >= SYNC_STALL_SHARE and top_unit < HIGH_PCT:
+
+def _v_sync(s: _State, b: _Builder) -> _Out | None:
+    total = s.stall_total
+    sync = s.stalls.get("barrier", 0.0) + s.stalls.get("membar", 0.0)
+    if not (total and sync / total >= SYNC_STALL_SHARE and s.top_unit < HIGH_PCT):
+        return None
+    b.add(
+        "smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio",
+        s.stalls.get("barrier", 0.0),
+        f"barrier+membar >= {100 * SYNC_STALL_SHARE:.0f}% of stalls (here {100 * sync / total:.0f}% of "
+        f"{total:.1f})",
+    )
+    if s.stalls.get("membar"):
+        b.add("smsp__average_warps_issue_stalled_membar_per_issue_active.ratio", s.stalls["membar"], "membar")
+    s.stall_evidence(b)
+    s.sol(b, ("sm", "mem", "l1"), f"< {HIGH_PCT:g} (%): no unit saturated")
+    nxt = [
+        "kernelpilot profile hotspots: stall samples on BAR.SYNC / MEMBAR lines",
+        "kernelpilot isa mix: barriers per loop iteration; replace shared-memory tree steps by warp shuffles",
+    ]
+    return (
+        "sync_bound",
+        None,
+        0.6,
+        nxt,
+        "synchronization-bound: warps wait at barriers a large share of the time",
+    )
+
+
+_MEM_NEXT = {
+    "dram": ["compare DRAM bytes with the algorithmic minimum (each input read once, output written once)"],
+    "l2": ["kernelpilot profile hotspots: lines with drain/lg stalls (full set: sectors per request)"],
+    "l1_shared": ["kernelpilot isa mix: vector width of shared/global loads (LDS.128, LDG.128)"],
+}
+
+
+def _memory_level_evidence(s: _State, b: _Builder, level: str) -> None:
+    if level == "l2":
+        for op in ("ld", "st"):
+            name = f"l1tex__average_t_sectors_per_request_pipe_lsu_mem_global_op_{op}.ratio"
+            b.add(name, _f(s.p, name), "sectors per request: 4 = coalesced 4-byte access, up to 32")
+    if level == "l1_shared":
         b.add(
-            "smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio",
-            stalls.get("barrier", 0.0),
-            f"barrier+membar >= {100 * SYNC_STALL_SHARE:.0f}% of stalls "
-            f"(here {100 * sync / stall_total:.0f}% of "
-            f"{stall_total:.1f})",
+            "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum",
+            _f(s.p, "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum"),
+            "shared-memory bank conflicts",
         )
-        if stalls.get("membar"):
-            b.add(
-                "smsp__average_warps_issue_stalled_membar_per_issue_active.ratio",
-                stalls["membar"],
-                "memory barriers",
-            )
-        stall_evidence()
-        sol_evidence(("sm", "mem", "l1"), f"< {HIGH_PCT:g} (%): no unit saturated")
-        return _verdict(
-            p,
-            "sync_bound",
-            None,
-            0.6,
-            b,
-            [
-                "kernelpilot profile hotspots: stall samples on BAR.SYNC / MEMBAR lines",
-                "kernelpilot isa mix: barriers per loop iteration; replace shared-memory tree steps by "
-                "warp shuffles",
-                "check l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum for the shared-memory part",
-            ],
-            "synchronization-bound: warps wait at barriers a large share of the time",
+        b.add(
+            "sm__inst_executed_pipe_lsu.avg.pct_of_peak_sustained_active",
+            _f(s.p, "sm__inst_executed_pipe_lsu.avg.pct_of_peak_sustained_active"),
+            "LSU pipe utilization (%)",
+        )
+    if s.p.bytes_dram() is not None:
+        b.add(
+            "dram__bytes_read.sum + dram__bytes_write.sum", s.p.bytes_dram(), "bytes moved (vs the minimum)"
         )
 
-    # 4. memory
-    mem_stall = sum(stalls.get(r, 0.0) for r in _MEM_STALLS)
-    mem_dominant = bool(stall_total) and mem_stall / stall_total >= 0.5
-    if mem >= BOUND_PCT or (mem >= LEANING_PCT and mem > sm and mem_dominant):
-        levels = {"dram": dram or 0.0, "l2": l2 or 0.0, "l1_shared": l1 or 0.0}
-        busiest = max(levels.values())
-        level = (
-            "dram" if levels["dram"] >= DRAM_SHARE_OF_TOP * busiest else max(levels, key=lambda k: levels[k])
-        )
-        sol_evidence(
-            ("mem", "sm"),
-            f"memory SOL >= {BOUND_PCT:g} (%)"
-            if mem >= BOUND_PCT
-            else f"memory SOL {LEANING_PCT:g}-{BOUND_PCT:g} (%) with memory stalls dominant",
-        )
-        sol_evidence(
-            ("dram", "l2", "l1"),
-            f"level = DRAM if within {DRAM_SHARE_OF_TOP:g}x of the busiest, else busiest",
-        )
-        stall_evidence()
-        if level == "l2":
-            for op in ("ld", "st"):
-                b.add(
-                    f"l1tex__average_t_sectors_per_request_pipe_lsu_mem_global_op_{op}.ratio",
-                    _f(p, f"l1tex__average_t_sectors_per_request_pipe_lsu_mem_global_op_{op}.ratio"),
-                    "sectors per request: 4 = coalesced 4-byte access, up to 32 = one sector per thread",
-                )
-        if level == "l1_shared":
-            b.add(
-                "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum",
-                _f(p, "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum"),
-                "shared-memory bank conflicts",
-            )
-            b.add(
-                "sm__inst_executed_pipe_lsu.avg.pct_of_peak_sustained_active",
-                _f(p, "sm__inst_executed_pipe_lsu.avg.pct_of_peak_sustained_active"),
-                "LSU pipe utilization (%)",
-            )
-        if p.bytes_dram() is not None:
-            b.add(
-                "dram__bytes_read.sum + dram__bytes_write.sum",
-                p.bytes_dram(),
-                "bytes moved (compare with the minimum)",
-            )
-        conf = 0.9 if mem >= HIGH_PCT else (0.75 if mem >= BOUND_PCT else 0.55)
-        nxt = {
-            "dram": [
-                "compare DRAM bytes with the algorithmic minimum (each input read once, output written once)",
-                "if equal and SOL DRAM >= 80%: the kernel is at the memory roof; fuse or reduce bytes "
-                "(precision)",
-                "kernelpilot profile hotspots: long_scoreboard lines are the loads to fix",
-            ],
-            "l2": [
-                "sectors per request of global loads/stores (ncu MemoryWorkloadAnalysis_Tables): uncoalesced "
-                "access shows far above 4 per request",
-                "kernelpilot profile hotspots: lines with drain/lg stalls",
-                "L2 hit rate vs DRAM throughput: reuse that stays in L2",
-            ],
-            "l1_shared": [
-                "shared-memory bank conflicts (l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum)",
-                "kernelpilot isa mix: vector width of shared/global loads (LDS.128, LDG.128)",
-                "register tiling to reuse operands and cut L1/shared traffic per FLOP",
-            ],
-        }[level]
-        return _verdict(
-            p,
-            "memory_bound",
-            level,
-            conf,
-            b,
-            nxt,
-            f"memory-bound at {level}: memory SOL {mem:.0f}%, {level} {levels[level]:.0f}%",
-        )
 
-    # 5. latency (neither roof reached)
-    sol_evidence(("sm", "mem"), f"< {BOUND_PCT:g} (%) on both sides: latency (ncu SOL rule)")
+def _v_memory(s: _State, b: _Builder) -> _Out | None:
+    total = s.stall_total
+    mem_stall = sum(s.stalls.get(r, 0.0) for r in _MEM_STALLS)
+    dominant = bool(total) and mem_stall / total >= 0.5
+    if not (s.mem >= BOUND_PCT or (s.mem >= LEANING_PCT and s.mem > s.sm and dominant)):
+        return None
+    levels = {"dram": s.dram or 0.0, "l2": s.l2 or 0.0, "l1_shared": s.l1 or 0.0}
+    busiest = max(levels.values())
+    level = "dram" if levels["dram"] >= DRAM_SHARE_OF_TOP * busiest else max(levels, key=lambda k: levels[k])
+    s.sol(
+        b,
+        ("mem", "sm"),
+        f"memory SOL >= {BOUND_PCT:g} (%)"
+        if s.mem >= BOUND_PCT
+        else f"memory SOL {LEANING_PCT:g}-{BOUND_PCT:g} (%) with memory stalls dominant",
+    )
+    s.sol(
+        b, ("dram", "l2", "l1"), f"level = DRAM if within {DRAM_SHARE_OF_TOP:g}x of the busiest, else busiest"
+    )
+    s.stall_evidence(b)
+    _memory_level_evidence(s, b, level)
+    conf = 0.9 if s.mem >= HIGH_PCT else (0.75 if s.mem >= BOUND_PCT else 0.55)
+    summary = f"memory-bound at {level}: memory SOL {s.mem:.0f}%, {level} {levels[level]:.0f}%"
+    return "memory_bound", level, conf, list(_MEM_NEXT[level]), summary
+
+
+def _v_latency(s: _State, b: _Builder) -> _Out:
+    s.sol(b, ("sm", "mem"), f"< {BOUND_PCT:g} (%) on both sides: latency (ncu SOL rule)")
     b.add(
         "smsp__issue_active.avg.pct_of_peak_sustained_active",
-        _f(p, "smsp__issue_active.avg.pct_of_peak_sustained_active"),
+        _f(s.p, "smsp__issue_active.avg.pct_of_peak_sustained_active"),
         "issue slots busy (%)",
     )
-    b.add("sm__warps_active.avg.pct_of_peak_sustained_active", occ, "achieved occupancy (%)")
-    stall_evidence()
-    local = (_f(p, "l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum") or 0.0) + (
-        _f(p, "l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum") or 0.0
+    b.add("sm__warps_active.avg.pct_of_peak_sustained_active", s.occ, "achieved occupancy (%)")
+    s.stall_evidence(b)
+    local = (_f(s.p, "l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum") or 0.0) + (
+        _f(s.p, "l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum") or 0.0
     )
     if local > 0:
         b.add("l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum + _st.sum", local, "> 0: local-memory traffic")
-    return _verdict(
-        p,
-        "latency_bound",
-        None,
-        0.6,
-        b,
-        [
-            "kernelpilot profile hotspots: which lines hold the long_scoreboard / lg_throttle stalls",
-            "kernelpilot isa resources: spills / stack frame (local memory) and registers",
-            "more independent memory operations in flight per warp (unrolling, vector loads, prefetch)",
-        ],
-        "latency-bound: neither compute nor memory is near its roof; warps wait on dependencies"
-        + (" (local-memory traffic present)" if local > 0 else ""),
+    nxt = [
+        "kernelpilot profile hotspots: which lines hold the long_scoreboard / lg_throttle stalls",
+        "kernelpilot isa resources: spills / stack frame (local memory) and registers",
+    ]
+    summary = "latency-bound: neither compute nor memory is near its roof; warps wait on dependencies" + (
+        " (local-memory traffic present)" if local > 0 else ""
     )
+    return "latency_bound", None, 0.6, nxt, summary
+
+
+_VERDICT_RULES = (_v_parallelism, _v_compute, _v_sync, _v_memory)
+_FULL_SET_RULES = ("uncoalesced_global_access", "shared_bank_conflicts", "low_eligible_warps")
+
+
+def _dram_ceiling(p: KernelProfile, peaks: list[CitedPeak]) -> tuple[float | None, str]:
+    """Achieved DRAM bandwidth as % of a cited or measured ceiling (peaks_json), when one is given."""
+    bw = p.bytes_dram()
+    if not p.duration_ns or bw is None:
+        return None, ""
+    for pk in peaks:
+        scale = {"TB/s": 1e12, "GB/s": 1e9}.get(pk.unit)
+        if scale:
+            achieved = bw / (p.duration_ns * 1e-9)
+            return 100.0 * achieved / (pk.value * scale), f"the ceiling {pk.value} {pk.unit} ({pk.citation})"
+    return None, ""
+
+
+def classify_profile(
+    p: KernelProfile, where: str, peaks: list[CitedPeak] | None = None, isa: dict[str, object] | None = None
+) -> BottleneckVerdict:
+    """Verdict (first matching verdict rule) plus the root causes of `kernelpilot.bottleneck.rules`."""
+    b = _Builder(p, where)
+    s = _state(p, b, peaks or [], isa or {})
+    if s is None:
+        return _unknown(p, b)
+    out = next((o for o in (r(s, b) for r in _VERDICT_RULES) if o is not None), None) or _v_latency(s, b)
+    verdict, level, conf, nxt, summary = out
+    ceiling, note = _dram_ceiling(p, peaks or [])
+    causes, ruled_out = evaluate(
+        Ctx(p=p, where=where, isa=isa or {}, dram_ceiling_pct=ceiling, dram_ceiling_note=note)
+    )
+    evaluated = {c.rule for c in causes} | {r.split(":", 1)[0] for r in ruled_out}
+    if causes:
+        nxt = ["kernelpilot suggest --bottleneck <this JSON>: levers ranked by these causes' gains"]
+    if not set(_FULL_SET_RULES) <= evaluated:
+        nxt.append(
+            "kernelpilot profile run --mode full: the cause rules need the full set "
+            "(sectors per request, bank conflicts, local memory, stall mix)"
+        )
+    res = _verdict(p, verdict, level, conf, b, nxt, summary)
+    res.causes, res.ruled_out = causes, ruled_out
+    return res
 
 
 def _verdict(
@@ -429,17 +461,28 @@ def classify_bottleneck(req: ClassifyRequest) -> ClassifyResult:
                 f"peaks_json is invalid: {str(exc)[:300]}",
                 'give [{"metric":..,"value":..,"unit":"TB/s","citation":"..."}]',
             ) from None
-    isa: dict[str, object] | None = None
+    isa_doc: object = None
     if req.isa_facts_json:
+        text = req.isa_facts_json
+        if not text.lstrip().startswith(("{", "[")) and Path(text).expanduser().is_file():
+            text = Path(text).expanduser().read_text(encoding="utf-8", errors="replace")
         try:
-            isa = json.loads(req.isa_facts_json)
+            isa_doc = json.loads(text)
         except ValueError as exc:
             raise InvalidArgumentError(f"isa_facts_json is not JSON: {exc}", "give a JSON object") from None
-        if not isinstance(isa, dict):
-            raise InvalidArgumentError("isa_facts_json must be a JSON object", 'e.g. {"registers": 32}')
+        if not isinstance(isa_doc, (dict, list)):
+            raise InvalidArgumentError(
+                "isa_facts_json must be a JSON object or list",
+                'e.g. {"registers": 32}, or the JSON of `kernelpilot isa fit --json`',
+            )
     kernels = [k for k in res.kernels if not req.kernel or req.kernel in k.kernel]
     verdicts = [
-        classify_profile(k, f"{where_base} (launch ID {k.launch_id}, {k.source.split(' (')[0]})", peaks, isa)
+        classify_profile(
+            k,
+            f"{where_base} (launch ID {k.launch_id}, {k.source.split(' (')[0]})",
+            peaks,
+            normalize_isa(isa_doc, k.kernel) if isa_doc is not None else None,
+        )
         for k in kernels
     ]
     return ClassifyResult(verdicts=verdicts, warnings=list(res.warnings))

@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Literal
+import json
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from kernelpilot.models import Request, Result
+
+
+def _as_json_text(v: Any) -> Any:
+    """MCP clients/servers may hand a JSON string argument over already parsed: take it back as text."""
+    return v if v is None or isinstance(v, str) else json.dumps(v)
+
+
+JsonText = Annotated[str, BeforeValidator(_as_json_text)]
 
 Verdict = Literal["compute_bound", "memory_bound", "latency_bound", "sync_bound", "unknown"]
 MemoryLevel = Literal["dram", "l2", "l1_shared"]
@@ -25,6 +34,27 @@ class Evidence(BaseModel):
     )
 
 
+class Cause(BaseModel):
+    """One firing root-cause rule: what was measured, how much time fixing it could save, which levers."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    rule: str = Field(description="Rule name (kernelpilot.bottleneck.rules), e.g. uncoalesced_global_access.")
+    title: str
+    quantity: str = Field(description="The measured excess in words, with its numbers.")
+    value: float = Field(description="The headline number of the quantity.")
+    unit: str
+    gain_pct: float | None = Field(
+        description="Estimated share of the kernel time a fix could remove (upper bound); None = not "
+        "measurable from this input."
+    )
+    gain_formula: str = Field(description="How gain_pct was computed, with the measured numbers.")
+    levers: list[str] = Field(description="Lever ids (kernelpilot suggest), best first.")
+    at_roof: bool = Field(False, description="True when the rule says the kernel is at a roofline.")
+    evidence: list[Evidence]
+    source: str = Field(description="Document that explains the rule (URL and section).")
+
+
 class BottleneckVerdict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -37,6 +67,14 @@ class BottleneckVerdict(BaseModel):
     launch_id: int | None = None
     summary: str = ""
     missing: list[str] = Field(default_factory=list)
+    causes: list[Cause] = Field(
+        default_factory=list, description="Firing root-cause rules, largest estimated gain first."
+    )
+    ruled_out: list[str] = Field(
+        default_factory=list,
+        description="Rules evaluated on this input that did not fire ('rule: why'); their levers are "
+        "contradicted by the evidence.",
+    )
 
 
 class CitedPeak(BaseModel):
@@ -54,20 +92,22 @@ class ClassifyRequest(Request):
     profile_path: str | None = Field(
         default=None, description="Profiler output (ncu raw/details CSV, .ncu-rep, rocprofv3 CSV/JSON)."
     )
-    profile_json: str | None = Field(
+    profile_json: JsonText | None = Field(
         default=None, description="Instead of a path: a profile_parse/profile_run result as JSON."
     )
     kernel: str | None = Field(default=None, description="Only kernels whose name contains this text.")
-    peaks_json: str | None = Field(
+    peaks_json: JsonText | None = Field(
         default=None,
         description="Optional JSON list of cited peaks [{metric, value, unit, citation}] "
         "(memory_bandwidth_tb_s,"
         " *_tflops) used when the profile has no speed-of-light percentages (e.g. rocprofv3).",
     )
-    isa_facts_json: str | None = Field(
+    isa_facts_json: JsonText | None = Field(
         default=None,
-        description="Optional JSON object of ISA facts for the kernel (e.g. registers, spill_bytes, "
-        "stack_frame_bytes, barriers) from `kernelpilot isa resources`; quoted as evidence.",
+        description="Optional ISA facts (inline JSON or a JSON file path): a flat object (registers, "
+        "spill_bytes, stack_frame_bytes, widest_load_bits, tensor_ops, occupancy_limiter, ...), or the "
+        "JSON of `kernelpilot isa fit --json` / `isa resources --json` (a list of both is merged); they "
+        "feed the root-cause rules and are quoted as evidence.",
     )
 
 
@@ -76,18 +116,37 @@ class ClassifyResult(Result):
     warnings: list[str] = Field(default_factory=list)
 
     def render_text(self) -> str:
+        """Compact view (causes first, a few evidence lines); every field is in --json."""
         out: list[str] = []
         for v in self.verdicts:
-            lvl = f" ({v.memory_level})" if v.memory_level else ""
-            out.append(f"{v.kernel}: {v.verdict}{lvl}  confidence {v.confidence:.2f}")
-            if v.summary:
-                out.append(f"  {v.summary}")
-            for e in v.evidence:
-                val = f"{e.value:.4g}" if isinstance(e.value, float) else str(e.value)
-                out.append(f"  - {e.metric} = {val}  [{e.threshold}]  <- {e.source}")
-            for m in v.next_measurements:
-                out.append(f"  next: {m}")
-            if v.missing:
-                out.append("  missing: " + ", ".join(v.missing))
+            out.extend(_verdict_text(v))
         out.extend(f"warning: {w}" for w in self.warnings)
         return "\n".join(out)
+
+
+TEXT_CAUSES = 3
+TEXT_EVIDENCE = 4
+
+
+def _val(v: float | str) -> str:
+    return f"{v:.4g}" if isinstance(v, float) else str(v)
+
+
+def _verdict_text(v: BottleneckVerdict) -> list[str]:
+    lvl = f" ({v.memory_level})" if v.memory_level else ""
+    out = [f"{v.kernel}: {v.verdict}{lvl}  confidence {v.confidence:.2f} — {v.summary[:90]}"]
+    if v.causes:
+        out.append("causes, largest estimated gain first:")
+    for i, c in enumerate(v.causes[:TEXT_CAUSES], 1):
+        gain = "gain not measured" if c.gain_pct is None else f"~{c.gain_pct:.0f}% of time"
+        out.append(f" {i}. {c.rule} [{gain}]: {c.quantity[:120]}")
+        out.append(f"    {c.gain_formula[:150]}; levers: {', '.join(c.levers)}")
+    if not v.causes:
+        for e in v.evidence[:TEXT_EVIDENCE]:
+            out.append(f"  - {e.metric} = {_val(e.value)}  [{e.threshold}]")
+    more = len(v.evidence) + max(0, len(v.causes) - TEXT_CAUSES)
+    out.append(f"  {len(v.ruled_out)} rules ruled out; {more} evidence lines and all sources in --json")
+    out.extend(f"  next: {m[:120]}" for m in v.next_measurements[:2])
+    if v.missing:
+        out.append("  missing: " + ", ".join(v.missing)[:200])
+    return out

@@ -18,7 +18,13 @@ CAPABILITIES = [
             "would "
             "confirm it. A full-set ncu raw page gives the most evidence (stall reasons, pipes); the "
             "roofline "
-            "mode's minimal set gives SOL-based verdicts. Missing data gives 'unknown' with what is missing."
+            "mode's minimal set gives SOL-based verdicts. Missing data gives 'unknown' with what is missing. "
+            "Under the verdict, `causes` lists the firing root-cause rules (uncoalesced access, local "
+            "memory, "
+            "bank conflicts, occupancy limiter, tail effect, launch overhead, pipe saturation, DRAM at roof, "
+            "...) largest estimated gain first, each with its measured quantity, gain formula, levers and "
+            "source; `ruled_out` lists rules the evidence contradicts. isa_facts_json also takes the JSON of "
+            "`isa fit --json` / `isa resources --json`."
         ),
         request=ClassifyRequest,
         result=ClassifyResult,

@@ -17,7 +17,9 @@ CAPABILITIES = [
             "contract (what must improve, which correctness checks). Levers: memory-bound -> vectorize/"
             "coalesce/fuse/reuse; compute -> tensor cores/precision/tiling; latency -> occupancy/ILP/launch "
             "config; sync -> fewer barriers/shuffles/aggregated atomics. Levers history says failed are "
-            "down-ranked. Test the top entry with `kernelpilot eval` before believing it."
+            "down-ranked. With root causes in the verdict (bottleneck's `causes`), levers are ranked by the "
+            "causes' estimated gains, contradicted levers never appear, and a kernel at its roofline gets "
+            "`stop_or_fuse` first. Test the top entry with `kernelpilot eval` before believing it."
         ),
         request=SuggestRequest,
         result=SuggestResult,

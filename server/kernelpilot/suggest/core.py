@@ -13,9 +13,15 @@ import json
 from pathlib import Path
 from typing import Any
 
+from kernelpilot.bottleneck.models import Cause
+from kernelpilot.bottleneck.rules import MIN_GAIN_PCT, contradicted_levers
 from kernelpilot.errors import FormatError, InputFileError
 from kernelpilot.suggest.models import EvalContract, Suggestion, SuggestRequest, SuggestResult
 from kernelpilot.suggest.rules import LEVERS, Lever
+
+BY_ID = {lv.id: lv for lv in LEVERS}
+LEVER_STEP = 0.15  # each later lever of one cause scores 15% less than the one before it
+ROOF_NOTE = "at the roofline — stop or fuse"
 
 VERDICTS = ("compute_bound", "memory_bound", "latency_bound", "sync_bound", "unknown")
 FAILED_STATUSES = ("regressed", "neutral", "correctness_failed", "failed", "out_of_scope")
@@ -236,6 +242,78 @@ def _evidence_lines(v: dict[str, Any]) -> list[str]:
     return out
 
 
+def _causes(v: dict[str, Any], i: int) -> list[Cause] | None:
+    raw = v.get("causes")
+    if raw is None:
+        return None
+    try:
+        return [Cause.model_validate(c) for c in raw]
+    except (ValueError, TypeError) as exc:
+        raise FormatError(
+            f"bottleneck verdict #{i}: 'causes' are not root-cause records: {str(exc)[:200]}",
+            "pass `kernelpilot bottleneck --json` output unchanged",
+        ) from None
+
+
+def _cause_lines(c: Cause) -> list[str]:
+    gain = "not measured" if c.gain_pct is None else f"{c.gain_pct:.1f}%"
+    return [f"{c.rule}: {c.quantity}", f"gain {gain}: {c.gain_formula}", f"rule source: {c.source}"]
+
+
+def _make(
+    lever: Lever, kernel: str, files: list[str], task: dict[str, Any] | None, score: float, ev: list[str]
+) -> Suggestion:
+    return Suggestion(
+        rank=0,
+        lever=lever.id,
+        lever_type=lever.lever_type,
+        title=lever.title,
+        target_kernel=kernel,
+        files=files,
+        rationale=lever.why,
+        evidence=ev,
+        source=lever.source,
+        risk=lever.risk,
+        risk_note=lever.risk_note,
+        score=round(score, 4),
+        eval_contract=_contract(lever, task),
+    )
+
+
+def _from_causes(
+    v: dict[str, Any],
+    causes: list[Cause],
+    history: list[dict[str, Any]],
+    files: list[str],
+    task: dict[str, Any] | None,
+) -> tuple[list[Suggestion], list[str]]:
+    """Levers ranked by the firing rules' estimated gains; contradicted levers left out."""
+    kernel = str(v.get("kernel") or "?")
+    banned = contradicted_levers([str(r) for r in v.get("ruled_out") or []])
+    best: dict[str, Suggestion] = {}
+    for c in causes:
+        base = (c.gain_pct if c.gain_pct is not None else MIN_GAIN_PCT) / 100.0
+        for pos, lid in enumerate(c.levers):
+            lever = BY_ID.get(lid)
+            if lever is None or lid in banned or lid == "stop_or_fuse":
+                continue
+            hfac, hnote = _history_factor(lever, kernel, history)
+            score = base * (1 - LEVER_STEP * pos) * hfac
+            if lid not in best or score > best[lid].score:
+                best[lid] = _make(lever, kernel, files, task, score, _cause_lines(c))
+                best[lid].history_note = hnote
+    out = sorted(best.values(), key=lambda s: -s.score)
+    roof = [c for c in causes if c.at_roof]
+    left = any(c.gain_pct is None or c.gain_pct >= MIN_GAIN_PCT for c in causes if not c.at_roof)
+    if roof or not left:
+        why = _cause_lines(roof[0]) if roof else [f"no rule found a gain >= {MIN_GAIN_PCT:g}%"]
+        top = max([s.score for s in out] + [0.0]) + 0.01
+        stop = _make(BY_ID["stop_or_fuse"], kernel, files, task, top, [ROOF_NOTE, *why])
+        out.insert(0, stop)
+    skipped = [f"{kernel}: contradicted by the evidence: {', '.join(sorted(banned))}"] if banned else []
+    return out, skipped
+
+
 def suggest_experiments(req: SuggestRequest) -> SuggestResult:
     verdicts = _verdicts(_load(req.bottleneck, "bottleneck"))
     isa = _load(req.isa, "isa") if req.isa else None
@@ -253,8 +331,14 @@ def suggest_experiments(req: SuggestRequest) -> SuggestResult:
     files = list(req.file) or (list(task.get("allowed_files", [])) if task else [])
     cands: list[Suggestion] = []
     skipped: list[str] = []
-    for v in verdicts:
+    for vi, v in enumerate(verdicts):
         kernel = str(v.get("kernel") or "?")
+        causes = _causes(v, vi)
+        if causes is not None and (causes or v.get("ruled_out")):
+            got, skips = _from_causes(v, causes, history_doc, files, task)
+            cands.extend(got)
+            skipped.extend(skips)
+            continue
         facts = _isa_for(isa, kernel)
         conf = float(v.get("confidence", 0.5))
         level = v.get("memory_level")
@@ -264,6 +348,8 @@ def suggest_experiments(req: SuggestRequest) -> SuggestResult:
             if lever.memory_levels and level and level not in lever.memory_levels:
                 continue
             if lever.id == "fix_bank_conflicts" and level != "l1_shared":
+                continue
+            if lever.id in contradicted_levers([str(r) for r in v.get("ruled_out") or []]):
                 continue
             ifac, iev, skip = _isa_factor(lever, facts)
             if skip:
@@ -291,7 +377,7 @@ def suggest_experiments(req: SuggestRequest) -> SuggestResult:
                     eval_contract=_contract(lever, task),
                 )
             )
-    cands.sort(key=lambda s: -s.score)
+    cands.sort(key=lambda s: -s.score)  # stable: a kernel's stop_or_fuse stays above its own levers
     queue = cands[: req.max_items]
     for i, s in enumerate(queue, 1):
         s.rank = i

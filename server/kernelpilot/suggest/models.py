@@ -2,26 +2,28 @@
 
 from __future__ import annotations
 
+from textwrap import shorten
 from typing import Literal
 
 from pydantic import Field
 
+from kernelpilot.bottleneck.models import JsonText
 from kernelpilot.models import Request, Result
 
 
 class SuggestRequest(Request):
-    bottleneck: str = Field(
+    bottleneck: JsonText = Field(
         description="classify_bottleneck result: a JSON file path or inline JSON, either "
         '{"verdicts": [...]} or one verdict {"kernel", "verdict", "memory_level", "confidence", '
         '"evidence", ...}.'
     )
-    isa: str | None = Field(
+    isa: JsonText | None = Field(
         None,
         description="Optional ISA facts (JSON path or inline): one object, a list, or {kernel: facts}; keys "
         "used: kernel, registers, spills (or spill_bytes/spill_stores/spill_loads), occupancy_limiter, "
         "widest_load_bits, tensor_ops.",
     )
-    history: str | None = Field(
+    history: JsonText | None = Field(
         None,
         description="Optional history (JSON list path/inline, or a ledger.jsonl / task folder): records with "
         "a change summary (lever / change_summary / summary / hypothesis) and status.",
@@ -67,22 +69,32 @@ class SuggestResult(Result):
     skipped: list[str] = Field(default_factory=list, description="Levers left out, with the reason.")
 
     def render_text(self) -> str:
-        lines = [self.note, ""]
-        for s in self.suggestions:
+        """Compact view: one line per lever plus its first reason; every field is in --json."""
+        lines = [self.note.split(";")[0] + "; test each with `kernelpilot eval`."]
+        prev = ""
+        for s in self.suggestions[:TEXT_ITEMS]:
+            hist = f"; {s.history_note}" if s.history_note else ""
             lines.append(
-                f"{s.rank}. [HYPOTHESIS] {s.lever} ({s.lever_type}) on {s.target_kernel} — risk {s.risk}, "
-                f"score {s.score:.2f}"
+                f"{s.rank}. [HYPOTHESIS] {s.lever} on {s.target_kernel} "
+                f"(score {s.score:.2f}, risk {s.risk}){hist}"
             )
-            lines.append(f"   {s.title}")
-            lines.append(f"   why: {s.rationale}")
-            for e in s.evidence[:4]:
-                lines.append(f"   evidence: {e}")
-            if s.history_note:
-                lines.append(f"   history: {s.history_note}")
-            lines.append(f"   files: {', '.join(s.files) or '(name them)'}; source: {s.source}")
-            c = s.eval_contract
-            lines.append(f"   eval: {c.must}; correctness: {'; '.join(c.correctness)}")
-            lines.append(f"   predict: {c.prediction}")
+            lines.append(f"   {shorten(s.title, 72, placeholder=' ...')}")
+            if s.evidence:
+                first = s.evidence[0]
+                same = first == prev
+                lines.append(
+                    "   because: the same cause"
+                    if same
+                    else f"   because {shorten(first, 100, placeholder=' ...')}"
+                )
+                prev = first
+        if len(self.suggestions) > TEXT_ITEMS:
+            lines.append(f"({len(self.suggestions) - TEXT_ITEMS} more in --json)")
+        if self.suggestions:
+            lines.append(f"eval each: {self.suggestions[0].eval_contract.must}")
         if self.skipped:
-            lines.append("skipped: " + "; ".join(self.skipped))
+            lines.append("skipped: " + "; ".join(self.skipped)[:160])
         return "\n".join(lines)
+
+
+TEXT_ITEMS = 4

@@ -266,6 +266,37 @@ LEVERS: tuple[Lever, ...] = (
         ("spill", "local memory", "maxrreg", "register pressure"),
         f"{BPG}, 'Local Memory', {BPG_URL}#local-memory",
     ),
+    # --- named by root-cause rules only (kernelpilot.bottleneck.rules), never by the verdict table ---
+    Lever(
+        "registerize_local_array",
+        "resources",
+        (),
+        "Keep the local array in registers (compile-time indices, full unrolling) or move it to "
+        "shared memory",
+        "A dynamically indexed per-thread array lives in local memory (device memory behind L1): every "
+        "access "
+        "is a load/store that registers would not need.",
+        0.9,
+        "low",
+        "unrolling grows code size and register count",
+        ("local array", "registeriz", "unroll", "constant index", "stack frame"),
+        f"{BPG}, 'Local Memory', {BPG_URL}#local-memory",
+    ),
+    Lever(
+        "stop_or_fuse",
+        "measure",
+        (),
+        "At the roofline: stop optimizing this kernel alone, or fuse it with its neighbours",
+        "A kernel at its bandwidth or tensor roof has no speed-up left in isolation; only moving fewer bytes "
+        "overall (fusion, narrower storage) helps.",
+        1.0,
+        "low",
+        "none for stopping; fusion has its own register-pressure risk",
+        ("stop", "roofline", "at roof"),
+        "Nsight Compute Kernel Profiling Guide, 'GPU Speed Of Light' (a unit above 80% of peak is "
+        "saturated), "
+        "https://docs.nvidia.com/nsight-compute/ProfilingGuide/index.html",
+    ),
     Lever(
         "measure_first",
         "measure",
