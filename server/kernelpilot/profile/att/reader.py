@@ -192,9 +192,9 @@ def read_wave_list(folder: Path, warnings: list[str]) -> list[WaveFileInfo]:
         found: list[tuple[tuple[str, ...], list[Any]]] = []
         _walk_wave_files(doc["wave_filenames"], (), found)
         for keys, entry in found:
-            if len(entry) < 3:
-                raise _bad(fn, f"wave entry {entry!r} is not [file, begin, end]")
-            waves.append(WaveFileInfo(folder / str(entry[0]), int(keys[0]), int(entry[1]), int(entry[2])))
+            if len(entry) < 3 or not all(isinstance(x, int) for x in entry[1:3]) or not keys[0].isdigit():
+                raise _bad(fn, f"wave entry {keys}: {entry!r} is not [file, begin, end] under an SE number")
+            waves.append(WaveFileInfo(folder / Path(str(entry[0])).name, int(keys[0]), entry[1], entry[2]))
     else:
         warnings.append("filenames.json missing: per-wave files found by name")
         for p in sorted(folder.glob("se*_sm*_sl*_wv*.json")):
@@ -205,7 +205,7 @@ def read_wave_list(folder: Path, warnings: list[str]) -> list[WaveFileInfo]:
 
 
 _OPEN, _CLOSE = ord("["), ord("]")
-_EMPTY_VALUE = re.compile(rb":(?=[,}])")
+_EMPTY_VALUE = re.compile(rb":\s*(?=[,}])")
 
 
 def scan_wave(info: WaveFileInfo, chunk: int = CHUNK) -> dict[str, Any]:
@@ -273,7 +273,10 @@ def iter_waves(waves: list[WaveFileInfo]) -> Iterator[WaveFileInfo]:
             raise _bad(w.path, f"num_insts={n} but {ilen} instruction records (truncated or edited file)")
         w.num_insts, w.instructions_len = n, ilen
         if not w.begin and not w.end:
-            w.begin, w.end = int(wave.get("begin", 0)), int(wave.get("end", 0))
+            b, e = wave.get("begin", 0), wave.get("end", 0)
+            if not isinstance(b, int) or not isinstance(e, int):
+                raise _bad(w.path, "wave begin/end are not integers")
+            w.begin, w.end = b, e
         yield w
 
 
@@ -309,7 +312,7 @@ def read_snapshots(folder: Path) -> dict[str, Path]:
             for k, v in node.items():
                 walk(v, prefix if k == "/" else f"{prefix}/{k}")
         elif isinstance(node, str):
-            out[prefix or "/"] = folder / node
+            out[prefix or "/"] = folder / Path(node).name  # only files inside the folder
 
     walk(tree, "")
     return out
@@ -334,7 +337,9 @@ def read_folder(path: str, scan_waves: bool = True) -> Folder:
             if k == "dispatches" and isinstance(v, dict):
                 f.dispatch_names = {str(a): str(b) for a, b in v.items()}
             elif isinstance(v, list):
-                if any(not isinstance(r, list) or len(r) < 5 for r in v):
+                if any(
+                    not isinstance(r, list) or len(r) < 5 or not all(isinstance(x, int) for x in r) for r in v
+                ):
                     raise _bad(occ, f"SE {k}: rows are not [time, wave, simd, slot, start, dispatch]")
                 f.occupancy[str(k)] = v
     rt = folder / "realtime.json"
