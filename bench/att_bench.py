@@ -1,8 +1,8 @@
-"""`profile att` throughput and memory on a >= 1 GB ATT dispatch folder, and wall time on the big real fixture.
+"""`profile att` throughput and memory on a >= 1 GB ATT dispatch folder; wall time on the big real fixture.
 
 Inputs: tests/fixtures/profile/att/big/ui_output_agent_38430_dispatch_44 (real rocprofv3 1.1.0 capture on an
-MI350X, 32 per-wave files, 8.6 MB). The large folder is synthesized in a temp dir (deleted after): the real
-folder plus copies of its 32 per-wave files under new wave ids, listed in filenames.json, until the folder holds
+MI350X, 32 per-wave files, 8.6 MB). The large folder is synthesized in a temp dir (deleted after): the
+real folder plus copies of its 32 per-wave files under new wave ids, listed in filenames.json, until it holds
 >= 1 GB (real byte copies, not links). Each large run is a fresh child process (cold interpreter, warm page
 cache) that reports its own wall time and peak RSS (ru_maxrss). Last line: figure=... (median of N, spread).
 """
