@@ -187,3 +187,20 @@ def test_parent_folder_takes_dispatch_and_scanner_equals_json(tmp_path: Path) ->
             assert got["doc"]["num_insts"] == doc["num_insts"] == len(doc["wave"]["instructions"])
             assert got["arrays"] == {k: len(doc["wave"][k]) for k in ("instructions", "timeline", "waitcnt")}
             assert got["wave"]["simd"] == doc["wave"]["simd"] and got["wave"]["begin"] == doc["wave"]["begin"]
+
+
+def test_bottleneck_takes_an_att_folder(run_cli) -> None:
+    from kernelpilot.bottleneck.classify import classify_bottleneck
+    from kernelpilot.bottleneck.models import ClassifyRequest
+
+    res = classify_bottleneck(ClassifyRequest(att_dir=str(BIG)))
+    (v,) = res.verdicts
+    assert v.kernel == "flash_attn_func_kernel_0" and v.verdict == "latency_bound"
+    ev = {e.metric: e.value for e in v.evidence}
+    assert ev["att.stall_ratio_pct"] == 58.8 and ev["att.stall.vmem_wait_pct"] == 29.2
+    assert "29.2% of stall (490580 cycles) in s_waitcnt vmcnt waits" in v.summary
+    assert any("prefetch" in m for m in v.next_measurements)
+    both = classify_bottleneck(
+        ClassifyRequest(profile_path=str(TRACE), att_dir=str(BIG), kernel="flash_attn")
+    )
+    assert both.verdicts[-1] == v and len(both.verdicts) > 1

@@ -69,6 +69,11 @@ class ClassifyRequest(Request):
         description="Optional JSON object of ISA facts for the kernel (e.g. registers, spill_bytes, "
         "stack_frame_bytes, barriers) from `kernelpilot isa resources`; quoted as evidence.",
     )
+    att_dir: str | None = Field(
+        default=None,
+        description="AMD: a rocprofv3 thread-trace (ATT) dispatch folder; adds a verdict from its stall "
+        "taxonomy (alone, or with a profile).",
+    )
 
 
 class ClassifyResult(Result):
