@@ -160,7 +160,14 @@ def test_findings(big: AttResult, small: AttResult) -> None:
     assert vm.measured.startswith("29.2% of stall (490580 cycles)") and "PC 11448" in vm.evidence[0]
     assert any("DMA-to-LDS" in lv for lv in vm.levers)
     lg = rules["att_lgkm_wait"]
-    assert "kernarg" in lg.verdict and any("PC 5900: waits on s_load_dword" in e for e in lg.evidence)
+    want = "16.3% of stall (273968 cycles) in s_waitcnt lgkmcnt waits; 41180 of them (15%) wait on kernarg"
+    assert lg.measured == want + " s_loads"
+    assert any("PC 5900: waits on s_load_dword" in e for e in lg.evidence) and "LDS reads" in lg.levers[0]
+    sm = {f.rule: f for f in small.findings}["att_lgkm_wait"]
+    assert (
+        sm.measured.endswith("6396 of them (26%) wait on kernarg s_loads")
+        and "kernel-argument" in sm.levers[1]
+    )
     assert "74" in rules["att_register_pressure"].measured
     assert "att_register_pressure" not in {f.rule for f in small.findings}  # no register data given
 

@@ -113,22 +113,23 @@ def diagnose(res: AttResult, code: CodeTable) -> list[Finding]:
     if share >= LGKM_WAIT_PCT or any(h.bucket == "lgkm_wait" for h in by_stall[:6]):
         hot = [h for h in by_stall if h.bucket == "lgkm_wait"][:4]
         kernarg = [h for h in hot if (_producer(code, h.index) or "").startswith("s_load")]
+        k_cyc = sum(h.stall_cycles for h in kernarg)
         levers = [
-            "prefetch LDS reads one step ahead and interleave ds_read with MFMA so lgkmcnt(0) waits shrink"
+            "prefetch LDS reads one step ahead and interleave ds_read with MFMA so lgkmcnt waits shrink"
         ]
-        if kernarg:
-            levers.insert(
-                0,
-                "kernel-argument (s_load) wait in the prologue: issue the s_loads first and do "
-                "independent setup "
-                "before the wait, or preload kernargs into SGPRs where the compiler supports it",
-            )
+        prologue = (
+            "kernel-argument (s_load) wait in the prologue: issue the s_loads first and do independent setup "
+            "before the wait, or preload kernargs into SGPRs where the compiler supports it"
+        )
+        if kernarg:  # first when the prologue wait is most of the lgkm stall
+            levers.insert(0 if k_cyc * 2 > cyc else len(levers), prologue)
         if share >= LGKM_WAIT_PCT or kernarg:
+            part = f"; {k_cyc} of them ({100 * k_cyc / cyc:.0f}%) wait on kernarg s_loads" if kernarg else ""
             out.append(
                 Finding(
                     rule="att_lgkm_wait",
-                    verdict="LDS/scalar-memory wait" + (" (kernarg prologue)" if kernarg else ""),
-                    measured=f"{share:.1f}% of stall ({cyc} cycles) in s_waitcnt lgkmcnt waits",
+                    verdict="LDS/scalar-memory waits" + (" incl. a kernarg prologue wait" if kernarg else ""),
+                    measured=f"{share:.1f}% of stall ({cyc} cycles) in s_waitcnt lgkmcnt waits{part}",
                     evidence=[_where(h) for h in hot]
                     + [f"PC {h.address}: waits on {_producer(code, h.index)}" for h in kernarg],
                     levers=levers,
