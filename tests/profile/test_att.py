@@ -149,6 +149,8 @@ def test_register_pressure_uses_isa_when_trace_undercounts(big: AttResult) -> No
     assert (r.vgprs, r.isa_max_vgpr, r.waves_per_simd, r.limiter) == (242, 242, 2, "vgprs")
     assert (r.vgprs_for_next_wave, r.vgprs_to_free, r.lds_bytes, r.block_size) == (168, 74, 49152, 256)
     assert any("124 VGPRs" in w for w in big.warnings)
+    auto = profile_att(AttRequest(path=str(BIG), kernel_trace=str(TRACE)))  # arch from agent_info.csv beside
+    assert auto.registers == r
     explicit = profile_att(AttRequest(path=str(BIG), vgprs=250, arch="gfx950", lds_bytes=0, block_size=256))
     assert explicit.registers and explicit.registers.vgprs == 250 and explicit.registers.waves_per_simd == 2
 

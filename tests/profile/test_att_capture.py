@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -86,6 +87,18 @@ def test_run_decodes_newest_dispatch(fake: Path, form: str) -> None:
     assert argv[-3:] == [sys.executable, "-c", "print('kernel ran')"]
     assert ("--att" in argv) == (form == "argv") and ("-i" in argv) == (form == "yaml")
     assert "rocprofv3 --att" in res.render_text() and "STALL 34.8%" in res.render_text()
+
+
+def test_run_reads_kernel_trace_and_agent_info_written_beside(
+    fake: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rp = HERE.parent / "fixtures" / "profile" / "rocprofv3"
+    csvs = [str(rp / "discover_kernel_trace.csv"), str(rp / "discover_agent_info.csv")]
+    monkeypatch.setenv("FAKE_ATT_CSVS", os.pathsep.join(csvs))
+    res = profile_run(req(fake, kernel_name="flash_attn_func_kernel_0"))
+    assert res.att is not None and res.att.registers is not None
+    assert res.att.registers.arch == "gfx950" and res.att.registers.waves_per_simd == 2
+    assert "out_kernel_trace.csv" in res.att.registers.source
 
 
 def test_run_timeout_and_nothing_written(fake: Path, monkeypatch: pytest.MonkeyPatch) -> None:

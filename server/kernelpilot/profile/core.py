@@ -180,7 +180,8 @@ def _profile_run_att(req: ProfileRunRequest, progress: Progress) -> ProfileResul
     res = run(argv, timeout_s=req.timeout_s, cwd=req.workdir)
     progress(1, 2, "analysing the thread trace")
     folder = newest_dispatch(outdir)
-    att = profile_att(AttRequest(path=str(folder)))
+    traces = sorted(Path(outdir).rglob("*kernel_trace.csv"), key=lambda p: p.stat().st_mtime_ns)
+    att = profile_att(AttRequest(path=str(folder), kernel_trace=str(traces[-1]) if traces else None))
     progress(2, 2, "done")
     return ProfileResult(
         profiler="rocprofv3",

@@ -286,6 +286,19 @@ def _kernel_trace_row(path: Path, kernel: str | None, dispatch: int | None) -> d
     return pick[0] if pick else None
 
 
+def _gpu_arch(path: Path) -> str | None:
+    """The gfx target of the first GPU agent in a rocprofv3 agent_info.csv (its `Name` column)."""
+    try:
+        with path.open(newline="") as fh:
+            for row in csv.DictReader(fh):
+                name = (row.get("Name") or "").strip()
+                if row.get("Agent_Type") == "GPU" and name.startswith("gfx"):
+                    return name
+    except (OSError, csv.Error, UnicodeDecodeError):
+        return None
+    return None
+
+
 def register_pressure(req: AttRequest, folder: Folder, kernel: str | None) -> RegisterPressure | None:
     """Waves per SIMD and the VGPR step to the next wave, through the ISA occupancy model "
     "(`isa.occupancy`)."""
@@ -332,6 +345,13 @@ def register_pressure(req: AttRequest, folder: Folder, kernel: str | None) -> Re
                 for a in "XYZ":
                     block *= max(1, int(row.get(f"Workgroup_Size_{a}") or 1))
             source = f"kernel trace {trace.name} (Dispatch_Id {row.get('Dispatch_Id')})"
+    if arch is None:
+        dirs = [trace.parent] if trace is not None else []
+        for d in [*dirs, folder.path, folder.path.parent]:
+            found_arch = [a for p in sorted(d.glob("*agent_info.csv")) if (a := _gpu_arch(p))]
+            if found_arch:
+                arch = found_arch[0]
+                break
     scan = isa_max_vgpr(folder.code)
     if vg is not None and scan is not None and scan > vg + (ag or 0) and not req.vgprs:
         folder.warnings.append(
