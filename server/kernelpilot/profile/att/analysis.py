@@ -348,7 +348,7 @@ def register_pressure(req: AttRequest, folder: Folder, kernel: str | None) -> Re
     if arch is None:
         dirs = [trace.parent] if trace is not None else []
         for d in [*dirs, folder.path, folder.path.parent]:
-            found_arch = [a for p in sorted(d.glob("*agent_info.csv")) if (a := _gpu_arch(p))]
+            found_arch = [g for p in sorted(d.glob("*agent_info.csv")) if (g := _gpu_arch(p))]
             if found_arch:
                 arch = found_arch[0]
                 break
