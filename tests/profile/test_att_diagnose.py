@@ -64,3 +64,15 @@ def test_gfx12_split_counters(tmp_path: Path) -> None:
         "mfma_fma": 10,
     }
     assert {c.cls for c in res.classes} == {"waitcnt", "mfma"}
+
+
+def test_registers_from_a_code_object(tmp_path: Path) -> None:
+    """A real HSACO (tests/fixtures/isa/amd, clang for gfx942) gives registers, LDS and arch for the model."""
+    hsaco = Path(__file__).resolve().parents[1] / "fixtures" / "isa" / "amd" / "k.gfx942.hsaco"
+    d = folder(tmp_path, [("v_add_f32_e32 v4, v5, v6", 10, 5)])
+    res = profile_att(AttRequest(path=str(d), code_object=str(hsaco), kernel="^vec4_add$"))
+    r = res.registers
+    assert r is not None and r.source == f"code object {hsaco}" and r.arch == "gfx942"
+    assert (r.vgprs, r.waves_per_simd, r.limiter) == (10, 8, "waves") and r.vgprs_to_free is None
+    res = profile_att(AttRequest(path=str(d), code_object=str(hsaco), kernel="^matrix_core$"))
+    assert res.registers is not None and (res.registers.vgprs, res.registers.agprs) == (16, 4)
