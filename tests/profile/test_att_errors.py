@@ -124,3 +124,8 @@ def test_fuzz_readers_only_typed_errors(name: str, cut: float, pos: float, junk:
             assert exc.message and exc.hint
         else:
             assert res.totals.instructions > 0
+
+
+def test_absurd_nesting_is_refused_not_miscounted(folder: Path) -> None:
+    (folder / WAVE).write_text('{"num_insts":0,"wave":{"instructions":' + "[" * 40000 + "]" * 40000 + "}}")
+    expect(folder, WAVE, "absurdly deep brackets")
