@@ -60,6 +60,10 @@ def test_totals_match_report(big: AttResult, small: AttResult) -> None:
         sum(o.waves_started for o in big.occupancy) == 256
     )  # 512 occupancy rows = 256 start + 256 end events
     # realtime.json: 307876 shader cycles over 14832 ticks of the 100 MHz realtime clock
+    # occupancy.json: first wave start 107496 to last end 286360 over all SEs; at the measured clock 86.2 us,
+    # small 37.9 us (the bundle's README times the kernels without the profiler at 92.4 us and 38.2 us)
+    assert (t.dispatch_cycles, f"{t.dispatch_us:.1f}") == (178864, "86.2")
+    assert (small.totals.dispatch_cycles, f"{small.totals.dispatch_us:.1f}") == (83008, "37.9")
     assert t.trace_window_us == pytest.approx(148.32) and t.shader_clock_mhz == pytest.approx(2075.8, abs=0.1)
 
 

@@ -242,7 +242,11 @@ def totals(folder: Folder) -> AttTotals:
                 span_us = span / clock_mhz if clock_mhz else None
         except (TypeError, IndexError, ZeroDivisionError):
             folder.warnings.append("realtime.json: could not read [gfx_clock, realtime] pairs")
+    occ_t = [int(e[0]) for evs in folder.occupancy.values() for e in evs]
+    dispatch = (max(occ_t) - min(occ_t)) if occ_t else None
     return AttTotals(
+        dispatch_cycles=dispatch,
+        dispatch_us=dispatch / clock_mhz if dispatch is not None and clock_mhz else None,
         instructions=len(rows),
         hits=sum(r[4] for r in rows),
         latency_cycles=lat,

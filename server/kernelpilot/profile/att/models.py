@@ -57,6 +57,10 @@ class AttTotals(Result):
         None, description="gfx clock ticks / realtime over the trace window"
     )
     sampled_span_us: float | None = None
+    dispatch_cycles: int | None = Field(
+        None, description="first wave start to last wave end over all SEs in occupancy.json (shader clock)"
+    )
+    dispatch_us: float | None = Field(None, description="dispatch_cycles at the measured shader clock")
 
 
 class WaveState(Result):

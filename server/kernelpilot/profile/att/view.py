@@ -47,8 +47,13 @@ def render(res: AttResult, budget: int = 3000) -> str:
     ]
     if t.sampled_span_us is not None and t.shader_clock_mhz is not None:
         head.append(
-            f"span {cyc(t.sampled_span_cycles)} cycles = {t.sampled_span_us:.1f} us at "
-            f"{t.shader_clock_mhz:.0f} MHz"
+            (
+                f"dispatch {cyc(t.dispatch_cycles)} cycles = {t.dispatch_us:.1f} us, "
+                if t.dispatch_us is not None and t.dispatch_cycles is not None
+                else ""
+            )
+            + f"sampled waves span {cyc(t.sampled_span_cycles)} cycles = {t.sampled_span_us:.1f} us "
+            f"(shader clock {t.shader_clock_mhz:.0f} MHz, measured)"
         )
     if res.wave_states:
         head.append("wave states: " + "  ".join(f"{w.name} {w.share_pct:.1f}%" for w in res.wave_states))
@@ -61,13 +66,13 @@ def render(res: AttResult, budget: int = 3000) -> str:
         + ", ".join(f"{c.cls} {c.count} {c.latency_pct:.1f}/{c.stall_pct:.1f}" for c in res.classes)
     )
     if res.occupancy:
-        head.append(
-            "occupancy (waves resident per SE): "
-            + ", ".join(
-                f"{o.se} mean {o.mean_resident:.1f} peak {o.peak_resident} tail {o.tail_pct:.0f}%"
-                for o in res.occupancy
-            )
-        )
+        occ = [
+            (o.se, f"mean {o.mean_resident:.1f} peak {o.peak_resident} tail {o.tail_pct:.0f}%")
+            for o in res.occupancy
+        ]
+        if len({v for _, v in occ}) == 1 and len(occ) > 1:
+            occ = [(f"{occ[0][0]}..{occ[-1][0]} each", occ[0][1])]
+        head.append("occupancy (waves resident per SE): " + ", ".join(f"{k} {v}" for k, v in occ))
     if res.registers:
         r = res.registers
         nxt = f", free {r.vgprs_to_free} VGPRs for +1 wave by VGPRs" if r.vgprs_to_free is not None else ""
@@ -75,13 +80,15 @@ def render(res: AttResult, budget: int = 3000) -> str:
             f"registers ({r.arch}): {r.vgprs} VGPRs -> {r.waves_per_simd} waves/SIMD, limiter "
             f"{r.limiter}{nxt}"
         )
-    tail: list[str] = []
-    for f in res.findings:
-        tail.append(f"finding {f.rule}: {f.verdict} - {f.measured}")
-        tail += [f"  lever: {lv}" for lv in f.levers[:2]]
-    tail += [f"warning: {w}" for w in res.warnings]
 
-    def build(n_stall: int, n_lat: int, ctx_n: int) -> str:
+    def tail(levers: int) -> list[str]:
+        out: list[str] = []
+        for f in res.findings:
+            out.append(f"finding {f.rule}: {f.verdict} - {f.measured}")
+            out += [f"  lever: {lv}" for lv in f.levers[:levers]]
+        return out + [f"warning: {w}" for w in res.warnings]
+
+    def build(n_stall: int, n_lat: int, ctx_n: int, levers: int) -> str:
         body = [f"top {n_stall} by stall (PC, cycles, % of stall, hits, instruction, source):"]
         for h in res.hotspots_by_stall[:n_stall]:
             body += _hot(h, h.rank <= ctx_n, "stall")
@@ -91,17 +98,26 @@ def render(res: AttResult, budget: int = 3000) -> str:
                 body += _hot(h, False, "latency")
         omitted = (len(res.hotspots_by_stall) - n_stall) + (len(res.hotspots_by_latency) - n_lat)
         if omitted > 0:
-            body.append(f"({omitted} more hotspots in --json; context for the first {ctx_n})")
-        return "\n".join(head + body + tail)
+            body.append(
+                f"({omitted} more hotspots" + (", and their context," if not ctx_n else "") + " in --json)"
+            )
+        return "\n".join(head + body + tail(levers))
 
-    n_stall, n_lat, ctx_n = len(res.hotspots_by_stall), min(5, len(res.hotspots_by_latency)), 3
-    text = build(n_stall, n_lat, ctx_n)
-    while len(text) > budget and (ctx_n or n_lat or n_stall > 3):
+    n_stall, n_lat, ctx_n, levers = len(res.hotspots_by_stall), min(5, len(res.hotspots_by_latency)), 3, 2
+    text = build(n_stall, n_lat, ctx_n, levers)
+    # shed detail in order of least value until the view fits: context, latency list, levers, stall list
+    while len(text) > budget and (ctx_n or n_lat or levers or n_stall > 1):
         if ctx_n:
             ctx_n -= 1
         elif n_lat:
             n_lat -= 1
+        elif n_stall > 5:
+            n_stall -= 1
+        elif levers:
+            levers -= 1
         else:
             n_stall -= 1
-        text = build(n_stall, n_lat, ctx_n)
+        text = build(n_stall, n_lat, ctx_n, levers)
+    if len(text) > budget:
+        text = text[: budget - 40].rsplit("\n", 1)[0] + "\n(cut to fit; --json has everything)"
     return text
