@@ -253,3 +253,16 @@ def test_console_error_detection_catches_a_deliberate_error(tmp_path):
     assert any("deliberate" in ln for ln in console)
     assert any("Uncaught ReferenceError" in ln for ln in console)
     assert shot.is_file()
+
+
+def test_html_report_with_att_section(workspace, run_cli):
+    att = Path(__file__).resolve().parents[1] / "fixtures/profile/att/big/ui_output_agent_38430_dispatch_44"
+    r = run_cli("report", "--workspace", str(workspace), "--att-dir", str(att))
+    assert r.code == 0, r.err
+    html = (workspace / "reports" / "final.html").read_text()
+    sec = html[html.index("<h2>Thread trace (AMD ATT)</h2>") : html.index("<h2>Hardware Spec</h2>")]
+    assert "<code>flash_attn_func_kernel_0</code>: 32 sampled waves" in sec and "stall 1677652 (58.8%)" in sec
+    assert "<td>VMEM-wait</td><td>490580</td><td>29.2%</td>" in sec and "<th>STALL</th>" in sec
+    assert "<td>11448</td><td><code>s_waitcnt vmcnt(0)</code></td><td>248</td><td>142908</td>" in sec
+    assert "<script" not in sec.lower()
+    ET.fromstring(f"<div>{sec}</div>")  # well-formed

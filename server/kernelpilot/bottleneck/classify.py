@@ -433,6 +433,10 @@ def _verdict(
 
 
 def classify_bottleneck(req: ClassifyRequest) -> ClassifyResult:
+    if req.att_dir is not None and req.profile_path is None and req.profile_json is None:
+        from kernelpilot.profile.att.diagnose import att_verdict
+
+        return ClassifyResult(verdicts=[att_verdict(req.att_dir)])
     if (req.profile_path is None) == (req.profile_json is None):
         raise InvalidArgumentError(
             "give exactly one of profile_path or profile_json",
@@ -485,4 +489,8 @@ def classify_bottleneck(req: ClassifyRequest) -> ClassifyResult:
         )
         for k in kernels
     ]
+    if req.att_dir is not None:
+        from kernelpilot.profile.att.diagnose import att_verdict
+
+        verdicts.append(att_verdict(req.att_dir))
     return ClassifyResult(verdicts=verdicts, warnings=list(res.warnings))

@@ -109,6 +109,11 @@ class ClassifyRequest(Request):
         "JSON of `kernelpilot isa fit --json` / `isa resources --json` (a list of both is merged); they "
         "feed the root-cause rules and are quoted as evidence.",
     )
+    att_dir: str | None = Field(
+        default=None,
+        description="AMD: a rocprofv3 thread-trace (ATT) dispatch folder; adds a verdict from its stall "
+        "taxonomy (alone, or with a profile).",
+    )
 
 
 class ClassifyResult(Result):

@@ -1,6 +1,7 @@
-"""Capability declarations for `profile run|parse|hotspots` (ncu / rocprofv3)."""
+"""Capability declarations for `profile run|parse|hotspots|att` (ncu / rocprofv3)."""
 
 from kernelpilot.capability import Capability
+from kernelpilot.profile.att.models import AttRequest, AttResult
 from kernelpilot.profile.models import (
     HotspotsRequest,
     HotspotsResult,
@@ -67,6 +68,29 @@ CAPABILITIES = [
         request=HotspotsRequest,
         result=HotspotsResult,
         target="kernelpilot.profile.core:profile_hotspots",
+        positional=("path",),
+    ),
+    Capability(
+        tool="profile_att",
+        command=("profile", "att"),
+        summary="Analyse a rocprofv3 thread trace (ATT) dispatch folder: stall taxonomy, wave states, "
+        "hotspots.",
+        description=(
+            "Read a decoded rocprofv3 --att folder (ui_output_agent_<pid>_dispatch_<n>/ with code.json, "
+            "wstates*.json, occupancy.json, per-wave se*_sm*_sl*_wv*.json) and return totals (latency, "
+            "stall, "
+            "idle cycles, stall ratio, waves, instructions), the wave-state split "
+            "(EXEC/WAIT/STALL/SLEEP), the "
+            "stall taxonomy by s_waitcnt counter (vmcnt, lgkmcnt, expcnt), barriers, VMEM/LDS/SMEM issue and "
+            "MFMA, a per-class breakdown, top-N hotspots by stall and by latency with disassembly "
+            "context and "
+            "source file:line, occupancy of the traced CU, register pressure (with a kernel_trace.csv, code "
+            "object or vgprs+arch) and AMD findings with levers. No GPU needed. Capture one with "
+            "profile_run profiler=rocprofv3 mode=att."
+        ),
+        request=AttRequest,
+        result=AttResult,
+        target="kernelpilot.profile.att.analysis:profile_att",
         positional=("path",),
     ),
 ]

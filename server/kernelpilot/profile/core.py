@@ -6,7 +6,7 @@ import tempfile
 from pathlib import Path
 
 from kernelpilot.capability import Progress, no_progress
-from kernelpilot.errors import InputFileError
+from kernelpilot.errors import InputFileError, InvalidArgumentError
 from kernelpilot.profile import ncu_csv, rocprof
 from kernelpilot.profile.errors import ProfileFormatError
 from kernelpilot.profile.hotspots import kernel_hotspots
@@ -108,6 +108,12 @@ def profile_parse(req: ProfileParseRequest) -> ProfileResult:
 
 def profile_run(req: ProfileRunRequest, progress: Progress = no_progress) -> ProfileResult:
     profiler = req.profiler
+    if req.mode == "att":
+        if profiler == "ncu":
+            raise InvalidArgumentError(
+                "mode=att is the rocprofv3 thread trace", "use profiler=rocprofv3 (or auto) with mode=att"
+            )
+        profiler = "rocprofv3"
     if profiler == "auto":
         profiler = "ncu" if find_tool("ncu") is not None or find_tool("rocprofv3") is None else "rocprofv3"
     if profiler == "ncu":
@@ -129,6 +135,8 @@ def profile_run(req: ProfileRunRequest, progress: Progress = no_progress) -> Pro
             warnings=page.warnings,
             missing=missing,
         )
+    if req.mode == "att":
+        return _profile_run_att(req, progress)
     exe = str(require_tool("rocprofv3"))
     outdir = req.output_dir or tempfile.mkdtemp(prefix="kernelpilot-rocprof-")
     argv = rocprof.build_rocprof_argv(req, outdir, exe)
@@ -156,6 +164,33 @@ def profile_run(req: ProfileRunRequest, progress: Progress = no_progress) -> Pro
         wall_s=res.duration_s,
         warnings=warnings,
         missing=missing,
+    )
+
+
+def _profile_run_att(req: ProfileRunRequest, progress: Progress) -> ProfileResult:
+    """rocprofv3 --att on the command, then the newest decoded dispatch folder through `profile att`."""
+    from kernelpilot.profile.att.analysis import profile_att
+    from kernelpilot.profile.att.capture import build_att_argv, newest_dispatch
+    from kernelpilot.profile.att.models import AttRequest
+
+    exe = str(require_tool("rocprofv3"))
+    outdir = req.output_dir or tempfile.mkdtemp(prefix="kernelpilot-att-")
+    argv = build_att_argv(req, outdir, exe)
+    progress(0, 2, "running rocprofv3 --att")
+    res = run(argv, timeout_s=req.timeout_s, cwd=req.workdir)
+    progress(1, 2, "analysing the thread trace")
+    folder = newest_dispatch(outdir)
+    traces = sorted(Path(outdir).rglob("*kernel_trace.csv"), key=lambda p: p.stat().st_mtime_ns)
+    att = profile_att(AttRequest(path=str(folder), kernel_trace=str(traces[-1]) if traces else None))
+    progress(2, 2, "done")
+    return ProfileResult(
+        profiler="rocprofv3",
+        path=str(folder),
+        kernels=[],
+        command=argv,
+        wall_s=res.duration_s,
+        warnings=att.warnings,
+        att=att,
     )
 
 

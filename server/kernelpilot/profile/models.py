@@ -10,6 +10,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from kernelpilot.models import Request, Result
+from kernelpilot.profile.att.models import AttResult
 
 ProfilerName = Literal["ncu", "rocprofv3"]
 
@@ -160,8 +161,12 @@ class ProfileResult(Result):
     wall_s: float | None = None
     warnings: list[str] = Field(default_factory=list)
     missing: list[str] = Field(default_factory=list, description="Fields missing in at least one kernel.")
+    att: AttResult | None = Field(default=None, description="mode=att: the thread-trace analysis.")
 
     def render_text(self) -> str:
+        if self.att is not None:
+            cmd = " ".join(self.command)
+            return f"rocprofv3 --att: {cmd}\n" + self.att.render_text()
         out = [
             f"{self.profiler}: {len(self.kernels)} kernel launch(es)"
             + (f" from {self.path}" if self.path else "")
@@ -186,12 +191,12 @@ class ProfileRunRequest(Request):
     profiler: Literal["auto", "ncu", "rocprofv3"] = Field(
         default="auto", description="auto: ncu if found, else rocprofv3."
     )
-    mode: Literal["roofline", "full", "sections", "metrics"] = Field(
+    mode: Literal["roofline", "full", "sections", "metrics", "att"] = Field(
         default="roofline",
         description="roofline: the minimal metric set (duration, DRAM bytes, FLOPs by precision, SOL "
         "percentages) in few "
         "passes; full: ncu --set full; sections: the named --section list; metrics: the named --metrics "
-        "list.",
+        "list; att: rocprofv3 thread trace, decoded and analysed (result.att).",
     )
     roofline_sol: bool = Field(
         default=True, description="roofline mode: also collect the SOL headline (about 10 of the passes)."
@@ -224,6 +229,18 @@ class ProfileRunRequest(Request):
     timeout_s: float = Field(default=600.0, gt=0, description="Kill the profiler (process group) after this.")
     workdir: str | None = Field(default=None, description="Working directory of the profiled program.")
     include_raw_metrics: bool = Field(default=False, description="Return every raw metric too.")
+    att_target_cu: int = Field(default=1, ge=0, le=15, description="mode=att: CU traced in detail.")
+    att_shader_engine_mask: str = Field(default="0xf", description="mode=att: bitmask of SEs traced.")
+    att_simd_select: str | None = Field(default=None, description="mode=att: SIMD bitmask (gfx9) or id.")
+    att_buffer_size: str | None = Field(
+        default=None, description="mode=att: trace buffer bytes, e.g. 0x6000000 (rocprofv3 default 256 MB)."
+    )
+    att_iteration_range: str | None = Field(
+        default=None, description="mode=att: rocprofv3 kernel_iteration_range, passed verbatim, e.g. '[1]'."
+    )
+    att_input: Literal["argv", "yaml"] = Field(
+        default="argv", description="mode=att: flags on the command line, or an input YAML job given with -i."
+    )
 
 
 class HotspotsRequest(Request):

@@ -301,6 +301,10 @@ class RenderReportRequest(WorkspaceRef):
         default=None, ge=0, description="Version for kind=iteration (default: latest)."
     )
     html: bool = Field(default=True, description="Also write a self-contained HTML page with SVG charts.")
+    att_dir: str | None = Field(
+        default=None,
+        description="AMD: a rocprofv3 thread-trace dispatch folder; adds its section to the HTML.",
+    )
     commit: bool = Field(default=True, description=_COMMIT_HELP)
 
 

@@ -177,7 +177,13 @@ def render_report(req: RenderReportRequest) -> RenderReportResult:
         "generated": now_iso(),
         "masked_versions": summary.masked_versions,
         "best": by_v.get(summary.best_version) if summary.best_version is not None else None,
+        "att": None,
     }
+    if req.att_dir:
+        from kernelpilot.profile.att.analysis import profile_att
+        from kernelpilot.profile.att.models import AttRequest
+
+        ctx["att"] = profile_att(AttRequest(path=req.att_dir, top=8, context=0))
     md_template = {"final": "final_report.md.j2", "baseline": "baseline_report.md.j2"}.get(
         req.kind, "iteration_report.md.j2"
     )
