@@ -1,0 +1,110 @@
+"""The one place kernelpilot touches the MCP SDK's internals (names the SDK does not promise to keep).
+
+The server builds tools from capability declarations rather than from decorated functions, so it needs the
+SDK's tool registration model (`Tool`), its argument-model base (`ArgModelBase`) and its function metadata
+(`FuncMetadata`, which validates arguments and converts results to structured output), and it adds
+prebuilt tools to a running server through the tool manager. Every use of them is
+here; `tests/foundation/test_mcp_sdk_contract.py` pins what this module relies on, so an SDK upgrade that
+changes them fails that test by name instead of breaking tools at run time. Public SDK names (`MCPServer`,
+`Context`, `ToolError`, `ToolAnnotations`, prompts, resources) are used directly by `mcp_server`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.tools import Tool
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
+from mcp.types import ToolAnnotations
+from pydantic import BaseModel, ConfigDict, Field, create_model
+
+
+class StrictArguments(ArgModelBase):
+    """Tool arguments that reject unknown keys (the SDK's default silently drops them).
+
+    Built lazily (defer_build): validation schemas are compiled on a tool's first call, not at start-up.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid", defer_build=True)
+
+
+def argument_model(name: str, request: type[BaseModel]) -> type[ArgModelBase]:
+    """A flat argument model with the request model's fields, descriptions and defaults."""
+    fields: dict[str, Any] = {}
+    for field_name, field in request.model_fields.items():
+        ann: Any = Annotated[(field.annotation, *field.metadata, Field(description=field.description))]
+        default = ... if field.is_required() else field.get_default(call_default_factory=True)
+        fields[field_name] = (ann, default)
+    model: type[ArgModelBase] = create_model(f"{name}Arguments", __base__=StrictArguments, **fields)
+    return model
+
+
+def output_schema(result: type[BaseModel]) -> dict[str, Any]:
+    """The structured-output schema the SDK derives for a result model (what clients validate against)."""
+    return FuncMetadata(arg_model=StrictArguments, output_model=result).output_schema or {}
+
+
+def make_tool(
+    fn: Callable[..., Awaitable[Any]],
+    *,
+    name: str,
+    title: str,
+    description: str,
+    request: type[BaseModel],
+    result: type[BaseModel],
+    input_schema: dict[str, Any],
+    result_schema: dict[str, Any],
+    annotations: ToolAnnotations,
+) -> Tool:
+    """An SDK tool whose `fn(ctx, **arguments)` returns a `result` instance, published with the given
+    (already compacted) input and output schemas; the SDK validates arguments with the flat argument model
+    and the return value against `result` before sending it as structured content."""
+    meta = FuncMetadata(
+        arg_model=argument_model(name, request), output_model=result, output_schema=result_schema
+    )
+    return Tool(
+        fn=fn,
+        name=name,
+        title=title,
+        description=description,
+        parameters=input_schema,
+        fn_metadata=meta,
+        is_async=True,
+        context_kwarg="ctx",
+        annotations=annotations,
+    )
+
+
+_SCHEMA_MAPS = ("properties", "$defs", "definitions", "patternProperties")
+_SCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
+_SCHEMA_ONE = ("items", "additionalProperties", "not", "contains")
+
+
+def compact_schema(schema: Any) -> Any:
+    """The schema without pydantic's `title` keywords (each repeats its property or model name).
+
+    Only the `title` keyword of a schema object is dropped, never a property that happens to be called
+    `title`; everything a validator reads (types, `$ref`s, `$defs`, enums, required, defaults) is kept.
+    """
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "title" and isinstance(value, str):
+            continue
+        if key in _SCHEMA_MAPS and isinstance(value, dict):
+            out[key] = {k: compact_schema(v) for k, v in value.items()}
+        elif key in _SCHEMA_LISTS and isinstance(value, list):
+            out[key] = [compact_schema(v) for v in value]
+        elif key in _SCHEMA_ONE:
+            out[key] = compact_schema(value)
+        else:
+            out[key] = value
+    return out
+
+
+def register_tool(server: MCPServer[Any], tool: Tool) -> None:
+    """Add a prebuilt tool to a running server (`MCPServer.add_tool` only takes a function to wrap)."""
+    server._tool_manager._tools[tool.name] = tool
