@@ -245,8 +245,7 @@ def _toolsets_tool(
                 register_tool(server, _make_tool(cap, schemas[cap.tool]))
                 added.append(cap.tool)
         if added:
-            with contextlib.suppress(Exception):  # best effort: a client that cannot hear it re-lists
-                await ctx.session.send_tool_list_changed()
+            await ctx.session.send_tool_list_changed()
         served |= set(added)
         infos = []
         for name in toolset_names():
