@@ -3,7 +3,8 @@
 The server builds tools from capability declarations rather than from decorated functions, so it needs the
 SDK's tool registration model (`Tool`), its argument-model base (`ArgModelBase`) and its function metadata
 (`FuncMetadata`, which validates arguments and converts results to structured output), and it adds
-prebuilt tools to a running server through the tool manager. Every use of them is
+prebuilt tools to a running server through the tool manager; prompts render with their own argument checks
+(`Prompt.render`). Every use of them is
 here; `tests/foundation/test_mcp_sdk_contract.py` pins what this module relies on, so an SDK upgrade that
 changes them fails that test by name instead of breaking tools at run time. Public SDK names (`MCPServer`,
 `Context`, `ToolError`, `ToolAnnotations`, prompts, resources) are used directly by `mcp_server`.
@@ -15,6 +16,8 @@ from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.prompts import Prompt
+from mcp.server.mcpserver.prompts.base import Message, PromptArgument, UserMessage
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
 from mcp.types import ToolAnnotations
@@ -108,3 +111,25 @@ def compact_schema(schema: Any) -> Any:
 def register_tool(server: MCPServer[Any], tool: Tool) -> None:
     """Add a prebuilt tool to a running server (`MCPServer.add_tool` only takes a function to wrap)."""
     server._tool_manager._tools[tool.name] = tool
+
+
+def make_prompt(
+    name: str, description: str, arguments: list[tuple[str, str, bool]], render: Callable[..., str]
+) -> Prompt:
+    """An SDK prompt whose text is `render(**arguments)`; `arguments` are (name, description, required).
+
+    The SDK's own check of required arguments answers a bare "Internal server error"; this prompt leaves
+    checking to `render`, which raises `MCPError(INVALID_PARAMS, ...)` naming the argument and the fix.
+    """
+    return _RenderedPrompt(
+        name=name,
+        title=name,
+        description=description,
+        arguments=[PromptArgument(name=n, description=d, required=r) for n, d, r in arguments],
+        fn=render,
+    )
+
+
+class _RenderedPrompt(Prompt):
+    async def render(self, arguments: dict[str, Any] | None, context: Any) -> list[Message]:
+        return [UserMessage(str(self.fn(**(arguments or {}))))]

@@ -207,29 +207,20 @@ def description(spec: PromptSpec) -> str:
 
 def add_prompts(server: Any) -> None:
     """Register every prompt on an `MCPServer` (typed arguments; text rendered per request)."""
-    from mcp.server.mcpserver.prompts import Prompt
-    from mcp.server.mcpserver.prompts.base import PromptArgument
     from mcp.shared.exceptions import MCPError
     from mcp.types import INVALID_PARAMS
+
+    from kernelpilot.mcp_sdk import make_prompt
 
     def prompt_fn(spec: PromptSpec) -> Any:
         def fn(**kwargs: Any) -> str:
             try:
                 return render(spec, kwargs)
-            except KernelpilotError as exc:  # the SDK would replace any other error with a generic one
+            except KernelpilotError as exc:
                 raise MCPError(INVALID_PARAMS, f"{exc.message}; fix: {exc.hint}") from exc
 
         return fn
 
     for spec in PROMPTS:
-        prompt = Prompt(
-            name=spec.name,
-            title=spec.name,
-            description=description(spec),
-            arguments=[
-                PromptArgument(name=a.name, description=a.description, required=a.required)
-                for a in spec.arguments
-            ],
-            fn=prompt_fn(spec),
-        )
-        server.add_prompt(prompt)
+        args = [(a.name, a.description, a.required) for a in spec.arguments]
+        server.add_prompt(make_prompt(spec.name, description(spec), args, prompt_fn(spec)))

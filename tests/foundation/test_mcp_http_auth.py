@@ -32,7 +32,11 @@ INIT = {
     "jsonrpc": "2.0",
     "id": 1,
     "method": "initialize",
-    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}},
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "0"},
+    },
 }
 
 
@@ -50,12 +54,8 @@ def _env(token: str | None) -> dict[str, str]:
 
 
 def _argv(host: str, port: int) -> list[str]:
-    return [sys.executable, "-m", "kernelpilot.mcp_server", "--transport", "streamable-http"] + [
-        "--host",
-        host,
-        "--port",
-        str(port),
-    ]
+    server = [sys.executable, "-m", "kernelpilot.mcp_server", "--transport", "streamable-http"]
+    return [*server, "--host", host, "--port", str(port)]
 
 
 @contextmanager

@@ -34,7 +34,9 @@ def _listing(toolsets: str | None = None) -> list[dict]:
 def _chars(tools: list[dict]) -> int:
     """The issue's measure: descriptions + input schemas + output schemas as JSON text."""
     return sum(
-        len(t.get("description", "")) + len(json.dumps(t["inputSchema"])) + len(json.dumps(t.get("outputSchema", {})))
+        len(t.get("description", ""))
+        + len(json.dumps(t["inputSchema"]))
+        + len(json.dumps(t.get("outputSchema", {})))
         for t in tools
     )
 
