@@ -133,3 +133,15 @@ def make_prompt(
 class _RenderedPrompt(Prompt):
     async def render(self, arguments: dict[str, Any] | None, context: Any) -> list[Message]:
         return [UserMessage(str(self.fn(**(arguments or {}))))]
+
+
+async def run_stdio(server: MCPServer[Any]) -> None:
+    """Serve over stdio like `MCPServer.run("stdio")`, but advertise `tools.listChanged`, so hosts re-list
+    tools after `toolsets_enable` adds some (the SDK's default advertises no list changes)."""
+    from mcp.server.lowlevel import NotificationOptions
+    from mcp.server.stdio import stdio_server
+
+    lowlevel = server._lowlevel_server
+    options = lowlevel.create_initialization_options(NotificationOptions(tools_changed=True))
+    async with stdio_server() as (read_stream, write_stream):
+        await lowlevel.run(read_stream, write_stream, options)

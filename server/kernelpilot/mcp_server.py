@@ -28,7 +28,14 @@ from pydantic import BaseModel, Field, ValidationError
 from kernelpilot import __version__
 from kernelpilot.capability import Capability, all_capabilities, toolset_names
 from kernelpilot.errors import InvalidArgumentError, KernelpilotError
-from kernelpilot.mcp_sdk import argument_model, compact_schema, make_tool, output_schema, register_tool
+from kernelpilot.mcp_sdk import (
+    argument_model,
+    compact_schema,
+    make_tool,
+    output_schema,
+    register_tool,
+    run_stdio,
+)
 from kernelpilot.models import Request, Result
 from kernelpilot.paths import bundled_dir
 from kernelpilot.validation import validation_message
@@ -245,7 +252,8 @@ def _toolsets_tool(
                 register_tool(server, _make_tool(cap, schemas[cap.tool]))
                 added.append(cap.tool)
         if added:
-            await ctx.session.send_tool_list_changed()
+            await ctx.notify_tools_changed()  # hosts on the 2026-07-28 protocol listen for it
+            await ctx.session.send_tool_list_changed()  # hosts on earlier protocol versions
         served |= set(added)
         infos = []
         for name in toolset_names():
@@ -310,7 +318,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         server = build_server(args.toolsets)
         if args.transport == "stdio":
-            server.run("stdio")
+            anyio.run(run_stdio, server)
         else:
             token = args.auth_token or os.environ.get("KERNELPILOT_MCP_TOKEN") or None
             http_auth.serve(server, host=args.host, port=args.port, token=token)

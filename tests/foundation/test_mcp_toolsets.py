@@ -139,3 +139,28 @@ def test_annotations_reach_the_client_as_declared():
     exp_create = tools["exp_create"]["annotations"]
     assert exp_create["destructiveHint"] is False and exp_create["idempotentHint"] is False
     assert tools["exp_ingest"]["annotations"]["idempotentHint"] is True
+
+
+def test_stdio_server_advertises_tool_list_changes_and_sends_one():
+    import sys
+
+    from mcp import StdioServerParameters
+
+    seen: list[str] = []
+
+    async def on_message(message) -> None:
+        method = getattr(getattr(message, "root", message), "method", None)
+        if method:
+            seen.append(method)
+
+    async def main() -> None:
+        server = StdioServerParameters(command=sys.executable, args=["-m", "kernelpilot.mcp_server"])
+        # Hosts such as Claude Code speak a handshake-era protocol version, where this is a notification.
+        async with Client(server, message_handler=on_message, mode="legacy") as client:
+            assert client.server_capabilities.tools.list_changed is True
+            res = await client.call_tool("toolsets_enable", {"enable": ["profile"]})
+            assert "profile_parse" in res.structured_content["added"]
+            assert "profile_parse" in {t.name for t in (await client.list_tools()).tools}
+
+    anyio.run(main)
+    assert "notifications/tools/list_changed" in seen
