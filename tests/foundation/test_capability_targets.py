@@ -22,9 +22,8 @@ def test_target_resolves_and_matches_request_and_result(cap: Capability) -> None
     params = list(inspect.signature(fn).parameters.values())
     required = [p for p in params if p.default is inspect.Parameter.empty]
     assert params, f"{cap.target} takes no request"
-    assert hints.get(params[0].name) is cap.request, (
-        f"{cap.target}: first parameter is {hints.get(params[0].name)}, declared request {cap.request.__name__}"
-    )
+    first = hints.get(params[0].name)
+    assert first is cap.request, f"{cap.target}: takes {first}, declared request {cap.request.__name__}"
     if cap.takes_progress:
         assert len(params) >= 2, f"{cap.target} is declared takes_progress but has no progress parameter"
         assert len(required) <= 2
