@@ -85,27 +85,34 @@ _SCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
 _SCHEMA_ONE = ("items", "additionalProperties", "not", "contains")
 
 
-def compact_schema(schema: Any) -> Any:
-    """The schema without pydantic's `title` keywords (each repeats its property or model name).
+def compact_schema(schema: Any, drop: frozenset[str] = frozenset({"title"})) -> Any:
+    """The schema without the annotation keywords in `drop` (default: pydantic's `title`, which repeats each
+    property's or model's name).
 
-    Only the `title` keyword of a schema object is dropped, never a property that happens to be called
-    `title`; everything a validator reads (types, `$ref`s, `$defs`, enums, required, defaults) is kept.
+    Only keywords of schema objects are dropped, never a property that happens to share the name (a field
+    called `title` or `description` stays); everything a validator reads (types, `$ref`s, `$defs`, enums,
+    required, const, formats) is kept.
     """
     if not isinstance(schema, dict):
         return schema
     out: dict[str, Any] = {}
     for key, value in schema.items():
-        if key == "title" and isinstance(value, str):
+        if key in drop and key not in _SCHEMA_MAPS:
             continue
         if key in _SCHEMA_MAPS and isinstance(value, dict):
-            out[key] = {k: compact_schema(v) for k, v in value.items()}
+            out[key] = {k: compact_schema(v, drop) for k, v in value.items()}
         elif key in _SCHEMA_LISTS and isinstance(value, list):
-            out[key] = [compact_schema(v) for v in value]
+            out[key] = [compact_schema(v, drop) for v in value]
         elif key in _SCHEMA_ONE:
-            out[key] = compact_schema(value)
+            out[key] = compact_schema(value, drop)
         else:
             out[key] = value
     return out
+
+
+# Output schemas serve validation of what the server returns; their prose and defaults repeat the result
+# models' docs (docs/reference.md names each result model) and cost hosts context on every tools/list.
+OUTPUT_DROP = frozenset({"title", "description", "default", "examples"})
 
 
 def register_tool(server: MCPServer[Any], tool: Tool) -> None:

@@ -29,6 +29,7 @@ from kernelpilot import __version__
 from kernelpilot.capability import Capability, all_capabilities, toolset_names
 from kernelpilot.errors import InvalidArgumentError, KernelpilotError
 from kernelpilot.mcp_sdk import (
+    OUTPUT_DROP,
     argument_model,
     compact_schema,
     make_tool,
@@ -103,7 +104,7 @@ def _fresh_schemas(caps: Sequence[Capability]) -> dict[str, dict[str, Any]]:
     return {
         cap.tool: {
             "input": compact_schema(argument_model(cap.tool, cap.request).model_json_schema(by_alias=True)),
-            "output": compact_schema(output_schema(cap.result)),
+            "output": compact_schema(output_schema(cap.result), OUTPUT_DROP),
         }
         for cap in caps
     }
