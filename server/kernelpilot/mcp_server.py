@@ -45,8 +45,13 @@ INSTRUCTIONS = (
     "kernelpilot turns a slow GPU kernel into one near the hardware limit with every number measured "
     "or cited. Hardware specs come only from gpu-wiki citations "
     "(`<metric>: <value> <unit> <- <path>:L<line>`); never invent a spec: a missing one is UNKNOWN. "
-    "Start with `doctor` to see what this machine can do."
+    "Start with `doctor` to see what this machine can do. Only the core tools are listed at first: call "
+    "`toolsets_enable` (no arguments lists the toolsets) to add the isa, profile, workspace, tasks, "
+    "measure or experiments tools before a step that needs them."
 )
+
+# Tools the MCP adapter serves beside the capabilities (they steer the server itself; no CLI command).
+MCP_ONLY_TOOLS = frozenset({"toolsets_enable"})
 
 
 def _tool_error(cap: Capability, exc: KernelpilotError) -> ToolError:
@@ -265,10 +270,10 @@ def _toolsets_tool(
             )
         return ToolsetsResult(toolsets=infos, added=added)
 
-    cap = Capability(
-        tool="toolsets_enable",
-        command=("toolsets",),
-        summary="List kernelpilot's toolsets and enable more of them (isa, profile, experiments, ...).",
+    return make_tool(
+        toolsets_enable,
+        name="toolsets_enable",
+        title="List kernelpilot's toolsets and enable more of them (isa, profile, experiments, ...).",
         description=(
             "This server starts with the core tools only. Call with enable=['isa'] (or several, or ['all']) "
             "to add a toolset's tools, e.g. before following a skill step that names a tool you do not "
@@ -276,22 +281,12 @@ def _toolsets_tool(
         ),
         request=ToolsetsRequest,
         result=ToolsetsResult,
-        target="kernelpilot.mcp_server:_no_target",
-        read_only=False,
-        idempotent=True,
-        toolset="core",
-    )
-    schema = _fresh_schemas([cap])[cap.tool]
-    return make_tool(
-        toolsets_enable,
-        name=cap.tool,
-        title=cap.summary,
-        description=cap.description,
-        request=cap.request,
-        result=cap.result,
-        input_schema=schema["input"],
-        result_schema=schema["output"],
-        annotations=tool_annotations(cap),
+        input_schema=compact_schema(argument_model("toolsets_enable", ToolsetsRequest).model_json_schema()),
+        result_schema=compact_schema(output_schema(ToolsetsResult), OUTPUT_DROP),
+        # It changes which tools this server lists (not read-only), nothing else; enabling twice adds nothing.
+        annotations=ToolAnnotations(
+            readOnlyHint=False, destructiveHint=False, idempotentHint=True, openWorldHint=False
+        ),
     )
 
 
