@@ -306,8 +306,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--auth-token",
         default=None,
-        help="bearer token every HTTP request must carry (default: $KERNELPILOT_MCP_TOKEN); required "
-        "when --host is not a loopback address",
+        help="bearer token every HTTP request must carry (default: $KERNELPILOT_MCP_TOKEN, which other "
+        "users cannot read in the process list); required when --host is not a loopback address",
     )
     parser.add_argument("--version", action="version", version=f"kernelpilot-mcp {__version__}")
     args = parser.parse_args(argv)

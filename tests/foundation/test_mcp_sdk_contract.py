@@ -98,3 +98,25 @@ def test_compact_schema_drops_title_keywords_only():
         "properties": {"title": {"type": "string"}, "items": {"type": "array", "items": {}}},
         "$defs": {"D": {"anyOf": [{"type": "string"}, {"type": "null"}]}},
     }
+
+
+def test_only_mcp_sdk_touches_sdk_internals_and_the_adapters_stay_apart():
+    import ast
+    from pathlib import Path
+
+    root = Path(mcp_sdk.__file__).parent
+    internal = ("func_metadata", "ArgModelBase", "FuncMetadata", "_tool_manager", "_lowlevel_server")
+    for path in sorted(root.rglob("*.py")):
+        if path.name == "mcp_sdk.py":
+            continue
+        text = path.read_text(encoding="utf-8")
+        used = [name for name in internal if name in text]
+        assert not used, f"{path.relative_to(root)} uses MCP SDK internals {used}: go through mcp_sdk"
+    tree = ast.parse((root / "mcp_server.py").read_text(encoding="utf-8"))
+    imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)} | {
+        a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names
+    }
+    assert "kernelpilot.cli" not in imported, "mcp_server imports the CLI adapter"
+    cli_tree = ast.parse((root / "cli.py").read_text(encoding="utf-8"))
+    cli_imported = {n.module for n in ast.walk(cli_tree) if isinstance(n, ast.ImportFrom)}
+    assert "kernelpilot.mcp_server" not in cli_imported
