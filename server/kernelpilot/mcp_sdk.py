@@ -115,6 +115,61 @@ def compact_schema(schema: Any, drop: frozenset[str] = frozenset({"title"})) -> 
 OUTPUT_DROP = frozenset({"title", "description", "default", "examples"})
 
 
+def _refs(node: Any) -> set[str]:
+    """Names of the `#/$defs/<name>` references anywhere in a schema fragment."""
+    if isinstance(node, dict):
+        found = {node["$ref"].rsplit("/", 1)[-1]} if isinstance(node.get("$ref"), str) else set()
+        for value in node.values():
+            found |= _refs(value)
+        return found
+    if isinstance(node, list):
+        return set().union(*(_refs(v) for v in node)) if node else set()
+    return set()
+
+
+def _closure(defs: dict[str, Any], names: set[str]) -> set[str]:
+    """`names` and every definition they reach through references."""
+    seen: set[str] = set()
+    todo = list(names)
+    while todo:
+        name = todo.pop()
+        if name in seen or name not in defs:
+            continue
+        seen.add(name)
+        todo.extend(_refs(defs[name]))
+    return seen
+
+
+def share_definitions(
+    schemas: dict[str, dict[str, Any]], groups: list[list[str]], min_chars: int = 1000
+) -> None:
+    """Publish each large model shared by several output schemas of one group (a toolset) once.
+
+    The first tool of the group (in the given order) keeps the model's full definition; in the others the
+    definition becomes `{"$comment": "<Model>: as in the output schema of <tool>"}`, which a validator
+    accepts as any value, and definitions nothing reaches any more are dropped. So a toolset of tools that
+    all return experiment records carries the record model once, and every tool keeps an output schema that
+    still checks its own structure. Changes `schemas` (tool -> {"input", "output"}) in place.
+    """
+    for group in groups:
+        owner: dict[str, str] = {}
+        for tool in group:
+            out = schemas[tool]["output"]
+            defs: dict[str, Any] = out.get("$defs", {})
+            for name in sorted(defs):
+                size = sum(len(repr(defs[d])) for d in _closure(defs, {name}))
+                if size < min_chars:
+                    continue
+                if name not in owner:
+                    owner[name] = tool
+                elif owner[name] != tool:
+                    defs[name] = {"$comment": f"{name}: as in the output schema of {owner[name]}"}
+            if defs:
+                root = {k: v for k, v in out.items() if k != "$defs"}
+                keep = _closure(defs, _refs(root))
+                out["$defs"] = {k: v for k, v in defs.items() if k in keep}
+
+
 def register_tool(server: MCPServer[Any], tool: Tool) -> None:
     """Add a prebuilt tool to a running server (`MCPServer.add_tool` only takes a function to wrap)."""
     server._tool_manager._tools[tool.name] = tool

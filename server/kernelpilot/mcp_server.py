@@ -36,6 +36,7 @@ from kernelpilot.mcp_sdk import (
     output_schema,
     register_tool,
     run_stdio,
+    share_definitions,
 )
 from kernelpilot.models import Request, Result
 from kernelpilot.paths import bundled_dir
@@ -106,13 +107,17 @@ def _schemas(caps: Sequence[Capability]) -> dict[str, dict[str, Any]]:
 
 
 def _fresh_schemas(caps: Sequence[Capability]) -> dict[str, dict[str, Any]]:
-    return {
+    """Compact schemas; a large model several tools of one toolset return is published in one of them."""
+    schemas = {
         cap.tool: {
             "input": compact_schema(argument_model(cap.tool, cap.request).model_json_schema(by_alias=True)),
             "output": compact_schema(output_schema(cap.result), OUTPUT_DROP),
         }
         for cap in caps
     }
+    toolsets = sorted({c.toolset for c in caps})
+    share_definitions(schemas, [[c.tool for c in caps if c.toolset == t] for t in toolsets])
+    return schemas
 
 
 def tool_annotations(cap: Capability) -> ToolAnnotations:

@@ -164,3 +164,34 @@ def test_stdio_server_advertises_tool_list_changes_and_sends_one():
 
     anyio.run(main)
     assert "notifications/tools/list_changed" in seen
+
+
+def test_a_shared_record_model_is_published_once_per_toolset(tmp_path):
+    tools = _listing("experiments")
+    exp = [t for t in tools if t["name"].startswith("exp_")]
+    full = [
+        t["name"]
+        for t in exp
+        if "properties" in t["outputSchema"].get("$defs", {}).get("ExperimentRecord", {})
+    ]
+    stubs = [
+        t["name"] for t in exp if "$comment" in t["outputSchema"].get("$defs", {}).get("ExperimentRecord", {})
+    ]
+    assert full == ["exp_create"]
+    assert len(stubs) >= 7 and "exp_list" in stubs
+    lst = next(t for t in exp if t["name"] == "exp_list")["outputSchema"]
+    assert "Environment" not in lst["$defs"], "definitions only the full record used are dropped"
+
+    async def main() -> None:  # structured output still validates against the shortened schema
+        async with Client(build_server("experiments")) as client:
+            db = str(tmp_path / "e.db")
+            made = await client.call_tool(
+                "exp_create",
+                {"db": db, "operator": "gemm", "summary": "tile 128 - faster", "status": "success"},
+            )
+            assert not made.is_error, made.content
+            listed = await client.call_tool("exp_list", {"db": db})
+            assert not listed.is_error
+            assert listed.structured_content["records"][0]["operator"] == "gemm"
+
+    anyio.run(main)
