@@ -2,8 +2,13 @@
 
 Every capability becomes one tool whose flat input schema comes from its pydantic request model and
 whose structured output is its result model. Kernelpilot errors become tool errors (`isError`), so a
-bad call never takes the server down. Bundled wiki files and playbooks are read-only resources.
-Core functions run in a worker thread so long tools can stream progress without blocking the loop.
+bad call never takes the server down. Bundled wiki files, playbooks and skill files are read-only
+resources; slash commands and phase skills are prompts (`kernelpilot.prompts`). Core functions run in a
+worker thread so long tools can stream progress without blocking the loop.
+
+Tools are grouped in toolsets (declared beside each capability): `core` is served by default, others by
+`--toolsets` / KERNELPILOT_TOOLSETS or the `toolsets_enable` tool. SDK internals live in `mcp_sdk`;
+HTTP exposure rules (bearer token off loopback) in `http_auth`.
 """
 
 from __future__ import annotations
