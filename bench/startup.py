@@ -32,7 +32,7 @@ LIST = {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}
 def cold_start_once() -> tuple[float, int]:
     start = time.perf_counter()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "kernelpilot.mcp_server"],
+        [sys.executable, "-m", "kernelpilot.mcp_server", "--toolsets", "all"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import Any, Protocol
 
@@ -37,6 +37,13 @@ class Capability:
       and returns an instance of `result`.
     - `positional`: request fields given positionally on the command line, in order.
     - `short`: per-field short CLI flags, e.g. `{"kernel": "-k"}`.
+    - `toolset`: the MCP toolset serving the tool (see `TOOLSETS`); empty means the declaring module's name.
+      The CLI always has every capability; MCP serves `core` plus the toolsets a host selects.
+    - Tool annotations (MCP hints, see docs/reference.md "Tool annotations"): `read_only` (never writes
+      anything), `destructive` (may replace or remove data the call does not name as its output, or runs a
+      user program), `idempotent` (a repeat call with the same arguments changes nothing more; None: same as
+      `read_only`), `open_world` (runs a user-supplied program or touches a GPU, so its effects reach past
+      kernelpilot's own files).
     """
 
     tool: str
@@ -49,8 +56,16 @@ class Capability:
     positional: tuple[str, ...] = ()
     short: dict[str, str] = field(default_factory=dict)
     read_only: bool = True
+    destructive: bool = False
+    idempotent: bool | None = None
+    open_world: bool = False
+    toolset: str = ""
     long_running: bool = False
     takes_progress: bool = False
+
+    @property
+    def is_idempotent(self) -> bool:
+        return self.read_only if self.idempotent is None else self.idempotent
 
     def resolve(self) -> Callable[..., Any]:
         module_name, _, func_name = self.target.partition(":")
@@ -77,7 +92,7 @@ def all_capabilities() -> tuple[Capability, ...]:
         if info.name.startswith("_"):
             continue
         module = importlib.import_module(f"{pkg.__name__}.{info.name}")
-        found.extend(getattr(module, "CAPABILITIES", []))
+        found.extend(_with_toolset(c, info.name) for c in getattr(module, "CAPABILITIES", []))
     tools = [c.tool for c in found]
     dupes = {t for t in tools if tools.count(t) > 1}
     if dupes:
@@ -87,6 +102,32 @@ def all_capabilities() -> tuple[Capability, ...]:
     if cdupes:
         raise RuntimeError(f"duplicate CLI commands: {sorted(cdupes)}")
     return tuple(sorted(found, key=lambda c: c.tool))
+
+
+def _with_toolset(cap: Capability, module_name: str) -> Capability:
+    """A capability that declares no toolset lands in the one named after its module (`isa`, `sweep`, ...)."""
+    return cap if cap.toolset else replace(cap, toolset=module_name)
+
+
+# Toolsets a host can select (`kernelpilot-mcp --toolsets isa,profile`, KERNELPILOT_TOOLSETS, or the
+# `toolsets_enable` tool at run time). `core` is always served. A toolset not listed here (a new capability
+# module's name) still works; it is described by the summaries of its tools.
+TOOLSETS: dict[str, str] = {
+    "core": "Step 0: machine check, GPUs and cited specs from the gpu-wiki, roofline, citation audit",
+    "measure": "kernel timing (CUDA events or a command's metric) and measured GPU ceilings",
+    "workspace": "optimization workspaces: init, iteration memory (v<N>.json), plans and reports",
+    "tasks": "bounded tasks: define one, evaluate a candidate against its baseline, read its ledger",
+    "profile": "ncu / rocprofv3: run, parse, hotspots, bottleneck classification",
+    "isa": "code objects: kernels, resources, disassembly, instruction mix, occupancy, fit view",
+    "experiments": "the experiment database and hypotheses: record, query, rank, lineage, suggest",
+    "sweep": "parameter sweeps over a task",
+}
+
+
+def toolset_names() -> tuple[str, ...]:
+    """Every toolset some capability is in, known ones first in `TOOLSETS` order."""
+    used = {c.toolset for c in all_capabilities()}
+    return tuple([t for t in TOOLSETS if t in used] + sorted(used - set(TOOLSETS)))
 
 
 def capabilities_for_command(words: Sequence[str]) -> tuple[Capability, ...] | None:
@@ -100,7 +141,7 @@ def capabilities_for_command(words: Sequence[str]) -> tuple[Capability, ...] | N
     if not any(info.name == words[0] for info in pkgutil.iter_modules(pkg.__path__)):
         return None
     module = importlib.import_module(f"{pkg.__name__}.{words[0]}")
-    caps: tuple[Capability, ...] = tuple(getattr(module, "CAPABILITIES", ()))
+    caps = tuple(_with_toolset(c, words[0]) for c in getattr(module, "CAPABILITIES", ()))
     if not any(tuple(words[: len(c.command)]) == c.command for c in caps):
         return None
     return caps

@@ -25,10 +25,9 @@ from pydantic_core import PydanticUndefined
 from kernelpilot import __version__
 from kernelpilot.capability import Capability, all_capabilities, capabilities_for_command
 from kernelpilot.errors import InvalidArgumentError, KernelpilotError
+from kernelpilot.validation import flag, validation_message
 
-
-def _flag(name: str) -> str:
-    return "--" + name.replace("_", "-")
+__all__ = ["build_parser", "main", "run_capability", "validation_message"]
 
 
 def _unwrap_optional(tp: Any) -> Any:
@@ -91,7 +90,7 @@ def _add_field(parser: argparse.ArgumentParser, cap: Capability, name: str, fiel
             nargs = "?"
         parser.add_argument(name, nargs=nargs, choices=choices, help=help_text, default=argparse.SUPPRESS)
         return
-    flags = [_flag(name)]
+    flags = [flag(name)]
     if name in cap.short:
         flags.insert(0, cap.short[name])
     if inner is bool and not listy:
@@ -156,22 +155,10 @@ def _coerce(cap: Capability, values: dict[str, Any]) -> dict[str, Any]:
                 value = [json.loads(v) for v in value] if isinstance(value, list) else json.loads(value)
             except json.JSONDecodeError as exc:
                 raise InvalidArgumentError(
-                    f"{_flag(name)} must be JSON: {exc.msg} at position {exc.pos}", "quote a valid JSON value"
+                    f"{flag(name)} must be JSON: {exc.msg} at position {exc.pos}", "quote a valid JSON value"
                 ) from exc
         out[name] = value
     return out
-
-
-def validation_message(exc: ValidationError, style: str = "cli") -> str:
-    """Name each bad argument as the adapter spells it (`--flag` on the CLI, the key over MCP)."""
-    parts = []
-    for err in exc.errors():
-        loc = [str(p) for p in err["loc"]]
-        name = _flag(loc[0]) if style == "cli" and loc else ".".join(loc)
-        if style == "cli" and len(loc) > 1:
-            name += "." + ".".join(loc[1:])
-        parts.append(f"{name}: {err['msg']}")
-    return "invalid arguments: " + "; ".join(parts)
 
 
 def run_capability(cap: Capability, values: dict[str, Any]) -> Any:

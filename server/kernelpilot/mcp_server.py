@@ -2,17 +2,23 @@
 
 Every capability becomes one tool whose flat input schema comes from its pydantic request model and
 whose structured output is its result model. Kernelpilot errors become tool errors (`isError`), so a
-bad call never takes the server down. Bundled wiki files and playbooks are read-only resources.
-Core functions run in a worker thread so long tools can stream progress without blocking the loop.
+bad call never takes the server down. Bundled wiki files, playbooks and skill files are read-only
+resources; slash commands and phase skills are prompts (`kernelpilot.prompts`). Core functions run in a
+worker thread so long tools can stream progress without blocking the loop.
+
+Tools are grouped in toolsets (declared beside each capability): `core` is served by default, others by
+`--toolsets` / KERNELPILOT_TOOLSETS or the `toolsets_enable` tool. SDK internals live in `mcp_sdk`;
+HTTP exposure rules (bearer token off loopback) in `http_auth`.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import sys
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Annotated, Any
+from typing import Any
 
 import anyio
 import anyio.from_thread
@@ -21,22 +27,37 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.resources import FileResource
 from mcp.server.mcpserver.tools import Tool
-from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
 from mcp.types import ToolAnnotations
-from pydantic import ConfigDict, Field, ValidationError, create_model
+from pydantic import BaseModel, Field, ValidationError
 
 from kernelpilot import __version__
-from kernelpilot.capability import Capability, all_capabilities
-from kernelpilot.errors import KernelpilotError
-from kernelpilot.models import Result
+from kernelpilot.capability import Capability, all_capabilities, toolset_names
+from kernelpilot.errors import InvalidArgumentError, KernelpilotError
+from kernelpilot.mcp_sdk import (
+    OUTPUT_DROP,
+    argument_model,
+    compact_schema,
+    make_tool,
+    output_schema,
+    register_tool,
+    run_stdio,
+    share_definitions,
+)
+from kernelpilot.models import Request, Result
 from kernelpilot.paths import bundled_dir
+from kernelpilot.validation import validation_message
 
 INSTRUCTIONS = (
     "kernelpilot turns a slow GPU kernel into one near the hardware limit with every number measured "
     "or cited. Hardware specs come only from gpu-wiki citations "
     "(`<metric>: <value> <unit> <- <path>:L<line>`); never invent a spec: a missing one is UNKNOWN. "
-    "Start with `doctor` to see what this machine can do."
+    "Start with `doctor` to see what this machine can do. Only the core tools are listed at first: call "
+    "`toolsets_enable` (no arguments lists the toolsets) to add the isa, profile, workspace, tasks, "
+    "measure or experiments tools before a step that needs them."
 )
+
+# Tools the MCP adapter serves beside the capabilities (they steer the server itself; no CLI command).
+MCP_ONLY_TOOLS = frozenset({"toolsets_enable"})
 
 
 def _tool_error(cap: Capability, exc: KernelpilotError) -> ToolError:
@@ -56,8 +77,6 @@ def _make_tool_fn(cap: Capability) -> Callable[..., Awaitable[Result]]:
         try:
             request = cap.request.model_validate(kwargs)
         except ValidationError as exc:
-            from kernelpilot.cli import validation_message
-
             raise ToolError(validation_message(exc, style="mcp")) from exc
 
         def progress(done: float, total: float | None = None, message: str = "") -> None:
@@ -75,28 +94,8 @@ def _make_tool_fn(cap: Capability) -> Callable[..., Awaitable[Result]]:
     return tool_fn
 
 
-class _StrictArguments(ArgModelBase):
-    """Tool arguments that reject unknown keys (the SDK's default silently drops them).
-
-    Built lazily (defer_build): validation schemas are compiled on a tool's first call, not at start-up.
-    """
-
-    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid", defer_build=True)
-
-
-def _arg_model(cap: Capability) -> type[ArgModelBase]:
-    """A flat argument model with the request model's fields, descriptions and defaults."""
-    fields: dict[str, Any] = {}
-    for name, field in cap.request.model_fields.items():
-        ann: Any = Annotated[(field.annotation, *field.metadata, Field(description=field.description))]
-        default = ... if field.is_required() else field.get_default(call_default_factory=True)
-        fields[name] = (ann, default)
-    model: type[ArgModelBase] = create_model(f"{cap.tool}Arguments", __base__=_StrictArguments, **fields)
-    return model
-
-
 def _schemas(caps: Sequence[Capability]) -> dict[str, dict[str, Any]]:
-    """Input and output JSON schemas of every tool, from the schema cache when it matches this install.
+    """Compact input and output JSON schemas of every tool, from the schema cache when it matches.
 
     Generating ~40 pairs of schemas costs a few hundred ms of pydantic work; the cache (keyed by the
     kernelpilot/mcp/pydantic versions and the package's source files) keeps cold start near the cost of
@@ -107,37 +106,50 @@ def _schemas(caps: Sequence[Capability]) -> dict[str, dict[str, Any]]:
     cached = schema_cache.load()
     if cached is not None and all(c.tool in cached for c in caps):
         return cached
-    fresh = {
+    fresh = _fresh_schemas(caps)
+    schema_cache.store(fresh)
+    return fresh
+
+
+def _fresh_schemas(caps: Sequence[Capability]) -> dict[str, dict[str, Any]]:
+    """Compact schemas; a large model several tools of one toolset return is published in one of them."""
+    schemas = {
         cap.tool: {
-            "input": _arg_model(cap).model_json_schema(by_alias=True),
-            "output": FuncMetadata(arg_model=_StrictArguments, output_model=cap.result).output_schema or {},
+            "input": compact_schema(argument_model(cap.tool, cap.request).model_json_schema(by_alias=True)),
+            "output": compact_schema(output_schema(cap.result), OUTPUT_DROP),
         }
         for cap in caps
     }
-    schema_cache.store(fresh)
-    return fresh
+    toolsets = sorted({c.toolset for c in caps})
+    share_definitions(schemas, [[c.tool for c in caps if c.toolset == t] for t in toolsets])
+    return schemas
+
+
+def tool_annotations(cap: Capability) -> ToolAnnotations:
+    """The four MCP behaviour hints, as declared beside the capability."""
+    return ToolAnnotations(
+        readOnlyHint=cap.read_only,
+        destructiveHint=False if cap.read_only else cap.destructive,
+        idempotentHint=cap.is_idempotent,
+        openWorldHint=cap.open_world,
+    )
 
 
 def _make_tool(cap: Capability, schemas: dict[str, Any] | None = None) -> Tool:
     """An SDK Tool for one capability: a flat argument model built from the request model's fields
     and the result model as structured output (schemas from `_schemas` when given)."""
-    arg_model = _arg_model(cap)
     if schemas is None:
-        params = arg_model.model_json_schema(by_alias=True)
-        meta = FuncMetadata(arg_model=arg_model, output_model=cap.result)
-    else:
-        params = schemas["input"]
-        meta = FuncMetadata(arg_model=arg_model, output_model=cap.result, output_schema=schemas["output"])
-    return Tool(
-        fn=_make_tool_fn(cap),
+        schemas = _fresh_schemas([cap])[cap.tool]
+    return make_tool(
+        _make_tool_fn(cap),
         name=cap.tool,
         title=cap.summary,
         description=cap.description,
-        parameters=params,
-        fn_metadata=meta,
-        is_async=True,
-        context_kwarg="ctx",
-        annotations=ToolAnnotations(readOnlyHint=cap.read_only, openWorldHint=False),
+        request=cap.request,
+        result=cap.result,
+        input_schema=schemas["input"],
+        result_schema=schemas["output"],
+        annotations=tool_annotations(cap),
     )
 
 
@@ -147,6 +159,7 @@ def _add_resources(server: MCPServer[Any]) -> int:
     for folder, scheme, pattern in (
         ("gpu-wiki-index", "wiki", "**/*.md"),
         ("playbooks", "playbooks", "**/*.md"),
+        ("skills", "skills", "*/*.md"),  # the files skills link to, for hosts that use the prompts
     ):
         try:
             root = bundled_dir(folder)
@@ -169,7 +182,32 @@ def _add_resources(server: MCPServer[Any]) -> int:
     return count
 
 
-def build_server() -> MCPServer[Any]:
+def select_toolsets(names: str | Sequence[str] | None = None) -> tuple[str, ...]:
+    """The toolsets to serve: `core` plus those named (comma-separated text or a list; `all` for every
+    one); with no names, those in KERNELPILOT_TOOLSETS. An unknown name is refused with the known ones."""
+    if names is None:
+        names = os.environ.get("KERNELPILOT_TOOLSETS", "")
+    if isinstance(names, str):
+        names = names.split(",")
+    wanted = {n.strip() for n in names if n.strip()}
+    known = toolset_names()
+    if "all" in wanted:
+        return known
+    unknown = sorted(wanted - set(known))
+    if unknown:
+        raise InvalidArgumentError(
+            f"unknown toolset(s) {', '.join(unknown)}",
+            f"choose from {', '.join(known)} or all (--toolsets / KERNELPILOT_TOOLSETS, comma-separated)",
+        )
+    return tuple(t for t in known if t == "core" or t in wanted)
+
+
+def build_server(toolsets: str | Sequence[str] | None = None) -> MCPServer[Any]:
+    """The server with the tools of `core` and the selected toolsets, the `toolsets_enable` tool that adds
+    more at run time, the prompts and the bundled resources."""
+    from kernelpilot import prompts
+
+    selected = select_toolsets(toolsets)
     caps = all_capabilities()
     schemas = _schemas(caps)
     server: MCPServer[Any] = MCPServer(
@@ -177,24 +215,124 @@ def build_server() -> MCPServer[Any]:
         version=__version__,
         instructions=INSTRUCTIONS,
         log_level="WARNING",
-        tools=[_make_tool(cap, schemas[cap.tool]) for cap in caps],
+        tools=[_make_tool(cap, schemas[cap.tool]) for cap in caps if cap.toolset in selected],
     )
+    register_tool(server, _toolsets_tool(server, caps, schemas))
+    prompts.add_prompts(server)
     _add_resources(server)
     return server
 
 
+class ToolsetsRequest(Request):
+    enable: list[str] = Field(
+        default_factory=list,
+        description="toolsets to add to this server's tools (e.g. ['isa', 'profile'], or ['all']); "
+        "empty: only list them",
+    )
+
+
+class ToolsetInfo(BaseModel):
+    name: str
+    description: str
+    enabled: bool
+    tools: list[str]
+
+
+class ToolsetsResult(Result):
+    toolsets: list[ToolsetInfo]
+    added: list[str] = Field(description="tools this call added")
+
+    def render_text(self) -> str:
+        lines = [f"{'+' if t.enabled else '-'} {t.name}: {', '.join(t.tools)}" for t in self.toolsets]
+        return "\n".join(lines)
+
+
+def _toolsets_tool(
+    server: MCPServer[Any], caps: Sequence[Capability], schemas: dict[str, dict[str, Any]]
+) -> Tool:
+    """The MCP-only tool that lists toolsets and enables more of them for the running server."""
+    from kernelpilot.capability import TOOLSETS
+
+    async def toolsets_enable(ctx: Context, **kwargs: Any) -> ToolsetsResult:
+        try:
+            request = ToolsetsRequest.model_validate(kwargs)
+            wanted = select_toolsets(request.enable) if request.enable else ()
+        except ValidationError as exc:
+            raise ToolError(validation_message(exc, style="mcp")) from exc
+        except KernelpilotError as exc:
+            raise ToolError(f"{exc.message}\nfix: {exc.hint}") from exc
+        served = {t.name for t in await server.list_tools()}
+        added = []
+        for cap in caps:
+            if cap.toolset in wanted and cap.tool not in served:
+                register_tool(server, _make_tool(cap, schemas[cap.tool]))
+                added.append(cap.tool)
+        if added:
+            await ctx.notify_tools_changed()  # hosts on the 2026-07-28 protocol listen for it
+            await ctx.session.send_tool_list_changed()  # hosts on earlier protocol versions
+        served |= set(added)
+        infos = []
+        for name in toolset_names():
+            tools = [c.tool for c in caps if c.toolset == name]
+            summary = TOOLSETS.get(name) or "; ".join(c.summary for c in caps if c.toolset == name)
+            infos.append(
+                ToolsetInfo(name=name, description=summary, enabled=set(tools) <= served, tools=tools)
+            )
+        return ToolsetsResult(toolsets=infos, added=added)
+
+    return make_tool(
+        toolsets_enable,
+        name="toolsets_enable",
+        title="List kernelpilot's toolsets and enable more of them (isa, profile, experiments, ...).",
+        description=(
+            "This server starts with the core tools only. Call with enable=['isa'] (or several, or ['all']) "
+            "to add a toolset's tools, e.g. before following a skill step that names a tool you do not "
+            "have; call with no arguments to see every toolset, its tools and whether it is enabled."
+        ),
+        request=ToolsetsRequest,
+        result=ToolsetsResult,
+        input_schema=compact_schema(argument_model("toolsets_enable", ToolsetsRequest).model_json_schema()),
+        result_schema=compact_schema(output_schema(ToolsetsResult), OUTPUT_DROP),
+        # It changes which tools this server lists (not read-only), nothing else; enabling twice adds nothing.
+        annotations=ToolAnnotations(
+            readOnlyHint=False, destructiveHint=False, idempotentHint=True, openWorldHint=False
+        ),
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    from kernelpilot import http_auth
+
     parser = argparse.ArgumentParser(prog="kernelpilot-mcp", description="kernelpilot MCP server")
     parser.add_argument("--transport", choices=["stdio", "streamable-http"], default="stdio")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument(
+        "--toolsets",
+        default=None,
+        help="comma-separated toolsets to serve besides core, or 'all' "
+        f"(default: $KERNELPILOT_TOOLSETS or core only; known: {', '.join(toolset_names())})",
+    )
+    parser.add_argument(
+        "--auth-token",
+        default=None,
+        help="bearer token every HTTP request must carry (default: $KERNELPILOT_MCP_TOKEN, which other "
+        "users cannot read in the process list); required when --host is not a loopback address",
+    )
     parser.add_argument("--version", action="version", version=f"kernelpilot-mcp {__version__}")
     args = parser.parse_args(argv)
-    server = build_server()
-    if args.transport == "stdio":
-        server.run("stdio")
-    else:
-        server.run("streamable-http", host=args.host, port=args.port)
+    try:
+        server = build_server(args.toolsets)
+        if args.transport == "stdio":
+            anyio.run(run_stdio, server)
+        else:
+            token = args.auth_token or os.environ.get("KERNELPILOT_MCP_TOKEN") or None
+            http_auth.serve(server, host=args.host, port=args.port, token=token)
+    except KernelpilotError as exc:
+        print(f"kernelpilot-mcp: error: {exc.message}", file=sys.stderr)
+        if exc.hint:
+            print(f"  fix: {exc.hint}", file=sys.stderr)
+        return exc.exit_code
     return 0
 
 

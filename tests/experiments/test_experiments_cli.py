@@ -126,7 +126,7 @@ def test_mcp_tools(tmp_path: Path) -> None:
     db = str(tmp_path / "exp.db")
 
     async def main() -> None:
-        async with Client(build_server()) as client:
+        async with Client(build_server("experiments")) as client:
             names = {t.name for t in (await client.list_tools()).tools}
             expected = {"exp_create", "exp_update", "exp_get", "exp_list", "exp_top", "exp_similar",
                         "exp_lineage", "exp_failures", "exp_import", "exp_export", "exp_ingest"}  # fmt: skip

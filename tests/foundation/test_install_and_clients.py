@@ -127,6 +127,29 @@ def test_claude_code_registers_and_connects(tmp_path):
     )
     line = next((ln for ln in listing.stdout.splitlines() if ln.startswith("kernelpilot:")), "")
     assert "Connected" in line, listing.stdout + listing.stderr
+    # Claude Code offers the server's MCP prompts as slash commands. Its print mode reports them in the
+    # stream-json `init` event before any model call (so no login is needed); blocking MCP start-up makes
+    # the server connected by then.
+    init_env = {**_env(home, bin_dir), "MCP_CONNECTION_NONBLOCKING": "false"}
+    init_env.pop("ANTHROPIC_API_KEY", None)
+    session = subprocess.run(
+        [claude, "-p", "hi", "--output-format", "stream-json", "--verbose", "--max-turns", "1"],
+        env=init_env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        cwd=tmp_path,
+    )
+    init = next(
+        (json.loads(ln) for ln in session.stdout.splitlines() if '"subtype":"init"' in ln.replace(" ", "")),
+        None,
+    )
+    assert init is not None, session.stdout[-2000:] + session.stderr[-2000:]
+    assert {"name": "kernelpilot", "status": "connected"} in init["mcp_servers"]
+    from kernelpilot.prompts import PROMPTS
+
+    assert {f"mcp__kernelpilot__{p.name}" for p in PROMPTS} <= set(init["slash_commands"])
+    assert "mcp__kernelpilot__spec_lookup" in init["tools"]
     again = _install(home, extra_path=bin_dir)
     assert "already registered: unchanged" in again.stdout
     gone = subprocess.run(

@@ -8,7 +8,9 @@ import sys
 import anyio
 from mcp import Client, StdioServerParameters
 
-SERVER = StdioServerParameters(command=sys.executable, args=["-m", "kernelpilot.mcp_server"])
+SERVER = StdioServerParameters(
+    command=sys.executable, args=["-m", "kernelpilot.mcp_server", "--toolsets", "all"]
+)
 
 
 def _text(result) -> str:

@@ -237,7 +237,9 @@ def test_mcp_isa_resources_equals_the_cli_json() -> None:
     )
     assert cli.returncode == 0, cli.stderr
     want = json.loads(cli.stdout)
-    server = StdioServerParameters(command=sys.executable, args=["-m", "kernelpilot.mcp_server"])
+    server = StdioServerParameters(
+        command=sys.executable, args=["-m", "kernelpilot.mcp_server", "--toolsets", "isa"]
+    )
 
     async def main() -> Any:
         async with Client(server) as client:

@@ -131,6 +131,7 @@ def live_registry(playbooks_dir: Path = PLAYBOOKS, skills_dir: Path = SKILLS) ->
     """Tool names from the capability registry; commands and their flags from the generated CLI parser."""
     from kernelpilot.capability import all_capabilities
     from kernelpilot.cli import build_parser
+    from kernelpilot.mcp_server import MCP_ONLY_TOOLS
 
     parser = build_parser()
     commands: dict[tuple[str, ...], frozenset[str]] = {}
@@ -141,7 +142,7 @@ def live_registry(playbooks_dir: Path = PLAYBOOKS, skills_dir: Path = SKILLS) ->
             node = sub.choices[word]
         commands[cap.command] = frozenset(s for a in node._actions for s in a.option_strings)
     return Registry(
-        tools=frozenset(c.tool for c in all_capabilities()),
+        tools=frozenset(c.tool for c in all_capabilities()) | MCP_ONLY_TOOLS,
         commands=commands,
         playbooks=frozenset(p.relative_to(playbooks_dir).as_posix() for p in playbooks_dir.rglob("*.md")),
         skills=frozenset(p.parent.name for p in skills_dir.glob("*/SKILL.md")),

@@ -22,7 +22,7 @@ def _call_all(calls: list[tuple[str, dict[str, Any]]]) -> tuple[list[str], list[
     from kernelpilot.mcp_server import build_server
 
     async def go() -> tuple[list[str], list[Any]]:
-        async with Client(build_server()) as client:
+        async with Client(build_server("tasks,measure,experiments")) as client:
             tools = [t.name for t in (await client.list_tools()).tools]
             results = [await client.call_tool(name, args) for name, args in calls]
             return tools, results

@@ -17,7 +17,9 @@ KERNEL = Path(__file__).resolve().parent.parent / "fixtures" / "workspace" / "ve
 def _server(env_root: Path) -> StdioServerParameters:
     env = dict(os.environ)
     env["KERNELPILOT_WORKSPACES"] = str(env_root)
-    return StdioServerParameters(command=sys.executable, args=["-m", "kernelpilot.mcp_server"], env=env)
+    return StdioServerParameters(
+        command=sys.executable, args=["-m", "kernelpilot.mcp_server", "--toolsets", "workspace"], env=env
+    )
 
 
 async def _call(client: Client, tool: str, **args: Any) -> dict[str, Any]:

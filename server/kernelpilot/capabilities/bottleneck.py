@@ -30,5 +30,6 @@ CAPABILITIES = [
         result=ClassifyResult,
         target="kernelpilot.bottleneck.classify:classify_bottleneck",
         positional=("profile_path",),
+        toolset="profile",
     )
 ]

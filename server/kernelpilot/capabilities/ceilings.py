@@ -23,5 +23,7 @@ CAPABILITIES = [
         read_only=False,
         long_running=True,
         takes_progress=True,
+        toolset="measure",
+        open_world=True,
     )
 ]

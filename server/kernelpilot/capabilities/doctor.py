@@ -19,5 +19,6 @@ CAPABILITIES = [
         request=DoctorRequest,
         result=DoctorResult,
         target="kernelpilot.doctor:run_doctor",
+        toolset="core",
     )
 ]

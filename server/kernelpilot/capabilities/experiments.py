@@ -57,6 +57,8 @@ CAPABILITIES = [
         target=f"{_OPS}:update",
         positional=("id",),
         read_only=False,
+        destructive=True,
+        idempotent=True,
     ),
     Capability(
         tool="exp_get",
@@ -144,6 +146,7 @@ CAPABILITIES = [
         target=f"{_OPS}:import_records",
         positional=("path",),
         read_only=False,
+        destructive=True,
     ),
     Capability(
         tool="exp_export",
@@ -157,6 +160,8 @@ CAPABILITIES = [
         result=ExportResult,
         target=f"{_OPS}:export_records",
         positional=("out",),
+        read_only=False,
+        idempotent=True,
     ),
     Capability(
         tool="exp_ingest",
@@ -173,5 +178,6 @@ CAPABILITIES = [
         target=f"{_OPS}:ingest",
         positional=("path",),
         read_only=False,
+        idempotent=True,
     ),
 ]

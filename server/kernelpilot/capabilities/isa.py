@@ -53,6 +53,7 @@ CAPABILITIES = [
         read_only=False,  # writes the JSON manifest when --manifest is given
         positional=("file",),
         short={"kernel": "-k"},
+        idempotent=True,
     ),
     Capability(
         tool="isa_disasm",

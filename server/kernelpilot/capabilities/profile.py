@@ -35,6 +35,9 @@ CAPABILITIES = [
         read_only=False,
         long_running=True,
         takes_progress=True,
+        toolset="profile",
+        destructive=True,
+        open_world=True,
     ),
     Capability(
         tool="profile_parse",

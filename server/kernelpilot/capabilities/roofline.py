@@ -26,5 +26,8 @@ CAPABILITIES = [
         result=RooflineResult,
         target="kernelpilot.roofline.core:run_roofline",
         positional=("gpu",),
+        toolset="core",
+        read_only=False,
+        idempotent=True,
     )
 ]

@@ -24,5 +24,6 @@ CAPABILITIES = [
         request=SuggestRequest,
         result=SuggestResult,
         target="kernelpilot.suggest.core:suggest_experiments",
+        toolset="experiments",
     )
 ]

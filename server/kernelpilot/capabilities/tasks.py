@@ -50,6 +50,8 @@ CAPABILITIES = [
         read_only=False,
         long_running=True,
         takes_progress=True,
+        destructive=True,
+        open_world=True,
     ),
     Capability(
         tool="ledger_show",

@@ -25,5 +25,9 @@ CAPABILITIES = [
         positional=("spec",),
         long_running=True,
         takes_progress=True,
+        toolset="measure",
+        read_only=False,
+        destructive=True,
+        open_world=True,
     )
 ]

@@ -28,6 +28,7 @@ CAPABILITIES = [
         result=SpecResult,
         target="kernelpilot.wiki.api:spec_lookup",
         positional=("gpu", "metric"),
+        toolset="core",
     ),
     Capability(
         tool="wiki_list_gpus",
@@ -43,6 +44,7 @@ CAPABILITIES = [
         request=GpusRequest,
         result=GpusResult,
         target="kernelpilot.wiki.api:list_gpus",
+        toolset="core",
     ),
     Capability(
         tool="audit_citations",
@@ -59,5 +61,6 @@ CAPABILITIES = [
         result=AuditResult,
         target="kernelpilot.wiki.api:audit_citations",
         positional=("paths",),
+        toolset="core",
     ),
 ]

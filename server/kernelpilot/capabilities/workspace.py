@@ -88,6 +88,8 @@ CAPABILITIES = [
         result=MemoryRecordResult,
         target=f"{_M}:memory_update",
         read_only=False,
+        destructive=True,
+        idempotent=True,
     ),
     Capability(
         tool="memory_mask",
@@ -102,6 +104,7 @@ CAPABILITIES = [
         target=f"{_M}:memory_mask",
         positional=("version",),
         read_only=False,
+        idempotent=True,
     ),
     Capability(
         tool="memory_unmask",
@@ -113,6 +116,7 @@ CAPABILITIES = [
         target=f"{_M}:memory_unmask",
         positional=("version",),
         read_only=False,
+        idempotent=True,
     ),
     Capability(
         tool="memory_summary",
@@ -141,6 +145,7 @@ CAPABILITIES = [
         target=f"{_M}:memory_restart",
         short={"from_version": "--from"},
         read_only=False,
+        destructive=True,
     ),
     Capability(
         tool="write_plan",
@@ -172,5 +177,6 @@ CAPABILITIES = [
         result=RenderReportResult,
         target="kernelpilot.workspace.report:render_report",
         read_only=False,
+        idempotent=True,
     ),
 ]

@@ -1,0 +1,209 @@
+"""The one place kernelpilot touches the MCP SDK's internals (names the SDK does not promise to keep).
+
+The server builds tools from capability declarations rather than from decorated functions, so it needs the
+SDK's tool registration model (`Tool`), its argument-model base (`ArgModelBase`) and its function metadata
+(`FuncMetadata`, which validates arguments and converts results to structured output), and it adds
+prebuilt tools to a running server through the tool manager; prompts render with their own argument checks
+(`Prompt.render`). Every use of them is
+here; `tests/foundation/test_mcp_sdk_contract.py` pins what this module relies on, so an SDK upgrade that
+changes them fails that test by name instead of breaking tools at run time. Public SDK names (`MCPServer`,
+`Context`, `ToolError`, `ToolAnnotations`, prompts, resources) are used directly by `mcp_server`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.prompts import Prompt
+from mcp.server.mcpserver.prompts.base import Message, PromptArgument, UserMessage
+from mcp.server.mcpserver.tools import Tool
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
+from mcp.types import ToolAnnotations
+from pydantic import BaseModel, ConfigDict, Field, create_model
+
+
+class StrictArguments(ArgModelBase):
+    """Tool arguments that reject unknown keys (the SDK's default silently drops them).
+
+    Built lazily (defer_build): validation schemas are compiled on a tool's first call, not at start-up.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid", defer_build=True)
+
+
+def argument_model(name: str, request: type[BaseModel]) -> type[ArgModelBase]:
+    """A flat argument model with the request model's fields, descriptions and defaults."""
+    fields: dict[str, Any] = {}
+    for field_name, field in request.model_fields.items():
+        ann: Any = Annotated[(field.annotation, *field.metadata, Field(description=field.description))]
+        default = ... if field.is_required() else field.get_default(call_default_factory=True)
+        fields[field_name] = (ann, default)
+    model: type[ArgModelBase] = create_model(f"{name}Arguments", __base__=StrictArguments, **fields)
+    return model
+
+
+def output_schema(result: type[BaseModel]) -> dict[str, Any]:
+    """The structured-output schema the SDK derives for a result model (what clients validate against)."""
+    return FuncMetadata(arg_model=StrictArguments, output_model=result).output_schema or {}
+
+
+def make_tool(
+    fn: Callable[..., Awaitable[Any]],
+    *,
+    name: str,
+    title: str,
+    description: str,
+    request: type[BaseModel],
+    result: type[BaseModel],
+    input_schema: dict[str, Any],
+    result_schema: dict[str, Any],
+    annotations: ToolAnnotations,
+) -> Tool:
+    """An SDK tool whose `fn(ctx, **arguments)` returns a `result` instance, published with the given
+    (already compacted) input and output schemas; the SDK validates arguments with the flat argument model
+    and the return value against `result` before sending it as structured content."""
+    meta = FuncMetadata(
+        arg_model=argument_model(name, request), output_model=result, output_schema=result_schema
+    )
+    return Tool(
+        fn=fn,
+        name=name,
+        title=title,
+        description=description,
+        parameters=input_schema,
+        fn_metadata=meta,
+        is_async=True,
+        context_kwarg="ctx",
+        annotations=annotations,
+    )
+
+
+_SCHEMA_MAPS = ("properties", "$defs", "definitions", "patternProperties")
+_SCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
+_SCHEMA_ONE = ("items", "additionalProperties", "not", "contains")
+
+
+def compact_schema(schema: Any, drop: frozenset[str] = frozenset({"title"})) -> Any:
+    """The schema without the annotation keywords in `drop` (default: pydantic's `title`, which repeats each
+    property's or model's name).
+
+    Only keywords of schema objects are dropped, never a property that happens to share the name (a field
+    called `title` or `description` stays); everything a validator reads (types, `$ref`s, `$defs`, enums,
+    required, const, formats) is kept.
+    """
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in drop and key not in _SCHEMA_MAPS:
+            continue
+        if key in _SCHEMA_MAPS and isinstance(value, dict):
+            out[key] = {k: compact_schema(v, drop) for k, v in value.items()}
+        elif key in _SCHEMA_LISTS and isinstance(value, list):
+            out[key] = [compact_schema(v, drop) for v in value]
+        elif key in _SCHEMA_ONE:
+            out[key] = compact_schema(value, drop)
+        else:
+            out[key] = value
+    return out
+
+
+# Output schemas serve validation of what the server returns; their prose and defaults repeat the result
+# models' docs (docs/reference.md names each result model) and cost hosts context on every tools/list.
+OUTPUT_DROP = frozenset({"title", "description", "default", "examples"})
+
+
+def _refs(node: Any) -> set[str]:
+    """Names of the `#/$defs/<name>` references anywhere in a schema fragment."""
+    if isinstance(node, dict):
+        found = {node["$ref"].rsplit("/", 1)[-1]} if isinstance(node.get("$ref"), str) else set()
+        for value in node.values():
+            found |= _refs(value)
+        return found
+    if isinstance(node, list):
+        return set().union(*(_refs(v) for v in node)) if node else set()
+    return set()
+
+
+def _closure(defs: dict[str, Any], names: set[str]) -> set[str]:
+    """`names` and every definition they reach through references."""
+    seen: set[str] = set()
+    todo = list(names)
+    while todo:
+        name = todo.pop()
+        if name in seen or name not in defs:
+            continue
+        seen.add(name)
+        todo.extend(_refs(defs[name]))
+    return seen
+
+
+def share_definitions(
+    schemas: dict[str, dict[str, Any]], groups: list[list[str]], min_chars: int = 1000
+) -> None:
+    """Publish each large model shared by several output schemas of one group (a toolset) once.
+
+    The first tool of the group (in the given order) keeps the model's full definition; in the others the
+    definition becomes `{"$comment": "<Model>: as in the output schema of <tool>"}`, which a validator
+    accepts as any value, and definitions nothing reaches any more are dropped. So a toolset of tools that
+    all return experiment records carries the record model once, and every tool keeps an output schema that
+    still checks its own structure. Changes `schemas` (tool -> {"input", "output"}) in place.
+    """
+    for group in groups:
+        owner: dict[str, str] = {}
+        for tool in group:
+            out = schemas[tool]["output"]
+            defs: dict[str, Any] = out.get("$defs", {})
+            for name in sorted(defs):
+                size = sum(len(repr(defs[d])) for d in _closure(defs, {name}))
+                if size < min_chars:
+                    continue
+                if name not in owner:
+                    owner[name] = tool
+                elif owner[name] != tool:
+                    defs[name] = {"$comment": f"{name}: as in the output schema of {owner[name]}"}
+            if defs:
+                root = {k: v for k, v in out.items() if k != "$defs"}
+                keep = _closure(defs, _refs(root))
+                out["$defs"] = {k: v for k, v in defs.items() if k in keep}
+
+
+def register_tool(server: MCPServer[Any], tool: Tool) -> None:
+    """Add a prebuilt tool to a running server (`MCPServer.add_tool` only takes a function to wrap)."""
+    server._tool_manager._tools[tool.name] = tool
+
+
+def make_prompt(
+    name: str, description: str, arguments: list[tuple[str, str, bool]], render: Callable[..., str]
+) -> Prompt:
+    """An SDK prompt whose text is `render(**arguments)`; `arguments` are (name, description, required).
+
+    The SDK's own check of required arguments answers a bare "Internal server error"; this prompt leaves
+    checking to `render`, which raises `MCPError(INVALID_PARAMS, ...)` naming the argument and the fix.
+    """
+    return _RenderedPrompt(
+        name=name,
+        title=name,
+        description=description,
+        arguments=[PromptArgument(name=n, description=d, required=r) for n, d, r in arguments],
+        fn=render,
+    )
+
+
+class _RenderedPrompt(Prompt):
+    async def render(self, arguments: dict[str, Any] | None, context: Any) -> list[Message]:
+        return [UserMessage(str(self.fn(**(arguments or {}))))]
+
+
+async def run_stdio(server: MCPServer[Any]) -> None:
+    """Serve over stdio like `MCPServer.run("stdio")`, but advertise `tools.listChanged`, so hosts re-list
+    tools after `toolsets_enable` adds some (the SDK's default advertises no list changes)."""
+    from mcp.server.lowlevel import NotificationOptions
+    from mcp.server.stdio import stdio_server
+
+    lowlevel = server._lowlevel_server
+    options = lowlevel.create_initialization_options(NotificationOptions(tools_changed=True))
+    async with stdio_server() as (read_stream, write_stream):
+        await lowlevel.run(read_stream, write_stream, options)
