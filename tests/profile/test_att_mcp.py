@@ -19,7 +19,7 @@ def _call(name: str, args: dict[str, Any]) -> Any:
     from kernelpilot.mcp_server import build_server
 
     async def go() -> Any:
-        async with Client(build_server()) as client:
+        async with Client(build_server("profile")) as client:
             tools = {t.name for t in (await client.list_tools()).tools}
             assert name in tools
             return await client.call_tool(name, args)
