@@ -224,3 +224,19 @@ def test_command_env_strips_instrumentation(monkeypatch: pytest.MonkeyPatch) -> 
 def test_help_renders(run_cli, cmd: list[str]) -> None:  # type: ignore[no-untyped-def]
     out = run_cli(*cmd, "--help")
     assert out.code == 0 and "usage: kernelpilot" in out.out
+
+
+def test_throttle_reasons_and_machine_warnings() -> None:
+    from kernelpilot.timing import environment
+
+    assert environment.throttle_names("0x0000000000000001") == []  # GPU idle is not a slowdown
+    assert environment.throttle_names("0x0000000000000024") == [
+        "software power cap",
+        "software thermal slowdown",
+    ]
+    assert environment.throttle_names("N/A") == []
+    warns = environment.machine_warnings(
+        [], [{"index": "0", "throttle_reasons": "0x40"}], ["pid 7 python (900 MiB)"]
+    )
+    assert "hardware thermal slowdown" in warns[0] and "shared" in warns[1]
+    assert environment.machine_warnings([], [{"index": "0", "throttle_reasons": "0x0"}], []) == []
