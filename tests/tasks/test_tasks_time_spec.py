@@ -34,8 +34,8 @@ def repo(tmp_path: Path) -> Path:
 def test_time_spec_task_runs_kernelpilot_time_and_names_the_mode(repo: Path) -> None:
     made = create_task(
         CreateTaskRequest(
-            name="k", time_spec="kern.py:make", timing_mode="warm", allowed_file=["kern.py"], workdir=str(repo),
-            runs=2, warmup=0,
+            name="k", time_spec="kern.py:make", timing_mode="warm", allowed_file=["kern.py"],
+            workdir=str(repo), runs=2, warmup=0,
         )
     )  # fmt: skip
     t = made.task
