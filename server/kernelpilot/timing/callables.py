@@ -148,36 +148,9 @@ def time_cpu(closures: list[Callable[[], Any]], runs: int, warmup: int) -> list[
     return [ns / 1000.0 for ns in samples_ns]
 
 
-def time_callable(
-    spec: str,
-    *,
-    cwd: Path,
-    runs: int,
-    warmup: int,
-    rotate: int,
-    modes: list[Any],
-    device: str,
-    warmup_min_s: float = 0.0,
-    kernels: bool = True,
-    graph: bool = True,
-    factory_kwargs: dict[str, Any] | None = None,
-    progress: Progress = no_progress,
-) -> CallableTiming:
-    """Load the factory, build its closures and time them (GPU modes, or the labelled CPU fallback)."""
-    factory = load_factory(spec, cwd)
-    return time_factory(
-        factory,
-        runs=runs,
-        warmup=warmup,
-        rotate=rotate,
-        modes=modes,
-        device=device,
-        warmup_min_s=warmup_min_s,
-        kernels=kernels,
-        graph=graph,
-        factory_kwargs=factory_kwargs,
-        progress=progress,
-    )
+def time_callable(spec: str, *, cwd: Path, **options: Any) -> CallableTiming:
+    """Load the factory `spec` names (relative to `cwd`) and time it: see `time_factory` for the options."""
+    return time_factory(load_factory(spec, cwd), **options)
 
 
 def time_factory(

@@ -231,15 +231,18 @@ def warm_up(torch: Any, closures: Sequence[Callable[[], Any]], warmup: int, min_
     return float(start.elapsed_time(end)) * 1000.0 / reps
 
 
+def _per_sample(est_us: float, target_us: float, most: int) -> int:
+    """Launches whose GPU time adds up to about `target_us`, between 1 and `most` (unknown: `most`)."""
+    if est_us <= 0 or math.isnan(est_us):
+        return most
+    return max(1, min(most, math.ceil(target_us / est_us)))
+
+
 def cold_per_sample(est_us: float) -> int:
     """Flushed launches in one cold sample: single cold launches of a few µs vary by ~10 % (DRAM and L2
     state; seen on an H100, 2026-11-23), so a sample is the median of enough of them to span about
     COLD_SAMPLE_TARGET_US of kernel time (the median, as ncu's figure of repeated launches is)."""
-    if math.isinf(est_us):
-        return 1
-    if est_us <= 0 or math.isnan(est_us):
-        return COLD_PER_SAMPLE_MAX
-    return max(1, min(COLD_PER_SAMPLE_MAX, math.ceil(COLD_SAMPLE_TARGET_US / est_us)))
+    return _per_sample(est_us, COLD_SAMPLE_TARGET_US, COLD_PER_SAMPLE_MAX)
 
 
 def time_cold(
@@ -335,9 +338,7 @@ def _capture_graph(torch: Any, closures: Sequence[Callable[[], Any]], inner: int
 
 def warm_inner(est_us: float) -> int:
     """Launches per warm sample: enough that a sample spans ~WARM_SAMPLE_TARGET_US of GPU time."""
-    if est_us <= 0 or not math.isfinite(est_us):
-        return WARM_INNER_MAX
-    return max(1, min(WARM_INNER_MAX, math.ceil(WARM_SAMPLE_TARGET_US / est_us)))
+    return _per_sample(est_us if math.isfinite(est_us) else 0.0, WARM_SAMPLE_TARGET_US, WARM_INNER_MAX)
 
 
 def time_warm(
