@@ -22,7 +22,6 @@ from typing import Any
 from kernelpilot.errors import DeviceUnavailableError, InvalidArgumentError
 from kernelpilot.sweep.errors import ClusterError, SchedulerUnreachableError
 
-CONNECT_TIMEOUT_S = 10
 WORKER_WAIT_S = 60
 
 
@@ -84,7 +83,9 @@ def _local_gpu(distributed: Any, var: str, ids: list[str]) -> Any:
 
 
 @contextlib.contextmanager
-def open_cluster(scheduler: str | None, workers: int | None, device: str) -> Iterator[Cluster]:
+def open_cluster(
+    scheduler: str | None, workers: int | None, device: str, connect_timeout_s: float = 10.0
+) -> Iterator[Cluster]:
     distributed = _need_distributed()
     if scheduler is not None:
         if "://" not in scheduler:
@@ -92,10 +93,10 @@ def open_cluster(scheduler: str | None, workers: int | None, device: str) -> Ite
                 f"--scheduler {scheduler!r} is not an address", "give e.g. tcp://host:8786"
             )
         try:
-            client = distributed.Client(scheduler, timeout=CONNECT_TIMEOUT_S, set_as_default=False)
+            client = distributed.Client(scheduler, timeout=connect_timeout_s, set_as_default=False)
         except (OSError, TimeoutError, ValueError) as exc:
             raise SchedulerUnreachableError(
-                f"Dask scheduler {scheduler} did not answer within {CONNECT_TIMEOUT_S} s ({exc})",
+                f"Dask scheduler {scheduler} did not answer within {connect_timeout_s:g} s ({exc})",
                 "start it (`dask scheduler`) and its workers, check host/port/firewall, or drop "
                 "--scheduler for a local cluster",
             ) from exc

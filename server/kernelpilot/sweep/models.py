@@ -280,6 +280,9 @@ class SweepRunRequest(Request):
     scheduler: str | None = Field(
         None, description="Address of an existing Dask scheduler, e.g. tcp://host:8786 (default: local)."
     )
+    connect_timeout_s: float = Field(
+        10.0, gt=0, le=600, description="With --scheduler: seconds to wait for the scheduler to answer."
+    )
     workers: int | None = Field(
         None, ge=1, le=1024, description="Local workers (default: one per visible GPU; 1 on --device cpu)."
     )

@@ -124,7 +124,7 @@ def run_sweep(req: SweepRunRequest, progress: Progress = no_progress) -> SweepRu
         if todo:
             from kernelpilot.sweep.cluster import open_cluster
 
-            with open_cluster(req.scheduler, req.workers, req.device) as cl:
+            with open_cluster(req.scheduler, req.workers, req.device, req.connect_timeout_s) as cl:
                 desc, nworkers = cl.description, cl.workers
                 new, crashes = _execute(cl, loaded, roof, todo, recorder, progress, req.device)
         summary = _finish(store, loaded)
