@@ -184,3 +184,20 @@ atol = 1e-9
     # CPU-timed closures get no roofline % against a GPU's peaks
     assert all("roofline" not in c.raw_result for c in cells if c.raw_result["variant"] == "numpy")
     assert any("memory_bandwidth_tb_s" in cite for cite in res.summary.citations)
+
+
+def test_default_cluster_runs_one_worker_per_visible_gpu_pinned_to_it(
+    sweep_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """With GPUs visible, each worker process sees exactly one of them (here ids 3 and 5 of a pretend host;
+    with no torch on this machine the cells fall back to the labelled CPU timer)."""
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,5")
+    db = str(tmp_path / "exp.db")
+    res = run_sweep(SweepRunRequest(spec=str(sweep_dir / "sweep.toml"), db=db))
+    assert res.workers == 2 and "one worker per GPU (CUDA_VISIBLE_DEVICES=3,5)" in res.cluster
+    cells = _cells(db, res.summary.sweep_id)
+    pins = {c.raw_result["worker"]["pid"]: c.raw_result["worker"]["visible_devices"] for c in cells}
+    assert sorted(pins.values()) == ["3", "5"]  # two processes, one GPU each
+    one = run_sweep(SweepRunRequest(spec=str(sweep_dir / "sweep.toml"), db=db, workers=1, label="one"))
+    assert one.workers == 1 and "CUDA_VISIBLE_DEVICES=3)" in one.cluster
+    assert {c.raw_result["worker"]["visible_devices"] for c in _cells(db, one.summary.sweep_id)} == {"3"}

@@ -8,6 +8,7 @@ carrying the exception; the driver decides what to record. Input in and result o
 
 from __future__ import annotations
 
+import importlib
 import os
 import socket
 import time
@@ -53,6 +54,23 @@ def _to_array(x: Any) -> Any:
     return np.asarray(x, dtype=np.float64)
 
 
+def _compare_torch(o: Any, r: Any, atol: float, rtol: float) -> tuple[bool, float, float] | str:
+    """Two torch tensors compared on the output's device in fp64 (no copy of a large GPU output to host)."""
+    torch: Any = importlib.import_module("torch")  # the outputs are torch tensors: torch is there
+    if tuple(o.shape) != tuple(r.shape):
+        return f"shape {tuple(o.shape)}, reference {tuple(r.shape)}"
+    if o.numel() == 0:
+        return True, 0.0, 0.0
+    a, b = o.detach().double(), r.detach().to(o.device).double()
+    if not bool(torch.equal(torch.isfinite(a), torch.isfinite(b))):
+        return "NaN/inf where the reference has none"
+    fin = torch.isfinite(b)
+    diff = (a[fin] - b[fin]).abs()
+    ma = float(diff.max()) if diff.numel() else 0.0
+    mr = float((diff / b[fin].abs().clamp_min(1e-30)).max()) if diff.numel() else 0.0
+    return bool(torch.allclose(a, b, atol=atol, rtol=rtol, equal_nan=True)), ma, mr
+
+
 def compare(out: Any, ref: Any, atol: float, rtol: float) -> tuple[bool, float, float, str]:
     """(within tolerance, max abs error, max relative error, note) of an output against its reference."""
     import numpy as np
@@ -63,6 +81,13 @@ def compare(out: Any, ref: Any, atol: float, rtol: float) -> tuple[bool, float, 
         return False, float("inf"), float("inf"), f"{len(outs)} outputs vs {len(refs)} in the reference"
     ok, max_abs, max_rel = True, 0.0, 0.0
     for i, (o, r) in enumerate(zip(outs, refs, strict=True)):
+        if hasattr(o, "detach") and hasattr(r, "detach"):
+            res = _compare_torch(o, r, atol, rtol)
+            if isinstance(res, str):
+                return False, float("inf"), float("inf"), f"output {i}: {res}"
+            good, ma, mr = res
+            ok, max_abs, max_rel = ok and good, max(max_abs, ma), max(max_rel, mr)
+            continue
         a, b = _to_array(o), _to_array(r)
         if a.shape != b.shape:
             return False, float("inf"), float("inf"), f"output {i} has shape {a.shape}, reference {b.shape}"
