@@ -201,3 +201,18 @@ def test_default_cluster_runs_one_worker_per_visible_gpu_pinned_to_it(
     one = run_sweep(SweepRunRequest(spec=str(sweep_dir / "sweep.toml"), db=db, workers=1, label="one"))
     assert one.workers == 1 and "CUDA_VISIBLE_DEVICES=3)" in one.cluster
     assert {c.raw_result["worker"]["visible_devices"] for c in _cells(db, one.summary.sweep_id)} == {"3"}
+
+
+def test_a_grown_ledger_runs_only_the_new_shapes(sweep_dir: Path, tmp_path: Path):
+    db = str(tmp_path / "exp.db")
+    ledger = sweep_dir / "shapes.jsonl"
+    lines = ledger.read_text().splitlines()
+    ledger.write_text("\n".join(lines[:10]) + "\n")
+    req = SweepRunRequest(spec=str(sweep_dir / "sweep.toml"), db=db, device="cpu", workers=2)
+    first = run_sweep(req)
+    assert first.new_cells == 20 and first.summary.shapes == 10 and first.summary.complete
+    ledger.write_text("\n".join(lines) + "\n")
+    grown = run_sweep(req)
+    assert grown.summary.sweep_id == first.summary.sweep_id  # same spec, same sweep
+    assert grown.new_cells == 4 and grown.skipped_cells == 20
+    assert grown.summary.shapes == 12 and len(grown.summary.cells) == 24 and grown.summary.complete

@@ -300,7 +300,11 @@ def _row(rec: ExperimentRecord) -> CellRow:
 def summarize(sweep: ExperimentRecord, cells: list[ExperimentRecord], db: str) -> SweepSummary:
     spec = SweepSpec.model_validate(sweep.raw_result["spec"])
     shapes = [Shape.model_validate(s) for s in sweep.raw_result["shapes"]]
-    rows = sorted((_row(c) for c in cells), key=lambda r: (r.line, list(spec.variants).index(r.variant)))
+    keys = {s.key for s in shapes}
+    rows = sorted(
+        (_row(c) for c in cells if c.raw_result.get("shape_key") in keys),
+        key=lambda r: (r.line, list(spec.variants).index(r.variant)),
+    )
     base_rows = {r.shape_key: r for r in rows if r.variant == spec.baseline}
     total_weight = sum(s.weight for s in shapes) or 1.0
     summaries: list[VariantSummary] = []

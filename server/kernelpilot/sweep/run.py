@@ -112,7 +112,11 @@ def run_sweep(req: SweepRunRequest, progress: Progress = no_progress) -> SweepRu
         sweep_rec = records.sweep_record(loaded, roof.gpu_id)
         if roof.note:
             sweep_rec.raw_result["roofline_note"] = roof.note
-        store.create([sweep_rec], on_conflict="skip")
+        if not store.create([sweep_rec], on_conflict="skip"):
+            old = store.get(loaded.sweep_id)
+            if old.raw_result.get("shapes") != sweep_rec.raw_result["shapes"]:
+                # the ledger changed since the last run: the sweep now covers the current ledger's shapes
+                store.update(loaded.sweep_id, {"raw_result": {**old.raw_result, **sweep_rec.raw_result}})
         wanted = {
             records.cell_id(loaded.sweep_id, v, s.key): (v, s) for v in sp.variants for s in loaded.shapes
         }
