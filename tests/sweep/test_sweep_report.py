@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 import re
 import struct
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import anyio
@@ -78,6 +79,12 @@ def test_dashboard_has_every_cell_worst_shapes_first(recorded, tmp_path: Path):
     first_row = re.search(r"<td>L(\d+)</td>", table)
     assert first_row and int(first_row.group(1)) == worst_line
     assert "No roofline %: no gpu in the spec" in html.unescape(page)
+    # every inline chart is well-formed SVG (a browser would otherwise drop or garble it)
+    svgs = re.findall(r"<svg .*?</svg>", page, flags=re.S)
+    assert len(svgs) == 2
+    for svg in svgs:
+        root = ET.fromstring(svg)
+        assert root.tag == "{http://www.w3.org/2000/svg}svg"
 
 
 @pytest.mark.needs_tool("chromium")
