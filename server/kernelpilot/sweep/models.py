@@ -178,7 +178,11 @@ class CellRow(BaseModel):
     cv: float | None = None
     stable: bool | None = None
     method: str | None = None
-    samples: list[float] = Field(default_factory=list)
+    samples: list[float] = Field(
+        default_factory=list,
+        exclude=True,
+        description="Per-run samples (for the CIs; left out of the JSON: `exp get <record_id>` has them).",
+    )
     speedup: float | None = Field(None, description="vs the baseline at this shape (> 1 better).")
     speedup_ci: list[float] | None = Field(None, description="95% bootstrap CI of the cell's speed-up.")
     roofline_pct: float | None = None
