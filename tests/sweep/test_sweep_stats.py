@@ -38,3 +38,40 @@ def test_cell_verdict_needs_the_ci_past_one_and_stability():
     assert stats.verdict(1.01, (1.005, 1.015), True, 0.02) == "parity"  # inside the parity band
     assert stats.verdict(1.5, (1.3, 1.7), False, 0.02) == "unstable"
     assert math.isclose(stats.cell_ci([10.0] * 5, [5.0] * 5, "lower")[0], 2.0)
+
+
+def test_stop_conditions_need_every_shape_correct_stable_and_above_the_floor():
+    from kernelpilot.sweep.models import CellRow, SweepSpec, VariantSummary
+    from kernelpilot.sweep.records import _stop
+
+    spec = SweepSpec.model_validate(
+        {
+            "name": "s",
+            "operator": "gemm",
+            "baseline": "a",
+            "ledger": "l.jsonl",
+            "stop": {"min_geomean": 1.10, "min_shape_speedup": 0.95},
+            "variants": {"a": {"factory": "k.py:a"}, "b": {"factory": "k.py:b"}},
+        }
+    )
+    worst = CellRow(
+        record_id="x", variant="b", shape_key="k", line=3, label="L3", model="m", stage="s", dtype="bf16",
+        weight=1.0, verdict="parity", speedup=0.97,
+    )  # fmt: skip
+
+    def summary(**kw) -> VariantSummary:
+        base = {"variant": "b", "role": "candidate", "cells": 4, "correct_cells": 4, "incorrect": 0}
+        return VariantSummary(**{"unstable": 0, "geomean": 1.2, "worst": [worst], **base, **kw})
+
+    ok = summary()
+    _stop(ok, spec, 4)
+    assert ok.stop_met is True and "geomean 1.200x >= 1.10x" in ok.stop_note
+    low = summary(worst=[worst.model_copy(update={"speedup": 0.9})])
+    _stop(low, spec, 4)
+    assert low.stop_met is False and "worst shape L3 0.900x < 0.95x" in low.stop_note
+    shaky = summary(unstable=1)
+    _stop(shaky, spec, 4)
+    assert shaky.stop_met is False and "1 unstable" in shaky.stop_note
+    partial = summary(cells=3)
+    _stop(partial, spec, 4)
+    assert partial.stop_met is False and "only 3 of 4 shapes" in partial.stop_note

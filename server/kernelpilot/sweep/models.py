@@ -198,7 +198,10 @@ class VariantSummary(BaseModel):
     cells: int
     correct_cells: int
     incorrect: int
-    unstable: int
+    unstable: int = Field(
+        description="Baseline: cells with an unstable timing; candidate: cells whose comparison is unstable "
+        "(either side's CV over the threshold), so wins + parity + losses + unstable = scored cells."
+    )
     geomean: float | None = Field(None, description="Weighted geometric-mean speed-up vs the baseline.")
     geomean_ci: list[float] | None = Field(None, description="95% bootstrap CI (measurement noise).")
     weight_covered: float = Field(0.0, description="Share of the ledger's weight in the geomean.")

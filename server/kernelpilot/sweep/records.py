@@ -329,6 +329,8 @@ def summarize(sweep: ExperimentRecord, cells: list[ExperimentRecord], db: str) -
             vs.wins = sum(r.verdict == "win" for r in scored)
             vs.parity = sum(r.verdict == "parity" for r in scored)
             vs.losses = sum(r.verdict == "loss" for r in scored)
+            # a comparison is unstable when either side's timing is: count those, not only this side's
+            vs.unstable = sum(r.verdict == "unstable" for r in scored)
             vs.worst = sorted(scored, key=lambda r: r.speedup or 0.0)[:5]
             if scored:
                 vs.geomean = stats.weighted_geomean(
@@ -367,6 +369,9 @@ def _stop(vs: VariantSummary, spec: SweepSpec, n_shapes: int) -> None:
     if vs.incorrect:
         ok = False
         notes.append(f"{vs.incorrect} incorrect cell(s)")
+    if vs.unstable:
+        ok = False
+        notes.append(f"{vs.unstable} unstable cell(s): fix the measurement before claiming")
     if vs.geomean is None or vs.cells < n_shapes:
         ok = False
         notes.append(f"only {vs.cells} of {n_shapes} shapes measured")
