@@ -23,7 +23,13 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 from kernelpilot import __version__
-from kernelpilot.capability import Capability, all_capabilities, capabilities_for_command
+from kernelpilot.capability import (
+    Capability,
+    Progress,
+    all_capabilities,
+    capabilities_for_command,
+    no_progress,
+)
 from kernelpilot.errors import InvalidArgumentError, KernelpilotError
 from kernelpilot.validation import flag, validation_message
 
@@ -161,14 +167,32 @@ def _coerce(cap: Capability, values: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def run_capability(cap: Capability, values: dict[str, Any]) -> Any:
+def run_capability(cap: Capability, values: dict[str, Any], progress: Progress = no_progress) -> Any:
     try:
         request = cap.request.model_validate(_coerce(cap, values))
     except ValidationError as exc:
         raise InvalidArgumentError(
             validation_message(exc), f"see `kernelpilot {' '.join(cap.command)} --help`"
         ) from exc
-    return cap.invoke(request)
+    return cap.invoke(request, progress)
+
+
+def stderr_progress() -> Progress:
+    """A one-line progress bar on stderr when it is a terminal (or KERNELPILOT_PROGRESS=1), else nothing."""
+    if not (sys.stderr.isatty() or os.environ.get("KERNELPILOT_PROGRESS") == "1"):
+        return no_progress
+
+    def bar(done: float, total: float | None = None, message: str = "") -> None:
+        if total:
+            filled = int(30 * min(done / total, 1.0))
+            line = f"[{'#' * filled}{'.' * (30 - filled)}] {done:.0f}/{total:.0f} {message}"
+        else:
+            line = f"{done:.0f} {message}"
+        end = "\n" if total and done >= total else ""
+        sys.stderr.write("\r" + line[:100].ljust(100) + end)
+        sys.stderr.flush()
+
+    return bar
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -182,7 +206,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     as_json = bool(getattr(args, "json", False))
     values = {k: v for k, v in vars(args).items() if not k.startswith("_") and k != "json"}
     try:
-        result = run_capability(cap, values)
+        result = run_capability(cap, values, stderr_progress() if cap.takes_progress else no_progress)
     except KernelpilotError as exc:
         if as_json:
             print(json.dumps(exc.to_dict(), indent=2), file=sys.stderr)

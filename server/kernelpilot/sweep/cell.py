@@ -1,0 +1,205 @@
+"""What a Dask worker runs for one cell (variant x shape): correctness check first, then timing.
+
+A cell whose output is not within tolerance of its reference is returned as `incorrect` and never
+timed, so it cannot count as a win. A factory, closure or command that raises gives a `crashed` cell
+carrying the exception; the driver decides what to record. Input in and result out are plain dicts
+(cheap to pickle); the factories are loaded once per worker process.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import socket
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from kernelpilot.errors import KernelpilotError
+from kernelpilot.sweep.models import CellOutcome, Shape, VariantSpec
+
+_FACTORIES: dict[tuple[str, str], Callable[..., Any]] = {}
+
+
+def _factory(target: str, root: Path) -> Callable[..., Any]:
+    key = (target, str(root))
+    fn = _FACTORIES.get(key)
+    if fn is None:
+        from kernelpilot.timing.callables import load_factory
+
+        fn = load_factory(target, root)
+        _FACTORIES[key] = fn
+    return fn
+
+
+def _call(fn: Callable[..., Any], shape: Shape) -> Any:
+    """Call a factory with the shape fields it accepts (all of them for **kwargs) and a per-shape seed."""
+    from kernelpilot.sweep.spec import required_params
+
+    _req, accepted, var_kw = required_params(fn)
+    kwargs = shape.kwargs()
+    if not var_kw:
+        kwargs = {k: v for k, v in kwargs.items() if k in accepted}
+    if "seed" in accepted and "seed" not in kwargs:
+        kwargs["seed"] = int(shape.key[:8], 16)
+    return fn(**kwargs)
+
+
+def _to_array(x: Any) -> Any:
+    import numpy as np
+
+    if hasattr(x, "detach"):  # a torch tensor: bf16/fp8 have no numpy dtype, compare in fp64
+        x = x.detach().to("cpu").double().numpy()
+    return np.asarray(x, dtype=np.float64)
+
+
+def _compare_torch(o: Any, r: Any, atol: float, rtol: float) -> tuple[bool, float, float] | str:
+    """Two torch tensors compared on the output's device in fp64 (no copy of a large GPU output to host)."""
+    torch: Any = importlib.import_module("torch")  # the outputs are torch tensors: torch is there
+    if tuple(o.shape) != tuple(r.shape):
+        return f"shape {tuple(o.shape)}, reference {tuple(r.shape)}"
+    if o.numel() == 0:
+        return True, 0.0, 0.0
+    a, b = o.detach().double(), r.detach().to(o.device).double()
+    if not bool(torch.equal(torch.isfinite(a), torch.isfinite(b))):
+        return "NaN/inf where the reference has none"
+    fin = torch.isfinite(b)
+    diff = (a[fin] - b[fin]).abs()
+    ma = float(diff.max()) if diff.numel() else 0.0
+    mr = float((diff / b[fin].abs().clamp_min(1e-30)).max()) if diff.numel() else 0.0
+    return bool(torch.allclose(a, b, atol=atol, rtol=rtol, equal_nan=True)), ma, mr
+
+
+def compare(out: Any, ref: Any, atol: float, rtol: float) -> tuple[bool, float, float, str]:
+    """(within tolerance, max abs error, max relative error, note) of an output against its reference."""
+    import numpy as np
+
+    outs = list(out) if isinstance(out, list | tuple) else [out]
+    refs = list(ref) if isinstance(ref, list | tuple) else [ref]
+    if len(outs) != len(refs):
+        return False, float("inf"), float("inf"), f"{len(outs)} outputs vs {len(refs)} in the reference"
+    ok, max_abs, max_rel = True, 0.0, 0.0
+    for i, (o, r) in enumerate(zip(outs, refs, strict=True)):
+        if hasattr(o, "detach") and hasattr(r, "detach"):
+            res = _compare_torch(o, r, atol, rtol)
+            if isinstance(res, str):
+                return False, float("inf"), float("inf"), f"output {i}: {res}"
+            good, ma, mr = res
+            ok, max_abs, max_rel = ok and good, max(max_abs, ma), max(max_rel, mr)
+            continue
+        a, b = _to_array(o), _to_array(r)
+        if a.shape != b.shape:
+            return False, float("inf"), float("inf"), f"output {i} has shape {a.shape}, reference {b.shape}"
+        if a.size == 0:
+            continue
+        if not np.all(np.isfinite(a) == np.isfinite(b)):
+            return False, float("inf"), float("inf"), f"output {i} has NaN/inf where the reference has not"
+        fin = np.isfinite(b)
+        diff = np.abs(a[fin] - b[fin])
+        if diff.size:
+            max_abs = max(max_abs, float(diff.max()))
+            max_rel = max(max_rel, float((diff / np.maximum(np.abs(b[fin]), 1e-30)).max()))
+        ok = ok and bool(np.allclose(a, b, atol=atol, rtol=rtol, equal_nan=True))
+    note = "" if ok else f"max abs err {max_abs:.3g} exceeds atol {atol:g} + rtol {rtol:g} x |reference|"
+    return ok, max_abs, max_rel, note
+
+
+def _factory_cell(v: VariantSpec, shape: Shape, root: Path, p: dict[str, Any], out: CellOutcome) -> None:
+    from kernelpilot.sweep.timing_adapter import time_cell
+
+    assert v.factory is not None
+    try:
+        made = _call(_factory(v.factory, root), shape)
+    except KernelpilotError:
+        raise
+    except Exception as exc:
+        raise _Crash(f"factory {v.factory} raised {type(exc).__name__}: {exc}") from exc
+    closures = list(made) if isinstance(made, list | tuple) else [made]
+    if not closures or not all(callable(c) for c in closures):
+        raise _Crash(f"factory {v.factory} returned {type(made).__name__}, not a zero-argument closure")
+    if v.reference is not None:
+        try:
+            got = closures[0]()
+            expected = _call(_factory(v.reference, root), shape)()
+        except Exception as exc:
+            raise _Crash(f"correctness run raised {type(exc).__name__}: {exc}") from exc
+        ok, out.max_abs_err, out.max_rel_err, out.check_note = compare(got, expected, v.atol, v.rtol)
+        out.correct = ok
+        if not ok:
+            out.state = "incorrect"
+            return
+    try:
+        out.timing = time_cell(
+            lambda: closures,
+            mode=p["mode"],
+            runs=p["runs"],
+            warmup=p["warmup"],
+            device="cpu" if p["device"] == "cpu" else "auto",
+            cv_threshold=p["cv_threshold"],
+        )
+    except KernelpilotError:
+        raise
+    except Exception as exc:
+        raise _Crash(f"timed closure raised {type(exc).__name__}: {exc}") from exc
+    if out.timing.method == "cuda_event":
+        out.device_name = out.timing.note.split("; ", 1)[-1]
+
+
+def _command_cell(v: VariantSpec, shape: Shape, root: Path, p: dict[str, Any], out: CellOutcome) -> None:
+    from kernelpilot.sweep.timing_adapter import time_command
+    from kernelpilot.timing import instrumentation
+    from kernelpilot.timing.commands import extract_metric, run_command
+
+    assert v.command is not None
+    argv = [a.format(**shape.kwargs()) for a in v.command]
+    if v.error_regex is not None:
+        first = run_command(argv, cwd=root, env=instrumentation.stripped(), timeout_s=v.timeout_s)
+        err = extract_metric(first.stdout, first.stderr, regex=v.error_regex, json_key=None)
+        out.max_abs_err = err
+        out.correct = abs(err) <= v.atol
+        if not out.correct:
+            out.state = "incorrect"
+            out.check_note = f"printed error {err:.3g} exceeds atol {v.atol:g}"
+            return
+    out.timing, _tail = time_command(
+        argv,
+        cwd=root,
+        runs=p["runs"],
+        warmup=p["warmup"],
+        timeout_s=v.timeout_s,
+        regex=v.metric_regex,
+        json_key=v.metric_json_key,
+        cv_threshold=p["cv_threshold"],
+    )
+
+
+class _Crash(Exception):
+    """A user factory/closure/command failed: becomes a crashed cell, never a worker error."""
+
+
+def run_cell(payload: dict[str, Any]) -> dict[str, Any]:
+    """The Dask task of one cell: `payload` from the driver, returns a `CellOutcome` as a dict."""
+    t0 = time.perf_counter()
+    v = VariantSpec.model_validate(payload["variant_spec"])
+    shape = Shape.model_validate(payload["shape"])
+    root = Path(payload["root"])
+    out = CellOutcome(
+        variant=payload["variant"],
+        shape_key=shape.key,
+        state="timed",
+        worker_pid=os.getpid(),
+        worker_host=socket.gethostname(),
+        visible_devices=os.environ.get("CUDA_VISIBLE_DEVICES") or os.environ.get("HIP_VISIBLE_DEVICES"),
+    )
+    try:
+        if v.factory is not None:
+            _factory_cell(v, shape, root, payload, out)
+        else:
+            _command_cell(v, shape, root, payload, out)
+    except _Crash as exc:
+        out.state, out.error = "crashed", str(exc)
+    except KernelpilotError as exc:
+        out.state, out.error = "crashed", f"{type(exc).__name__}: {exc}"
+    out.wall_s = time.perf_counter() - t0
+    return out.model_dump(mode="json")

@@ -1,0 +1,337 @@
+"""Models of sweeps: the TOML spec, a ledger shape, what a worker returns per cell, and the results.
+
+Cheap to import (pydantic only): the capability declarations and the MCP schemas read these.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from kernelpilot.experiments.api import DB_HELP
+from kernelpilot.models import Request, Result
+from kernelpilot.roofline.models import OpKind
+
+VARIANT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$")
+LEDGER_META = ("model", "stage", "dtype", "weight")  # ledger keys that are not shape fields
+
+
+class _Spec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class VariantSpec(_Spec):
+    """One column of the sweep: a Python factory or a command template, with its correctness check."""
+
+    factory: str | None = Field(
+        None,
+        description="'file.py:function' taking the shape's fields as keyword arguments and returning a "
+        "zero-argument launch closure (its return value is the output checked against `reference`).",
+    )
+    reference: str | None = Field(
+        None, description="Factory variant: 'file.py:function' whose closure returns the expected output."
+    )
+    command: list[str] | None = Field(
+        None, description="Command template (argv list); '{field}' placeholders are filled from the shape."
+    )
+    metric_regex: str | None = Field(None, description="Command: regex with one group matching the metric.")
+    metric_json_key: str | None = Field(None, description="Command: dot key path of the metric in JSON.")
+    metric_unit: str = Field("us", description="Command: unit of the printed metric.")
+    error_regex: str | None = Field(
+        None, description="Command: regex with one group matching the printed max error vs the reference."
+    )
+    atol: float = Field(1e-6, ge=0, description="Absolute tolerance of the correctness check.")
+    rtol: float = Field(1e-4, ge=0, description="Relative tolerance (factory outputs, numpy.allclose).")
+    timeout_s: float = Field(300.0, gt=0, description="Command: per-run timeout.")
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> VariantSpec:
+        if (self.factory is None) == (self.command is None):
+            raise ValueError("give exactly one of `factory` or `command`")
+        if self.command is not None:
+            if (self.metric_regex is None) == (self.metric_json_key is None):
+                raise ValueError("a command variant needs exactly one of `metric_regex` or `metric_json_key`")
+            if self.reference is not None:
+                raise ValueError("`reference` applies to factory variants; commands print `error_regex`")
+        elif self.metric_regex or self.metric_json_key or self.error_regex:
+            raise ValueError("metric_regex / metric_json_key / error_regex apply to command variants")
+        return self
+
+
+class StopSpec(_Spec):
+    """When the optimization may stop, judged on the sweep (profile-optimizer stop conditions)."""
+
+    min_geomean: float | None = Field(None, gt=0, description="Weighted geomean speed-up at least this.")
+    min_shape_speedup: float | None = Field(None, gt=0, description="No correct shape below this speed-up.")
+
+
+class SweepSpec(_Spec):
+    """The sweep spec file (TOML)."""
+
+    name: str = Field(min_length=1, max_length=80)
+    operator: str = Field(min_length=1, description="Operator signature stored on every cell record.")
+    baseline: str = Field(description="Variant every other variant is compared against.")
+    ledger: str = Field(description="JSONL shape ledger, relative to the spec file.")
+    gpu: str | None = Field(None, description="GPU wiki id (or alias) for roofline percentages.")
+    roofline_op: OpKind | None = Field(
+        None, description="Op whose FLOPs/bytes the roofline counts (default: `operator` if it is one)."
+    )
+    mode: Literal["cold", "warm"] = Field(
+        "warm", description="cold: L2 flushed before every timed run; warm: not."
+    )
+    runs: int = Field(20, ge=1, le=100000)
+    warmup: int = Field(3, ge=0, le=100000)
+    direction: Literal["lower", "higher"] = Field("lower", description="Is a lower metric better?")
+    parity: float = Field(0.02, ge=0, lt=1, description="Speed-ups within 1 +- parity count as parity.")
+    cv_threshold: float = Field(0.02, gt=0, description="A cell is stable when its CV is at most this.")
+    stop: StopSpec = Field(default_factory=StopSpec)
+    variants: dict[str, VariantSpec]
+
+    @field_validator("variants")
+    @classmethod
+    def _names(cls, value: dict[str, VariantSpec]) -> dict[str, VariantSpec]:
+        if len(value) < 2:
+            raise ValueError("a sweep needs at least two variants (a baseline and a candidate)")
+        for name in value:
+            if not VARIANT_NAME.match(name):
+                raise ValueError(
+                    f"variant name {name!r} must be 1-32 letters, digits, '_' or '-', starting with a "
+                    "letter or digit"
+                )
+        return value
+
+
+class Shape(BaseModel):
+    """One ledger line: where it came from, its fields, its production weight and its key."""
+
+    line: int = Field(description="1-based line number in the ledger.")
+    model: str
+    stage: str
+    dtype: str
+    weight: float
+    fields: dict[str, Any] = Field(description="The shape's fields (keyword arguments of the factories).")
+    key: str = Field(description="Stable key: hash of the whole ledger line's content.")
+
+    def label(self) -> str:
+        dims = ",".join(f"{k}={v}" for k, v in self.fields.items())
+        return f"{self.model}/{self.stage} {dims} {self.dtype}"
+
+    def kwargs(self) -> dict[str, Any]:
+        """Arguments a factory or command template may use: the fields plus dtype, model and stage."""
+        return {**self.fields, "dtype": self.dtype, "model": self.model, "stage": self.stage}
+
+
+class CellTiming(BaseModel):
+    """What the timing seam returns for one cell (all times in microseconds, or the command's unit)."""
+
+    median_us: float
+    samples_us: list[float]
+    cv: float
+    stable: bool
+    method: str = Field(description="cuda_event | cpu_perf_counter_ns | command_metric")
+    iqr_us: float = 0.0
+    note: str = ""
+
+
+class CellOutcome(BaseModel):
+    """What a worker returns for one cell."""
+
+    variant: str
+    shape_key: str
+    state: Literal["timed", "incorrect", "crashed"]
+    timing: CellTiming | None = None
+    correct: bool | None = Field(None, description="None when the variant has no correctness check.")
+    max_abs_err: float | None = None
+    max_rel_err: float | None = None
+    check_note: str = ""
+    error: str | None = None
+    worker_pid: int = 0
+    worker_host: str = ""
+    visible_devices: str | None = None
+    device_name: str | None = None
+    wall_s: float = 0.0
+
+
+# ---------------- results ----------------
+
+Verdict = Literal["win", "parity", "loss", "baseline", "incorrect", "no_baseline", "unstable"]
+
+
+class CellRow(BaseModel):
+    """One recorded cell, as the tables and the dashboard show it."""
+
+    record_id: str
+    variant: str
+    shape_key: str
+    line: int
+    label: str
+    model: str
+    stage: str
+    dtype: str
+    weight: float
+    verdict: Verdict
+    median: float | None = Field(None, description="Median in `unit` (None when not timed).")
+    unit: str = "us"
+    iqr: float | None = None
+    cv: float | None = None
+    stable: bool | None = None
+    method: str | None = None
+    samples: list[float] = Field(
+        default_factory=list,
+        exclude=True,
+        description="Per-run samples (for the CIs; left out of the JSON: `exp get <record_id>` has them).",
+    )
+    speedup: float | None = Field(None, description="vs the baseline at this shape (> 1 better).")
+    speedup_ci: list[float] | None = Field(None, description="95% bootstrap CI of the cell's speed-up.")
+    roofline_pct: float | None = None
+    intensity: float | None = Field(None, description="FLOP per byte of the op at this shape.")
+    correct: bool | None = None
+    max_abs_err: float | None = None
+    error: str | None = None
+
+
+class VariantSummary(BaseModel):
+    variant: str
+    role: Literal["baseline", "candidate"]
+    cells: int
+    correct_cells: int
+    incorrect: int
+    unstable: int = Field(
+        description="Baseline: cells with an unstable timing; candidate: cells whose comparison is unstable "
+        "(either side's CV over the threshold), so wins + parity + losses + unstable = scored cells."
+    )
+    geomean: float | None = Field(None, description="Weighted geometric-mean speed-up vs the baseline.")
+    geomean_ci: list[float] | None = Field(None, description="95% bootstrap CI (measurement noise).")
+    weight_covered: float = Field(0.0, description="Share of the ledger's weight in the geomean.")
+    wins: int = 0
+    parity: int = 0
+    losses: int = 0
+    worst: list[CellRow] = Field(default_factory=list, description="Lowest speed-ups first.")
+    stop_met: bool | None = Field(None, description="The spec's stop conditions hold (None: none given).")
+    stop_note: str = ""
+
+
+class SweepSummary(Result):
+    sweep_id: str
+    name: str
+    db: str
+    operator: str
+    gpu: str | None
+    mode: str
+    baseline: str
+    variants: list[str]
+    shapes: int
+    cells: list[CellRow]
+    summaries: list[VariantSummary]
+    roofline_note: str = ""
+    citations: list[str] = Field(default_factory=list)
+    complete: bool = Field(description="Every variant x shape cell is recorded.")
+
+    def render_text(self) -> str:
+        out = [
+            f"sweep {self.sweep_id} ({self.name}): {len(self.variants)} variants x {self.shapes} shapes, "
+            f"{len(self.cells)} cells recorded in {self.db}"
+            + ("" if self.complete else " (INCOMPLETE: re-run to resume)"),
+            f"  operator {self.operator}, mode {self.mode}, baseline {self.baseline}, gpu {self.gpu or '-'}",
+        ]
+        by_shape: dict[str, dict[str, CellRow]] = {}
+        labels: dict[str, tuple[int, str]] = {}
+        for c in self.cells:
+            by_shape.setdefault(c.shape_key, {})[c.variant] = c
+            labels[c.shape_key] = (c.line, c.label)
+        out.append("per shape (median; speed-up vs baseline; verdict):")
+        for key, (line, label) in sorted(labels.items(), key=lambda kv: kv[1][0]):
+            parts = []
+            for v in self.variants:
+                cell = by_shape[key].get(v)
+                if cell is None:
+                    parts.append(f"{v}: -")
+                elif cell.median is None:
+                    parts.append(f"{v}: {cell.verdict}")
+                else:
+                    sp = "" if cell.speedup is None or cell.verdict == "baseline" else f" {cell.speedup:.2f}x"
+                    parts.append(f"{v}: {cell.median:.4g} {cell.unit}{sp} {cell.verdict}")
+            out.append(f"  L{line} {label}: " + "; ".join(parts))
+        out.append("per variant:")
+        for s in self.summaries:
+            if s.role == "baseline":
+                out.append(f"  {s.variant} (baseline): {s.correct_cells}/{s.cells} correct")
+                continue
+            gm = "-" if s.geomean is None else f"{s.geomean:.3f}x"
+            ci = "" if not s.geomean_ci else f" [95% CI {s.geomean_ci[0]:.3f}-{s.geomean_ci[1]:.3f}]"
+            out.append(
+                f"  {s.variant}: weighted geomean {gm}{ci} over {s.weight_covered:.0%} of the weight; "
+                f"wins {s.wins} / parity {s.parity} / losses {s.losses}; incorrect {s.incorrect}; "
+                f"unstable {s.unstable}"
+            )
+            if s.worst:
+                out.append(
+                    "    worst: "
+                    + ", ".join(f"L{w.line} {w.label} {w.speedup:.2f}x" for w in s.worst if w.speedup)
+                )
+            if s.stop_met is not None:
+                out.append(f"    stop conditions {'MET' if s.stop_met else 'NOT met'}: {s.stop_note}")
+        if self.roofline_note:
+            out.append(f"roofline: {self.roofline_note}")
+        out.extend(f"  {c}" for c in self.citations)
+        return "\n".join(out)
+
+
+class SweepRunRequest(Request):
+    """Run (or resume) a sweep."""
+
+    spec: str = Field(description="Sweep spec file (TOML): variants, baseline, ledger, gpu, mode.")
+    db: str | None = Field(None, description=DB_HELP)
+    scheduler: str | None = Field(
+        None, description="Address of an existing Dask scheduler, e.g. tcp://host:8786 (default: local)."
+    )
+    connect_timeout_s: float = Field(
+        10.0, gt=0, le=600, description="With --scheduler: seconds to wait for the scheduler to answer."
+    )
+    workers: int | None = Field(
+        None, ge=1, le=1024, description="Local workers (default: one per visible GPU; 1 on --device cpu)."
+    )
+    device: Literal["auto", "gpu", "cpu"] = Field(
+        "auto", description="auto: one worker per visible GPU, else CPU; cpu: CPU timing only."
+    )
+    label: str = Field(
+        "", max_length=32, description="Extra label in the sweep id: re-measure the same spec afresh."
+    )
+    html: str | None = Field(None, description="Also write the HTML dashboard to this file.")
+
+
+class SweepRunResult(Result):
+    summary: SweepSummary
+    new_cells: int = Field(description="Cells measured and recorded by this run.")
+    skipped_cells: int = Field(description="Cells already recorded (resumed).")
+    cluster: str = Field(description="Where the cells ran.")
+    workers: int
+    wall_s: float
+    html: str | None = None
+
+    def render_text(self) -> str:
+        head = (
+            f"ran {self.new_cells} new cell(s), skipped {self.skipped_cells} already recorded, on "
+            f"{self.cluster} ({self.workers} worker(s)) in {self.wall_s:.1f} s"
+        )
+        tail = f"\ndashboard: {self.html}" if self.html else ""
+        return head + "\n" + self.summary.render_text() + tail
+
+
+class SweepReportRequest(Request):
+    """Show a recorded sweep."""
+
+    id: str = Field(description="Sweep id (as `sweep run` printed it; `exp list --tag sweep` lists them).")
+    db: str | None = Field(None, description=DB_HELP)
+    html: bool = Field(False, description="Write the self-contained HTML dashboard.")
+    out: str | None = Field(None, description="Dashboard file (default: ./<sweep id>.html).")
+
+
+class SweepReportResult(Result):
+    summary: SweepSummary
+    html: str | None = None
+
+    def render_text(self) -> str:
+        return self.summary.render_text() + (f"\ndashboard: {self.html}" if self.html else "")

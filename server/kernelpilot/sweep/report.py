@@ -1,0 +1,73 @@
+"""The `sweep_report` capability: a recorded sweep read back from the experiment database, as text or as
+a self-contained HTML dashboard rendered from `templates/sweep_report.html.j2` (inline SVG, no scripts).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+from kernelpilot.atomic import write_text_atomic
+from kernelpilot.experiments.store import open_store
+from kernelpilot.sweep import charts, records
+from kernelpilot.sweep.models import SweepReportRequest, SweepReportResult, SweepSummary
+
+
+def write_html(summary: SweepSummary, out: str) -> str:
+    """Render the dashboard to `out` (atomically); returns the path written."""
+    from kernelpilot.workspace.render import render_template
+
+    base = {c.shape_key: c for c in summary.cells if c.variant == summary.baseline}
+    worst: dict[str, float] = {}
+    for c in summary.cells:
+        if c.speedup is not None:
+            worst[c.shape_key] = min(worst.get(c.shape_key, c.speedup), c.speedup)
+    shape_rows: dict[str, tuple[int, str]] = {c.shape_key: (c.line, c.label) for c in summary.cells}
+    # worst shapes first: lowest speed-up of any candidate, unscored shapes last, then ledger order
+    order = sorted(shape_rows, key=lambda k: (worst.get(k, float("inf")), shape_rows[k][0]))
+    shapes = [(k, shape_rows[k][0], shape_rows[k][1]) for k in order]
+    by = {(c.variant, c.shape_key): c for c in summary.cells}
+    table = [
+        {
+            "key": k,
+            "line": line,
+            "label": label,
+            "base": base.get(k),
+            "cells": [by.get((v, k)) for v in summary.variants],
+        }
+        for k, line, label in shapes
+    ]
+    candidates = [s for s in summary.summaries if s.role == "candidate"]
+    html = render_template(
+        "sweep_report.html.j2",
+        s=summary,
+        table=table,
+        candidates=candidates,
+        heatmap_svg=charts.heatmap_svg(summary.variants, shapes, summary.cells),
+        bars=[
+            charts.speedup_bars_svg(
+                v.variant,
+                sorted(
+                    [c for c in summary.cells if c.variant == v.variant],
+                    key=lambda c: (c.speedup if c.speedup is not None else float("inf"), c.line),
+                ),
+            )
+            for v in candidates
+        ],
+        roofline_svg=charts.roofline_scatter_svg(summary.variants, summary.cells),
+        generated=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    )
+    path = Path(out).expanduser()
+    write_text_atomic(path, html)
+    return str(path)
+
+
+def sweep_report(req: SweepReportRequest) -> SweepReportResult:
+    store = open_store(req.db)
+    try:
+        sweep, cells = records.load_sweep(store, req.id)
+        summary = records.summarize(sweep, cells, store.url)
+    finally:
+        store.close()
+    html = write_html(summary, req.out or f"{req.id}.html") if req.html or req.out else None
+    return SweepReportResult(summary=summary, html=html)

@@ -1,0 +1,93 @@
+"""The one seam between sweeps and `kernelpilot.timing`: how a cell's closure or command is timed.
+
+`time_cell` times a launch closure with `kernelpilot time`'s engine (cold or warm GPU time through torch
+when this worker sees a GPU, else the labelled CPU perf_counter fallback); `time_command` reads a command's
+printed metric exactly as `eval` does. Both return the sweep's own `CellTiming`, so a change of timing
+internals stays in this file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Literal
+
+from kernelpilot.sweep.models import CellTiming
+
+Mode = Literal["cold", "warm"]
+
+
+def _timing(samples: list[float], method: str, cv_threshold: float, note: str) -> CellTiming:
+    from kernelpilot.timing.stats import summarize
+
+    s = summarize(samples, cv_threshold)
+    return CellTiming(
+        median_us=s.median,
+        samples_us=samples,
+        cv=s.cv,
+        stable=s.stable,
+        method=method,
+        iqr_us=s.iqr,
+        note=note,
+    )
+
+
+def time_cell(
+    make_closure: Callable[[], Any],
+    *,
+    mode: Mode,
+    runs: int,
+    warmup: int,
+    device: str = "auto",
+    cv_threshold: float = 0.02,
+) -> CellTiming:
+    """Median, samples, CV and stability of a launch closure in the sweep's timing mode, by the same engine
+    as `kernelpilot time` (launches queued behind a spin hold; cold = L2 flushed before every launch,
+    warm = back-to-back launches), or the labelled CPU fallback when this worker sees no GPU."""
+    from kernelpilot.timing import callables
+
+    t = callables.time_factory(
+        make_closure,
+        runs=runs,
+        warmup=warmup,
+        rotate=1,
+        modes=[mode],
+        device=device,
+        warmup_min_s=0.1,
+        kernels=False,
+    )
+    if t.modes:
+        m = t.modes[mode]
+        note = f"{m.note}; {t.device_name}"
+        return _timing(m.samples_us, m.method, cv_threshold, note)
+    assert t.cpu_samples_us is not None
+    note = t.cpu_note + ("; cold mode has no L2 to flush here" if mode == "cold" else "")
+    return _timing(t.cpu_samples_us, "cpu_perf_counter_ns", cv_threshold, note)
+
+
+def time_command(
+    argv: list[str],
+    *,
+    cwd: Path,
+    runs: int,
+    warmup: int,
+    timeout_s: float,
+    regex: str | None,
+    json_key: str | None,
+    cv_threshold: float = 0.02,
+) -> tuple[CellTiming, str]:
+    """Run the command warmup+runs times, reading its printed metric as `eval` does; also its last output."""
+    from kernelpilot.timing import instrumentation
+    from kernelpilot.timing.core import measure_command
+
+    samples, last_tail = measure_command(
+        argv,
+        cwd=cwd,
+        env=instrumentation.stripped(),
+        runs=runs,
+        warmup=warmup,
+        timeout_s=timeout_s,
+        regex=regex,
+        json_key=json_key,
+    )
+    return _timing(samples, "command_metric", cv_threshold, "metric printed by the command"), last_tail

@@ -1,0 +1,218 @@
+"""Sweeps on real local Dask clusters (CPU workers) recording into real SQLite files and PostgreSQL."""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+import statistics
+from pathlib import Path
+
+import pytest
+
+from kernelpilot.experiments.store import RecordFilter, open_store
+from kernelpilot.sweep.models import SweepRunRequest
+from kernelpilot.sweep.run import run_sweep
+from kernelpilot.timing.stats import speedup_of
+
+pytestmark = pytest.mark.slow
+
+
+def _cells(db: str, sweep_id: str) -> list:
+    store = open_store(db)
+    try:
+        return store.query(RecordFilter(parent_id=sweep_id), limit=10_000)
+    finally:
+        store.close()
+
+
+def test_two_variants_twelve_shapes_two_workers_recorded_once_then_resumed(sweep_dir: Path, db_url: str):
+    req = SweepRunRequest(spec=str(sweep_dir / "sweep.toml"), db=db_url, device="cpu", workers=2)
+    first = run_sweep(req)
+    assert first.new_cells == 24 and first.skipped_cells == 0 and first.workers == 2
+    sid = first.summary.sweep_id
+    cells = _cells(db_url, sid)
+    assert len(cells) == 24 and len({c.id for c in cells}) == 24
+    assert {c.raw_result["variant"] for c in cells} == {"numpy", "einsum"}
+    assert {c.raw_result["line"] for c in cells} == set(range(1, 13))
+    # both variants ran on both worker processes' share of the work, each cell on exactly one of them
+    assert len({c.raw_result["worker"]["pid"] for c in cells}) == 2
+
+    # every candidate's score is the ratio of the stored medians, and the geomean their weighted mean of logs
+    by = {(c.raw_result["variant"], c.raw_result["shape_key"]): c for c in cells}
+    logs, weights = [], []
+    for (variant, key), c in by.items():
+        t = c.raw_result["timing"]
+        assert t["median_us"] == pytest.approx(statistics.median(t["samples_us"]))
+        assert len(t["samples_us"]) == 7 and t["method"] == "cpu_perf_counter_ns"
+        if variant == "einsum":
+            base = by[("numpy", key)].raw_result["timing"]["median_us"]
+            assert c.score == pytest.approx(speedup_of(base, t["median_us"], "lower"))
+            lo, hi = c.raw_result["speedup_ci"]
+            assert lo <= c.score <= hi
+            logs.append(math.log(c.score))
+            weights.append(c.raw_result["weight"])
+    summary = next(s for s in first.summary.summaries if s.variant == "einsum")
+    expect = math.exp(sum(w * x for w, x in zip(weights, logs, strict=True)) / sum(weights))
+    assert summary.geomean == pytest.approx(expect)
+    assert summary.geomean_ci[0] <= summary.geomean <= summary.geomean_ci[1]
+    assert summary.wins + summary.parity + summary.losses + summary.unstable == 12
+    assert summary.worst[0].speedup == min(c.score for c in cells if c.raw_result["variant"] == "einsum")
+
+    again = run_sweep(req)
+    assert again.new_cells == 0 and again.skipped_cells == 24
+    assert len(_cells(db_url, sid)) == 24
+    assert again.summary.cells == first.summary.cells
+
+
+def test_worker_killed_mid_cell_its_cell_reruns_and_every_cell_lands_once(
+    sweep_dir: Path, db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    distributed = pytest.importorskip("distributed")
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    monkeypatch.setenv("KP_SWEEP_TEST_MARKS", str(marks))
+    monkeypatch.setenv("KP_SWEEP_TEST_DELAY_S", "0.4")  # each factory call sleeps: a kill lands mid-cell
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
+        pids = sorted(client.run(os.getpid).values())
+        killed: list[int] = []
+
+        def progress(done: float, total: float | None = None, message: str = "") -> None:
+            if done >= 4 and not killed:
+                os.kill(pids[0], signal.SIGKILL)
+                killed.append(pids[0])
+
+        req = SweepRunRequest(
+            spec=str(sweep_dir / "sweep.toml"), db=db_url, scheduler=cluster.scheduler_address
+        )
+        res = run_sweep(req, progress)
+        assert killed == [pids[0]]
+    assert res.new_cells == 24
+    cells = _cells(db_url, res.summary.sweep_id)
+    assert len(cells) == 24 and len({c.id for c in cells}) == 24
+    # the killed process had started a cell it never finished; that cell was started again elsewhere
+    started = [m.name.rsplit(".", 1) for m in marks.iterdir()]
+    on_killed = {cell for cell, pid in started if int(pid) == killed[0]}
+    recorded_on_killed = {
+        f"{c.raw_result['variant']}_sum.{c.raw_result['fields']['rows']}x{c.raw_result['fields']['cols']}"
+        for c in cells
+        if c.raw_result["worker"]["pid"] == killed[0]
+    }
+    interrupted = on_killed - recorded_on_killed
+    assert interrupted, "the kill did not land while a cell was running"
+    for cell in interrupted:
+        assert sum(1 for c, pid in started if c == cell and int(pid) != killed[0]) >= 1
+    again = run_sweep(SweepRunRequest(spec=str(sweep_dir / "sweep.toml"), db=db_url, device="cpu", workers=2))
+    assert again.new_cells == 0 and again.skipped_cells == 24
+
+
+def test_incorrect_cells_are_recorded_incorrect_and_never_timed(sweep_dir: Path, tmp_path: Path):
+    spec = (sweep_dir / "sweep.toml").read_text().replace("kernels.py:einsum_sum", "kernels.py:wrong_sum")
+    (sweep_dir / "wrong.toml").write_text(spec)
+    db = str(tmp_path / "exp.db")
+    res = run_sweep(SweepRunRequest(spec=str(sweep_dir / "wrong.toml"), db=db, device="cpu", workers=2))
+    cells = [c for c in _cells(db, res.summary.sweep_id) if c.raw_result["variant"] == "einsum"]
+    bad = [c for c in cells if c.raw_result["fields"]["rows"] >= 256]
+    good = [c for c in cells if c.raw_result["fields"]["rows"] < 256]
+    assert len(bad) == 8 and len(good) == 4
+    for c in bad:
+        assert c.status.value == "incorrect" and c.is_buggy and c.score is None
+        assert c.raw_result["timing"] is None and c.raw_result["correct"] is False
+        assert c.raw_result["max_abs_err"] == pytest.approx(1.0)
+    assert all(c.raw_result["correct"] is True and c.raw_result["timing"] for c in good)
+    s = next(s for s in res.summary.summaries if s.variant == "einsum")
+    assert s.incorrect == 8 and s.stop_met is False and "8 incorrect" in s.stop_note
+    assert s.weight_covered == pytest.approx(sum(c.raw_result["weight"] for c in good) / 30)
+
+
+def test_command_template_variant_reads_metric_and_error_like_eval(sweep_dir: Path, tmp_path: Path):
+    import sys
+
+    (sweep_dir / "three.jsonl").write_text(
+        "\n".join((sweep_dir / "shapes.jsonl").read_text().splitlines()[:3]) + "\n"
+    )
+    py = sys.executable
+    (sweep_dir / "cmd.toml").write_text(
+        f"""
+name = "rowsum-cmd"
+operator = "reduction"
+baseline = "numpy"
+ledger = "three.jsonl"
+gpu = "h100-sxm5"
+runs = 3
+warmup = 0
+[variants.numpy]
+factory = "kernels.py:numpy_sum"
+[variants.cmd]
+command = ["{py}", "cmd_variant.py", "--rows", "{{rows}}", "--cols", "{{cols}}"]
+metric_regex = "time_us: ([0-9.eE+-]+)"
+error_regex = "max_err: ([0-9.eE+-]+)"
+atol = 1e-9
+[variants.cmdbad]
+command = ["{py}", "cmd_variant.py", "--bad", "--rows", "{{rows}}", "--cols", "{{cols}}"]
+metric_regex = "time_us: ([0-9.eE+-]+)"
+error_regex = "max_err: ([0-9.eE+-]+)"
+atol = 1e-9
+"""
+    )
+    db = str(tmp_path / "exp.db")
+    res = run_sweep(SweepRunRequest(spec=str(sweep_dir / "cmd.toml"), db=db, device="cpu", workers=2))
+    assert res.new_cells == 9
+    cells = _cells(db, res.summary.sweep_id)
+    cmd = [c for c in cells if c.raw_result["variant"] == "cmd"]
+    assert all(c.raw_result["timing"]["method"] == "command_metric" for c in cmd)
+    assert all(len(c.raw_result["timing"]["samples_us"]) == 3 for c in cmd)
+    assert all(c.status.value == "incorrect" for c in cells if c.raw_result["variant"] == "cmdbad")
+    # roofline %: the command's metric is in us, so % of roofline = cited floor / median
+    from kernelpilot.roofline.core import analyze
+    from kernelpilot.roofline.models import RooflineRequest
+
+    for c in cmd:
+        f = c.raw_result["fields"]
+        floor = analyze(
+            RooflineRequest(gpu="h100-sxm5", op="reduction", dtype="fp64", rows=f["rows"], cols=f["cols"])
+        ).time_floor_us
+        roof = c.raw_result["roofline"]
+        assert roof["floor_us"] == pytest.approx(floor)
+        assert roof["pct"] == pytest.approx(100 * floor / c.raw_result["timing"]["median_us"])
+        assert any("memory_bandwidth_tb_s" in cite for cite in roof["citations"])
+    # CPU-timed closures get no roofline % against a GPU's peaks
+    assert all("roofline" not in c.raw_result for c in cells if c.raw_result["variant"] == "numpy")
+    assert any("memory_bandwidth_tb_s" in cite for cite in res.summary.citations)
+
+
+def test_default_cluster_runs_one_worker_per_visible_gpu_pinned_to_it(
+    sweep_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """With GPUs visible, each worker process sees exactly one of them (here ids 3 and 5 of a pretend host;
+    with no torch on this machine the cells fall back to the labelled CPU timer)."""
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,5")
+    db = str(tmp_path / "exp.db")
+    res = run_sweep(SweepRunRequest(spec=str(sweep_dir / "sweep.toml"), db=db))
+    assert res.workers == 2 and "one worker per GPU (CUDA_VISIBLE_DEVICES=3,5)" in res.cluster
+    cells = _cells(db, res.summary.sweep_id)
+    pins = {c.raw_result["worker"]["pid"]: c.raw_result["worker"]["visible_devices"] for c in cells}
+    assert sorted(pins.values()) == ["3", "5"]  # two processes, one GPU each
+    one = run_sweep(SweepRunRequest(spec=str(sweep_dir / "sweep.toml"), db=db, workers=1, label="one"))
+    assert one.workers == 1 and "CUDA_VISIBLE_DEVICES=3)" in one.cluster
+    assert {c.raw_result["worker"]["visible_devices"] for c in _cells(db, one.summary.sweep_id)} == {"3"}
+
+
+def test_a_grown_ledger_runs_only_the_new_shapes(sweep_dir: Path, tmp_path: Path):
+    db = str(tmp_path / "exp.db")
+    ledger = sweep_dir / "shapes.jsonl"
+    lines = ledger.read_text().splitlines()
+    ledger.write_text("\n".join(lines[:10]) + "\n")
+    req = SweepRunRequest(spec=str(sweep_dir / "sweep.toml"), db=db, device="cpu", workers=2)
+    first = run_sweep(req)
+    assert first.new_cells == 20 and first.summary.shapes == 10 and first.summary.complete
+    ledger.write_text("\n".join(lines) + "\n")
+    grown = run_sweep(req)
+    assert grown.summary.sweep_id == first.summary.sweep_id  # same spec, same sweep
+    assert grown.new_cells == 4 and grown.skipped_cells == 20
+    assert grown.summary.shapes == 12 and len(grown.summary.cells) == 24 and grown.summary.complete
