@@ -83,14 +83,7 @@ def test_offload_bundle_lists_entries() -> None:
     assert {k.arch for k in res.kernels} == {"gfx1100"} and res.kernel_count == 5
 
 
-@pytest.mark.parametrize("native", [True, False])
-def test_compressed_bundle_zstd(native: bool, monkeypatch: pytest.MonkeyPatch) -> None:
-    if native:
-        pytest.importorskip("zstandard")
-    else:
-        from kernelpilot.isa import compress
-
-        monkeypatch.setattr(compress, "_zstd_impl", lambda: None)  # pure-Python decoder
+def test_compressed_bundle_zstd() -> None:
     res = isa_resources(IsaResourcesRequest(file=str(FX / "bundle_compressed.hipfb"), arch="gfx1201"))
     assert res.kernel_count == 5
     assert {e.container for e in res.entries} == {"compressed-offload-bundle"}

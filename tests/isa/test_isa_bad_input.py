@@ -132,7 +132,7 @@ def test_random_corruption_never_escapes_untyped(tmp_path: Path, src: Path) -> N
             data[pos] = rng.randrange(256)
         p = _write(tmp_path, f"fuzz{i}_{src.name}", bytes(data))
         try:
-            load(p, allow_tool_fallback=False)
+            load(p)
         except KernelpilotError as exc:
             assert p.name in str(exc) or "fuzz" in str(exc) or exc.message
     assert time.perf_counter() - t0 < 30

@@ -110,7 +110,7 @@ def test_scratch_decompression_equals_plain_and_checks_sizes() -> None:
     e = ents[0]
     stored = data[e.offset : e.offset + e.compressed_size]
     for wrong in (e.decompressed_size - 1, e.decompressed_size + 1):
-        with pytest.raises(CodeObjectError, match="header says"):
+        with pytest.raises(CodeObjectError, match="the container says"):
             compress.zstd_decompress_into(stored, wrong, "x", scratch)
     with pytest.raises(CodeObjectError, match="ZSTD payload does not decode"):
         compress.zstd_decompress_into(b"\0\0\0\0" + bytes(stored[4:]), e.decompressed_size, "x", scratch)

@@ -10,10 +10,11 @@ from __future__ import annotations
 import struct
 from typing import Any
 
+import msgpack
+
 from kernelpilot.isa.elf import EM_AMDGPU, SHT_NOTE, ElfFile
 from kernelpilot.isa.errors import CodeObjectError
 from kernelpilot.isa.models import KernelResources
-from kernelpilot.isa.msgpack import MsgpackError, unpackb
 
 NT_AMDGPU_METADATA = 32  # AMDGPUUsage "Code Object V3+ Note Records"
 ELFOSABI_AMDGPU_HSA = 64  # AMDGPUUsage "ELF Header"
@@ -64,10 +65,7 @@ def read_hsaco(
             continue
         for note in elf.notes(sec):
             if note.name == "AMDGPU" and note.type == NT_AMDGPU_METADATA:
-                try:
-                    decoded = unpackb(note.desc)
-                except MsgpackError as exc:
-                    raise CodeObjectError(elf.label, f"AMDGPU metadata note does not decode: {exc}") from exc
+                decoded = _metadata(note.desc, elf.label)
                 if not isinstance(decoded, dict):
                     raise CodeObjectError(elf.label, "AMDGPU metadata note is not a map")
                 meta = decoded
@@ -139,6 +137,18 @@ def read_hsaco(
             )
         )
     return out
+
+
+def _metadata(desc: bytes, label: str) -> Any:
+    """The MessagePack document of the metadata note (the note's zero padding after it is allowed)."""
+    try:
+        return msgpack.unpackb(desc)
+    except msgpack.ExtraData as exc:
+        if not exc.extra.strip(b"\0"):
+            return exc.unpacked
+        raise CodeObjectError(label, f"AMDGPU metadata note does not decode: {exc}") from exc
+    except (ValueError, TypeError) as exc:  # msgpack's FormatError, StackError, OutOfData are ValueErrors
+        raise CodeObjectError(label, f"AMDGPU metadata note does not decode: {exc}") from exc
 
 
 def _int(v: Any) -> int | None:
