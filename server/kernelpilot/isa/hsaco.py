@@ -12,7 +12,7 @@ from typing import Any
 
 import msgpack
 
-from kernelpilot.isa.elf import EM_AMDGPU, SHT_NOTE, ElfFile
+from kernelpilot.isa.elf import EM_AMDGPU, ElfImage
 from kernelpilot.isa.errors import CodeObjectError
 from kernelpilot.isa.models import KernelResources
 
@@ -47,9 +47,9 @@ def parse_target(target: str) -> tuple[str, list[str]]:
 
 
 def read_hsaco(
-    buf: bytes | memoryview | ElfFile, label: str, entry: str | None = None
+    buf: bytes | memoryview | ElfImage, label: str, entry: str | None = None
 ) -> list[KernelResources]:
-    elf = buf if isinstance(buf, ElfFile) else ElfFile(buf, label)
+    elf = buf if isinstance(buf, ElfImage) else ElfImage(buf, label)
     if elf.machine != EM_AMDGPU:
         raise CodeObjectError(elf.label, f"not an AMD GPU code object: ELF machine is {elf.machine_name}")
     cov = ABI_TO_COV.get(elf.abiversion) if elf.osabi == ELFOSABI_AMDGPU_HSA else None
@@ -61,7 +61,7 @@ def read_hsaco(
         )
     meta: dict[str, Any] | None = None
     for sec in elf.sections:
-        if sec.type != SHT_NOTE:
+        if sec.type != "SHT_NOTE":
             continue
         for note in elf.notes(sec):
             if note.name == "AMDGPU" and note.type == NT_AMDGPU_METADATA:
@@ -159,10 +159,14 @@ def _bool(v: Any) -> bool | None:
     return bool(v) if isinstance(v, bool | int) else None
 
 
-def _kernel_descriptors(elf: ElfFile) -> dict[str, tuple[int, int, int, int]]:
+def _kernel_descriptors(elf: ElfImage) -> dict[str, tuple[int, int, int, int]]:
     out: dict[str, tuple[int, int, int, int]] = {}
     for sym in elf.symbols():
-        if not sym.name.endswith(".kd") or sym.shndx == 0 or sym.shndx >= len(elf.sections):
+        if (
+            not sym.name.endswith(".kd")
+            or not isinstance(sym.shndx, int)
+            or not 0 < sym.shndx < len(elf.sections)
+        ):
             continue
         sec = elf.sections[sym.shndx]
         off = sec.offset + (sym.value - sec.addr)

@@ -28,8 +28,9 @@ from kernelpilot.isa import bundle as bundle_mod
 from kernelpilot.isa import compress
 from kernelpilot.isa import fatbin as fatbin_mod
 from kernelpilot.isa.cubin import KernelRow, cubin_rows, kernels_from_rows, ptx_entries, read_cubin
+from kernelpilot.isa.cubin_elf import CubinElf
 from kernelpilot.isa.demangle import demangle_all
-from kernelpilot.isa.elf import EM_AMDGPU, EM_CUDA, ElfFile, is_elf
+from kernelpilot.isa.elf import EM_AMDGPU, EM_CUDA, ElfImage, is_elf
 from kernelpilot.isa.errors import CodeObjectError, UnsupportedCodeObjectError
 from kernelpilot.isa.hsaco import read_hsaco
 from kernelpilot.isa.models import CodeObjectEntry, KernelResources
@@ -132,13 +133,17 @@ def _load(
     out = Loaded(path)
     head = bytes(buf[:24])
     if is_elf(head):
-        elf = ElfFile(buf, label)
-        if elf.machine == EM_CUDA:
-            _add_cubin(out, elf, buf, label, path.name, 0, "file", None, arch, want_kernels, keep_payloads)
-        elif elf.machine == EM_AMDGPU:
-            _add_hsaco(out, elf, buf, label, path.name, 0, "file", None, arch, want_kernels, keep_payloads)
+        machine = int.from_bytes(head[18:20], "little") if len(head) >= 20 else None  # e_machine, ELF64 LE
+        if machine == EM_CUDA:
+            _add_cubin(out, None, buf, label, path.name, 0, "file", None, arch, want_kernels, keep_payloads)
         else:
-            _add_host(out, elf, buf, label, arch, want_kernels, keep_payloads, count_ptx)
+            elf = ElfImage(buf, label)
+            if elf.machine == EM_AMDGPU:
+                _add_hsaco(
+                    out, elf, buf, label, path.name, 0, "file", None, arch, want_kernels, keep_payloads
+                )
+            else:
+                _add_host(out, elf, buf, label, arch, want_kernels, keep_payloads, count_ptx)
     elif head[:4] == fatbin_mod.FATBIN_MAGIC_BYTES:
         _add_fatbin(out, buf, label, 0, len(buf), arch, want_kernels, keep_payloads, count_ptx)
     elif bundle_mod.is_bundle(head):
@@ -228,7 +233,7 @@ def _append_entry(
 
 def _add_cubin(
     out: Loaded,
-    elf: ElfFile | None,
+    elf: CubinElf | None,
     buf: bytes | memoryview,
     label: str,
     entry_label: str,
@@ -241,7 +246,7 @@ def _add_cubin(
 ) -> None:
     from kernelpilot.isa.cubin import cubin_arch
 
-    e = elf or ElfFile(buf, f"{label}:{entry_label}")
+    e = elf or CubinElf(buf, f"{label}:{entry_label}")
     a = cubin_arch(e)
     count: int | None = None
     if want and arch_matches(a, arch):
@@ -254,7 +259,7 @@ def _add_cubin(
 
 def _add_hsaco(
     out: Loaded,
-    elf: ElfFile | None,
+    elf: ElfImage | None,
     buf: bytes | memoryview,
     label: str,
     entry_label: str,
@@ -265,7 +270,7 @@ def _add_hsaco(
     want: bool,
     keep: bool,
 ) -> None:
-    e = elf or ElfFile(buf, f"{label}:{entry_label}")
+    e = elf or ElfImage(buf, f"{label}:{entry_label}")
     ks = read_hsaco(e, f"{label}:{entry_label}", entry_label)
     a = ks[0].arch if ks else None
     if not ks:
@@ -281,7 +286,7 @@ def _add_hsaco(
 
 def _add_host(
     out: Loaded,
-    elf: ElfFile,
+    elf: ElfImage,
     buf: memoryview,
     label: str,
     arch: str | None,
@@ -523,7 +528,7 @@ def _worker_rows(task: int) -> _WorkerOut:
     for _idx, fe, elabel in tasks[task]:
         try:
             payload = fatbin_mod.entry_payload(buf, fe, f"{label}:{elabel}", _worker_scratch)
-            out.append(cubin_rows(ElfFile(payload, f"{label}:{elabel}")))
+            out.append(cubin_rows(CubinElf(payload, f"{label}:{elabel}")))
         except Exception:
             out.append((None, None))
     return out
