@@ -29,7 +29,7 @@ class Target:
     name: str
     seeds: tuple[Path, ...]
     read: Reader
-    json: bool = False  # also mutate the JSON structure (a value replaced by one of another type)
+    json: bool = False  # also mutate the JSON structure (a value replaced by another type; small inputs)
 
 
 def _seeds(folder: str, *patterns: str) -> tuple[Path, ...]:
@@ -213,8 +213,13 @@ _JSON_VALUES: tuple[object, ...] = (
 )
 
 
+JSON_MUTATE_MAX_BYTES = 256 * 1024  # above this, parsing and re-writing per mutation costs ~0.1 s: bytes only
+
+
 def _json_mutate(data: bytes, where: int, num: int) -> bytes:
     """Replace one value of a JSON document (or of one JSONL line) by a value of another type."""
+    if len(data) > JSON_MUTATE_MAX_BYTES:
+        return data
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
