@@ -5,8 +5,7 @@ Shared by the CI test (`tests/fuzz/test_fuzz_readers.py`, a small budget) and th
 writes them where the real reader looks, and calls the same core function the CLI/MCP command does.
 The contract under test: it returns, or raises a `KernelpilotError`; anything else is a bug.
 
-To add a format, append one `Target` to `TARGETS` (e.g. the ATT folder reader:
-`Target("att_folder", _seeds("profile/att", "*"), _att_reader)`).
+To add a format, append one `Target` to `TARGETS` (as the ATT folder's code.json and wave files are).
 """
 
 from __future__ import annotations
@@ -107,6 +106,23 @@ def _task_json(data: bytes, tmp: Path) -> object:
     return load_task(str(_write(data, task_dir, "task.json")))
 
 
+def _att(name: str) -> Reader:
+    """The small real ATT dispatch folder with its file `name` replaced by the mutated bytes."""
+
+    def read(data: bytes, tmp: Path) -> object:
+        from kernelpilot.profile.att.analysis import profile_att
+        from kernelpilot.profile.att.models import AttRequest
+
+        folder = tmp / ATT_DISPATCH.name
+        shutil.copytree(ATT_DISPATCH, folder, dirs_exist_ok=True)
+        (folder / name).write_bytes(data)
+        return profile_att(AttRequest(path=str(folder)))
+
+    return read
+
+
+ATT_DISPATCH = FIXTURES / "profile" / "att" / "small" / "ui_output_agent_32235_dispatch_44"
+WAVE = "se3_sm0_sl0_wv0.json"  # one wave's trace
 NV = "isa/nvidia"
 AMD = "isa/amd"
 TARGETS: tuple[Target, ...] = (
@@ -159,6 +175,8 @@ TARGETS: tuple[Target, ...] = (
         + _seeds("profile/ncu", "vector_add_raw.csv"),
         _profile_auto,
     ),
+    Target("att_code_json", (ATT_DISPATCH / "code.json",), _att("code.json"), json=True),
+    Target("att_wave_json", (ATT_DISPATCH / WAVE,), _att(WAVE), json=True),
     Target("experiments_jsonl", _seeds("fuzz", "experiments_export.jsonl"), _experiments_jsonl, json=True),
     Target("memory_json", _seeds("fuzz", "memory_v1.json"), _memory_json, json=True),
     Target("task_json", _seeds("fuzz", "task.json"), _task_json, json=True),
