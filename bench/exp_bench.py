@@ -29,8 +29,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "server"))
 
+from kernelpilot.experiments.backends import open_store
 from kernelpilot.experiments.record import ExperimentRecord, Status
-from kernelpilot.experiments.store import RecordFilter, Store, open_store
+from kernelpilot.experiments.store import RecordFilter, Store
 
 OPS = [f"op{i:02d}" for i in range(20)]
 DTYPES = ["bf16", "fp16", "fp8e4m3", "fp32"]

@@ -64,7 +64,8 @@ def _machine() -> str:
 
 
 def one_run(folder: Path, shapes: int, workers: int) -> tuple[list[float], float, int]:
-    from kernelpilot.experiments.store import RecordFilter, open_store
+    from kernelpilot.experiments.backends import open_store
+    from kernelpilot.experiments.store import RecordFilter
     from kernelpilot.sweep.models import SweepRunRequest
     from kernelpilot.sweep.run import run_sweep
 

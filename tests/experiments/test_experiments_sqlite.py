@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from kernelpilot.errors import StoreError
+from kernelpilot.experiments.backends import open_store
 from kernelpilot.experiments.record import ExperimentRecord
 from kernelpilot.experiments.sqlite_store import SQLiteStore
 from kernelpilot.experiments.store import (
@@ -22,7 +23,6 @@ from kernelpilot.experiments.store import (
     StoreLockedError,
     StoreVersionError,
     default_location,
-    open_store,
 )
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "experiments"
@@ -217,3 +217,24 @@ def test_record_time_round_trip_sqlite_text(tmp_path: Path) -> None:
     store.create([ExperimentRecord.model_validate({**_rec(1).model_dump(), "created": t})])
     assert store.get("r1").created == t
     store.close()
+
+
+def test_experiments_package_has_no_import_cycle() -> None:
+    # every import inside the package, module level or inside a function, as a graph: it must be acyclic
+    import ast
+    import graphlib
+
+    import kernelpilot.experiments as pkg
+
+    folder = Path(pkg.__file__).parent
+    graph: dict[str, set[str]] = {}
+    for src in folder.glob("*.py"):
+        deps: set[str] = set()
+        for node in ast.walk(ast.parse(src.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+                deps |= {n.rsplit(".", 1)[-1] for n in names if n.startswith("kernelpilot.experiments.")}
+        graph[src.stem] = deps & {p.stem for p in folder.glob("*.py")} - {src.stem}
+    assert "sqlite_store" in graph["backends"] and "store" in graph["sqlite_store"]
+    assert not graph["store"] & {"sqlite_store", "pg_store", "sqlstore", "backends"}
+    list(graphlib.TopologicalSorter(graph).static_order())  # raises CycleError on a cycle

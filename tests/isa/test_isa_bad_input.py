@@ -3,14 +3,12 @@ file; never a traceback or a hang; memory bounded by the file size."""
 
 from __future__ import annotations
 
-import random
 import struct
-import time
 from pathlib import Path
 
 import pytest
 
-from kernelpilot.errors import InputFileError, KernelpilotError
+from kernelpilot.errors import InputFileError
 from kernelpilot.isa.api import IsaResourcesRequest
 from kernelpilot.isa.core import isa_resources
 from kernelpilot.isa.errors import CodeObjectError, KernelNotFoundError, UnsupportedCodeObjectError
@@ -118,24 +116,6 @@ def test_bad_regex_and_no_match() -> None:
     with pytest.raises(KernelNotFoundError) as ei:
         isa_resources(IsaResourcesRequest(file=str(CUBIN), kernel="no_such_kernel"))
     assert "scalar_add" in ei.value.hint
-
-
-@pytest.mark.parametrize("src", [CUBIN, HSACO, FX / "nvidia" / "host_app", FX / "amd" / "bundle.hipfb"])
-def test_random_corruption_never_escapes_untyped(tmp_path: Path, src: Path) -> None:
-    rng = random.Random(1234)
-    base = src.read_bytes()
-    t0 = time.perf_counter()
-    for i in range(60):
-        data = bytearray(base)
-        for _ in range(rng.randint(1, 40)):
-            pos = rng.randrange(len(data))
-            data[pos] = rng.randrange(256)
-        p = _write(tmp_path, f"fuzz{i}_{src.name}", bytes(data))
-        try:
-            load(p, allow_tool_fallback=False)
-        except KernelpilotError as exc:
-            assert p.name in str(exc) or "fuzz" in str(exc) or exc.message
-    assert time.perf_counter() - t0 < 30
 
 
 def test_cli_bad_file_exit_code(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

@@ -11,7 +11,7 @@ from pydantic import TypeAdapter
 
 from kernelpilot.isa import models
 from kernelpilot.isa.cubin import cubin_rows, kernels_from_rows
-from kernelpilot.isa.elf import ElfFile
+from kernelpilot.isa.cubin_elf import CubinElf
 from kernelpilot.isa.models import KernelResources, kernels_from_values
 
 FX = Path(__file__).resolve().parent.parent / "fixtures" / "isa" / "nvidia"
@@ -24,7 +24,7 @@ def _validated(values: list[dict[str, Any]]) -> list[KernelResources]:
 @pytest.mark.parametrize("name", ["kernels.sm_75.cubin", "kernels.sm_90.cubin", "reqntid.sm_90.cubin"])
 def test_quick_models_equal_validated_ones(name: str) -> None:
     path = FX / name
-    arch, rows = cubin_rows(ElfFile(path.read_bytes(), name))
+    arch, rows = cubin_rows(CubinElf(path.read_bytes(), name))
     quick = kernels_from_rows(rows, arch, name, with_id=True)
     assert quick
     values = [k.model_dump(include=k.model_fields_set) for k in quick]

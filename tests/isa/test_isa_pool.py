@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from kernelpilot.isa import fatbin, loader
-from kernelpilot.isa.elf import ElfFile
+from kernelpilot.isa.elf import ElfImage
 from kernelpilot.isa.errors import CodeObjectError
 
 FX = Path(__file__).resolve().parent.parent / "fixtures" / "isa" / "nvidia"
@@ -43,7 +43,7 @@ def test_pool_matches_in_process(name: str, monkeypatch: pytest.MonkeyPatch) -> 
 
 def _corrupt_zstd_copy(tmp_path: Path) -> Path:
     data = bytearray((FX / "host_app_zstd").read_bytes())
-    sec = ElfFile(bytes(data), "x").section(".nv_fatbin")
+    sec = ElfImage(bytes(data), "x").section(".nv_fatbin")
     assert sec is not None
     ents = fatbin.scan_fatbins(memoryview(bytes(data)), "x", sec.offset, sec.offset + sec.size)
     victim = [e for e in ents if e.kind == fatbin.KIND_ELF and e.compression == "zstd"][-1]
@@ -91,7 +91,7 @@ def test_broken_pool_falls_back_in_process(monkeypatch: pytest.MonkeyPatch) -> N
 
 def _zstd_entries() -> tuple[memoryview, list[fatbin.FatEntry]]:
     data = memoryview((FX / "host_app_zstd").read_bytes())
-    sec = ElfFile(data, "x").section(".nv_fatbin")
+    sec = ElfImage(data, "x").section(".nv_fatbin")
     assert sec is not None
     ents = fatbin.scan_fatbins(data, "x", sec.offset, sec.offset + sec.size)
     return data, [e for e in ents if e.compression == "zstd"]
@@ -110,7 +110,7 @@ def test_scratch_decompression_equals_plain_and_checks_sizes() -> None:
     e = ents[0]
     stored = data[e.offset : e.offset + e.compressed_size]
     for wrong in (e.decompressed_size - 1, e.decompressed_size + 1):
-        with pytest.raises(CodeObjectError, match="header says"):
+        with pytest.raises(CodeObjectError, match="the container says"):
             compress.zstd_decompress_into(stored, wrong, "x", scratch)
     with pytest.raises(CodeObjectError, match="ZSTD payload does not decode"):
         compress.zstd_decompress_into(b"\0\0\0\0" + bytes(stored[4:]), e.decompressed_size, "x", scratch)
@@ -178,9 +178,9 @@ def test_worker_count_follows_the_affinity_mask_and_the_cap(monkeypatch: pytest.
 STRESS = """
 import sys, threading
 from kernelpilot.isa import fatbin
-from kernelpilot.isa.elf import ElfFile
+from kernelpilot.isa.elf import ElfImage
 data = memoryview(open(sys.argv[1], "rb").read())
-sec = ElfFile(data, "x").section(".nv_fatbin")
+sec = ElfImage(data, "x").section(".nv_fatbin")
 ents = [e for e in fatbin.scan_fatbins(data, "x", sec.offset, sec.offset + sec.size) if e.compression]
 want = [bytes(fatbin.entry_payload(data, e, "x")) for e in ents]
 bad = []

@@ -304,3 +304,23 @@ def test_passes_from_real_messages_and_units() -> None:
     assert unit_scale("Gbyte/s") == ("byte/s", 1e9) and unit_scale("sector/ms") == ("sector/s", 1e3)
     assert unit_scale("Ghz") == ("Hz", 1e9)
     assert parse_number("1,234,567.5") == 1234567.5 and parse_number("(!) n/a") is None
+
+
+def test_unclosed_quote_is_a_typed_error(tmp_path: Path) -> None:
+    # a quote opened and never closed runs one field over the csv module's limit: csv.Error before
+    from kernelpilot.profile.core import profile_hotspots, profile_parse
+    from kernelpilot.profile.errors import ProfileFormatError
+    from kernelpilot.profile.models import HotspotsRequest, ProfileParseRequest
+
+    for name, call in (
+        ("vector_add_raw.csv", lambda p: profile_parse(ProfileParseRequest(path=p, kind="ncu_raw"))),
+        ("vector_add_source.csv", lambda p: profile_hotspots(HotspotsRequest(path=p))),
+    ):
+        text = (FIX / name).read_text(encoding="utf-8")
+        lines = text.splitlines()
+        i = next(n for n, ln in enumerate(lines) if ln.startswith('"')) + 1
+        lines[i] = lines[i][:-1] + ',"' + "x" * 140_000  # last cell unterminated, longer than the limit
+        bad = tmp_path / name
+        bad.write_text("\n".join(lines), encoding="utf-8")
+        with pytest.raises(ProfileFormatError, match="not a readable CSV"):
+            call(str(bad))

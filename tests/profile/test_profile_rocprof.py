@@ -85,3 +85,48 @@ def test_rocprof_argv() -> None:
     assert argv[argv.index("--pmc") + 1 : argv.index("--pmc") + 3] == ["FETCH_SIZE", "WRITE_SIZE"]
     assert "--kernel-include-regex" in argv and "gemm.*" in argv and argv[-2:] == ["--", "./app"]
     assert "csv" in argv and "json" in argv
+
+
+def _parse_text(tmp_path: Path, name: str, text: str, kind: str):  # type: ignore[no-untyped-def]
+    p = tmp_path / name
+    p.write_text(text, encoding="utf-8", newline="")
+    return profile_parse(ProfileParseRequest(path=str(p), kind=kind))  # type: ignore[arg-type]
+
+
+def test_trace_cut_mid_row_is_a_typed_error(tmp_path: Path) -> None:
+    # the fuzzer's first find: a row cut short left Kernel_Name None and pydantic raised ValidationError
+    lines = (FIX / "discover_kernel_trace.csv").read_text(encoding="utf-8").splitlines()
+    cut = "\n".join(lines[:3]) + "\n" + lines[3].split(",")[0] + "\n"
+    with pytest.raises(ProfileFormatError, match=r"row 4 has 1 cells, the header has \d+"):
+        _parse_text(tmp_path, "k_kernel_trace.csv", cut, "rocprof_trace")
+
+
+def test_counters_csv_module_errors_are_typed(tmp_path: Path) -> None:
+    # the second find was csv.Error (a bare CR in an unquoted field, read before the CR ended lines); any
+    # csv.Error now becomes a typed error, e.g. a field over the csv module's limit (an unclosed quote)
+    text = (FIX / "synthetic_counter_collection.csv").read_text(encoding="utf-8")
+    header, first, *rest = text.split("\n")
+    bad = "\n".join([header, first.replace(",", ',"' + "x" * 200_000, 1), *rest])
+    with pytest.raises(ProfileFormatError, match="not a readable CSV"):
+        _parse_text(tmp_path, "k_counter_collection.csv", bad, "rocprof_counters")
+    cr = "\n".join([header, first.replace(",", ",x\rx", 1), *rest])  # CR ends the row: a short row
+    with pytest.raises(ProfileFormatError, match="row 2 has"):
+        _parse_text(tmp_path, "k_counter_collection.csv", cr, "rocprof_counters")
+
+
+def test_empty_kernel_name_and_wrong_json_types_are_typed_errors(tmp_path: Path) -> None:
+    import json
+
+    lines = (FIX / "discover_kernel_trace.csv").read_text(encoding="utf-8").splitlines()
+    header = next(csv.reader([lines[0]]))
+    row = next(csv.reader([lines[1]]))
+    row[header.index("Kernel_Name")] = " "
+    out = tmp_path / "row.csv"
+    with out.open("w", newline="") as fh:
+        csv.writer(fh).writerows([header, row])
+    with pytest.raises(ProfileFormatError, match="row 2 has an empty Kernel_Name"):
+        profile_parse(ProfileParseRequest(path=str(out), kind="rocprof_trace"))
+    doc = json.loads((FIX / "synthetic_results.json").read_text(encoding="utf-8"))
+    doc["rocprofiler-sdk-tool"][0]["kernel_symbols"] = [{"kernel_id": [1]}]  # unhashable id
+    with pytest.raises(ProfileFormatError, match="unexpected layout"):
+        _parse_text(tmp_path, "r_results.json", json.dumps(doc), "rocprof_json")

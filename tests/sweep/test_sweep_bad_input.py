@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from kernelpilot.errors import KernelpilotError
-from kernelpilot.experiments.store import RecordFilter, open_store
+from kernelpilot.experiments.backends import open_store
+from kernelpilot.experiments.store import RecordFilter
 from kernelpilot.sweep.errors import (
     CellFailedError,
     LedgerError,

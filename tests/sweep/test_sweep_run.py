@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from kernelpilot.experiments.store import RecordFilter, open_store
+from kernelpilot.experiments.backends import open_store
+from kernelpilot.experiments.store import RecordFilter
 from kernelpilot.sweep.models import SweepRunRequest
 from kernelpilot.sweep.run import run_sweep
 from kernelpilot.timing.stats import speedup_of

@@ -39,8 +39,9 @@ from kernelpilot.experiments.api import (
     TopResult,
     _Filters,
 )
+from kernelpilot.experiments.backends import open_store
 from kernelpilot.experiments.record import FAILURE_STATUSES, ExperimentRecord, Status
-from kernelpilot.experiments.store import RecordFilter, Store, open_store, record_error
+from kernelpilot.experiments.store import RecordFilter, Store, record_error
 
 ANALYZE_AFTER = 1000  # records: an import this large refreshes the planner statistics
 

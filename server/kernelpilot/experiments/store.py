@@ -1,5 +1,5 @@
 """The store protocol both backends implement, the query filter, typed store errors, and where the
-default database lives.
+default database lives. It imports neither backend (they import it); `backends.open_store` picks one.
 
 Location, first found wins:
 1. the `--db` argument (a file path, or a `postgresql://` / `postgres://` URL);
@@ -180,18 +180,6 @@ def default_location(cwd: Path | None = None) -> str:
     xdg = os.environ.get("XDG_DATA_HOME")
     base = Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".local" / "share"
     return str(base / "kernelpilot" / "experiments.db")
-
-
-def open_store(db: str | None = None, *, busy_timeout_s: float | None = None) -> Store:
-    """Open (creating and migrating if needed) the store at `db` or the default location."""
-    location = db or default_location()
-    if is_pg_url(location):
-        from kernelpilot.experiments.pg_store import PostgresStore
-
-        return PostgresStore(location, busy_timeout_s=busy_timeout_s)
-    from kernelpilot.experiments.sqlite_store import SQLiteStore
-
-    return SQLiteStore(Path(location).expanduser(), busy_timeout_s=busy_timeout_s)
 
 
 def busy_timeout_default() -> float:

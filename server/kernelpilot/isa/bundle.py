@@ -13,12 +13,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from kernelpilot.isa.compress import (
-    PURE_PY_ZSTD_MAX_BYTES,
-    zlib_decompress,
-    zstd_decompress,
-    zstd_native_available,
-)
+from kernelpilot.isa.compress import zlib_decompress, zstd_decompress
 from kernelpilot.isa.errors import CodeObjectError
 
 BUNDLE_MAGIC = b"__CLANG_OFFLOAD_BUNDLE__"
@@ -70,12 +65,6 @@ def decompress_ccob(buf: bytes | memoryview, label: str) -> tuple[bytes, str]:
         out = zlib_decompress(payload, usize, label)
         name = "zlib"
     elif method == 1:
-        if not zstd_native_available() and usize > PURE_PY_ZSTD_MAX_BYTES:
-            raise CodeObjectError(
-                label,
-                f"offload bundle is ZSTD-compressed ({usize} bytes) and no C ZSTD decoder is installed",
-                "pip install zstandard, or unbundle it with clang-offload-bundler -unbundle",
-            )
         out = zstd_decompress(payload, usize, label)
         name = "zstd"
     else:

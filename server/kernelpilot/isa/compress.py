@@ -1,19 +1,15 @@
-"""Decompressors for compressed code-object payloads: LZ4 block (pure Python), ZSTD and zlib.
+"""Decompressors for compressed code-object payloads: LZ4 block (pure Python), ZSTD (`zstandard`) and zlib.
 
-ZSTD uses the standard library (`compression.zstd`, Python 3.14+) or the `zstandard` / `pyzstd` package when
-installed, else the pure-Python decoder in `zstd_py` (correct but ~6 MB/s; callers limit how much they feed it
-and otherwise fall back to `cuobjdump` or report the entry as compressed). Output size is always capped by
-the size the container declares, so a corrupt stream cannot grow memory beyond it.
+Output size is always capped by the size the container declares, so a corrupt stream cannot grow memory
+beyond it.
 """
 
 from __future__ import annotations
 
-import importlib
 import threading
 import zlib
-from collections.abc import Callable
-from functools import cache
-from typing import Any
+
+import zstandard
 
 from kernelpilot.isa.errors import CodeObjectError
 
@@ -70,75 +66,50 @@ def lz4_block_decompress(src: bytes | memoryview, expected_size: int, label: str
     return bytes(out)
 
 
+# A ZSTD block decodes to at most 128 KiB and costs at least its 3-byte header (RFC 8878, section 3.1.1.2,
+# "Block_Maximum_Size" and "Block_Header"): a frame cannot decode to more than this many bytes per input byte.
+ZSTD_MAX_RATIO = -(-128 * 1024 // 3)
+
 _per_thread = threading.local()
 
 
-def _zstandard_decompressor() -> Any:
+def _decompressor() -> zstandard.ZstdDecompressor:
     """This thread's `zstandard.ZstdDecompressor`: one must not be used by two threads at once (that crashed
     the process or reported corrupt data when the prefetch threads decoded together)."""
-    dctx = getattr(_per_thread, "zstandard", None)
+    dctx: zstandard.ZstdDecompressor | None = getattr(_per_thread, "zstandard", None)
     if dctx is None:
-        dctx = _per_thread.zstandard = importlib.import_module("zstandard").ZstdDecompressor()
+        dctx = _per_thread.zstandard = zstandard.ZstdDecompressor()
     return dctx
 
 
-@cache
-def _zstd_impl() -> tuple[str, Callable[[bytes | memoryview, int], bytes]] | None:
+def _check_zstd_size(src: bytes | memoryview, expected_size: int, label: str) -> None:
+    """Refuse a declared size the frame contradicts or that the input cannot decode to, before anything of
+    that size is allocated."""
+    if expected_size <= 0:
+        raise CodeObjectError(label, "ZSTD payload without a declared decompressed size")
+    if expected_size > len(src) * ZSTD_MAX_RATIO:
+        raise CodeObjectError(
+            label, f"declared decompressed size {expected_size} is impossible for {len(src)} ZSTD bytes"
+        )
     try:
-        mod = importlib.import_module("compression.zstd")
-        fn = mod.decompress
-
-        def std(data: bytes | memoryview, size: int) -> bytes:
-            out: bytes = fn(bytes(data))
-            return out
-
-        return ("compression.zstd", std)
-    except ImportError:
-        pass
-    try:
-        importlib.import_module("zstandard")
-
-        def zs(data: bytes | memoryview, size: int) -> bytes:
-            dctx = _zstandard_decompressor()
-            out: bytes = dctx.decompress(data, max_output_size=size) if size > 0 else dctx.decompress(data)
-            return out
-
-        return ("zstandard", zs)
-    except ImportError:
-        pass
-    try:
-        pyzstd = importlib.import_module("pyzstd")
-
-        def pz(data: bytes | memoryview, size: int) -> bytes:
-            out: bytes = pyzstd.decompress(bytes(data))
-            return out
-
-        return ("pyzstd", pz)
-    except ImportError:
-        return None
-
-
-# Above this many decompressed bytes per file, the pure-Python decoder is too slow to be the default.
-PURE_PY_ZSTD_MAX_BYTES = 256 * 1024 * 1024
-
-
-def zstd_native_available() -> bool:
-    """True when a C ZSTD decoder (stdlib 3.14+, zstandard, pyzstd) is importable."""
-    return _zstd_impl() is not None
+        frame_size = zstandard.frame_content_size(src)
+    except zstandard.ZstdError as exc:
+        raise CodeObjectError(label, f"ZSTD payload does not decode: {exc}") from exc
+    if frame_size >= 0 and frame_size != expected_size:
+        raise CodeObjectError(
+            label, f"ZSTD frame says {frame_size} decompressed bytes, the container says {expected_size}"
+        )
 
 
 def zstd_decompress(src: bytes | memoryview, expected_size: int, label: str) -> bytes:
-    impl = _zstd_impl()
+    """Decode a ZSTD frame whose decoded size the container declares (`expected_size` > 0); the output is
+    capped at that size, so a corrupt stream cannot grow memory beyond it."""
+    _check_zstd_size(src, expected_size, label)
     try:
-        if impl is None:
-            from kernelpilot.isa.zstd_py import decompress as py_decompress
-
-            out = py_decompress(bytes(src), expected_size if expected_size > 0 else 1 << 31)
-        else:
-            out = impl[1](src, expected_size)  # the C decoders read any buffer: no copy of the input
-    except Exception as exc:  # ZstdError from the pure-Python decoder, the C decoders' own error types
+        out: bytes = _decompressor().decompress(src, max_output_size=expected_size)
+    except zstandard.ZstdError as exc:
         raise CodeObjectError(label, f"ZSTD payload does not decode: {exc}") from exc
-    if expected_size and len(out) != expected_size:
+    if len(out) != expected_size:
         raise CodeObjectError(label, f"ZSTD payload decoded to {len(out)} bytes, header says {expected_size}")
     return out
 
@@ -159,13 +130,11 @@ class Scratch:
 def zstd_decompress_into(
     src: bytes | memoryview, expected_size: int, label: str, scratch: Scratch
 ) -> bytes | memoryview:
-    """Like `zstd_decompress`, but into `scratch` (valid until its next use) where the decoder allows it."""
-    impl = _zstd_impl()
-    if expected_size <= 0 or impl is None or impl[0] != "zstandard":  # only zstandard reads into a buffer
-        return zstd_decompress(src, expected_size, label)
+    """Like `zstd_decompress`, but into `scratch` (valid until its next use)."""
+    _check_zstd_size(src, expected_size, label)
     out = scratch.view(expected_size)
     try:
-        reader = _zstandard_decompressor().stream_reader(src)
+        reader = _decompressor().stream_reader(src)
         got = 0
         while got < expected_size:
             n = reader.readinto(out[got:])
@@ -173,7 +142,7 @@ def zstd_decompress_into(
                 break
             got += n
         extra = reader.read(1) if got == expected_size else b""
-    except Exception as exc:  # zstandard raises its own error type on corrupt input
+    except zstandard.ZstdError as exc:
         raise CodeObjectError(label, f"ZSTD payload does not decode: {exc}") from exc
     if got != expected_size or extra:
         size = f"more than {got}" if extra else str(got)

@@ -9,7 +9,8 @@ from __future__ import annotations
 import re
 import struct
 
-from kernelpilot.isa.elf import EM_CUDA, SHT_NOBITS, ElfFile
+from kernelpilot.isa.cubin_elf import SHT_NOBITS, CubinElf
+from kernelpilot.isa.elf import EM_CUDA
 from kernelpilot.isa.errors import CodeObjectError
 from kernelpilot.isa.models import KernelResources, kernels_from_values
 
@@ -48,7 +49,7 @@ _U32X2 = struct.Struct("<II")
 _U32X3 = struct.Struct("<III")
 
 
-def cubin_arch(elf: ElfFile) -> str:
+def cubin_arch(elf: CubinElf) -> str:
     """`sm_XX` from the cubin ELF header."""
     if elf.machine != EM_CUDA:
         raise CodeObjectError(
@@ -60,7 +61,7 @@ def cubin_arch(elf: ElfFile) -> str:
     return f"sm_{sm}"
 
 
-def _records(elf: ElfFile, data: memoryview, section: str) -> list[tuple[int, int, memoryview | int]]:
+def _records(elf: CubinElf, data: memoryview, section: str) -> list[tuple[int, int, memoryview | int]]:
     out: list[tuple[int, int, memoryview | int]] = []
     pos, n = 0, len(data)
     while pos + 4 <= n:
@@ -139,10 +140,10 @@ KernelRow = tuple[
 
 
 def read_cubin(
-    buf: bytes | memoryview | ElfFile, label: str, entry: str | None = None
+    buf: bytes | memoryview | CubinElf, label: str, entry: str | None = None
 ) -> list[KernelResources]:
     """Every function in a cubin with its resources (entry kernels first-class, device functions marked)."""
-    elf = buf if isinstance(buf, ElfFile) else ElfFile(buf, label)
+    elf = buf if isinstance(buf, CubinElf) else CubinElf(buf, label)
     arch, rows = cubin_rows(elf)
     return kernels_from_rows(rows, arch, entry or label)
 
@@ -209,7 +210,7 @@ def kernels_from_rows(
     return kernels_from_values(fields)
 
 
-def cubin_rows(elf: ElfFile) -> tuple[str, list[KernelRow]]:
+def cubin_rows(elf: CubinElf) -> tuple[str, list[KernelRow]]:
     """The cubin's arch and one plain row per function (what `read_cubin` turns into `KernelResources`)."""
     arch = cubin_arch(elf)
     raw = elf.raw_sections

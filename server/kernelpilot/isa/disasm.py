@@ -3,14 +3,19 @@ families per kernel. Parsing is of the tools' plain text output; nothing here ne
 
 from __future__ import annotations
 
+import functools
 import os
 import re
+import struct
 import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from kernelpilot import toolchain
-from kernelpilot.errors import ToolNotFoundError
+from kernelpilot.errors import ToolFailedError, ToolNotFoundError
+from kernelpilot.isa.elf import EM_AMDGPU
+from kernelpilot.isa.errors import DisassemblerTargetError
 
 # SASS opcode (first dotted token) -> family
 _SASS_FAMILIES: tuple[tuple[str, re.Pattern[str]], ...] = (
@@ -159,6 +164,87 @@ def llvm_objdump() -> str:
     return str(toolchain.require_tool("llvm-objdump"))
 
 
+# AMD processors an LLVM release is known to handle: Debian clang 19.1 built kernelpilot's own code objects
+# for them (tests/fixtures/isa/PROVENANCE.md, `k.<gfx>.hsaco`). Named in the error when an older LLVM lacks
+# one.
+KNOWN_GOOD_LLVM = {gfx: 19 for gfx in ("gfx90a", "gfx942", "gfx1030", "gfx1100", "gfx1201")}
+_UNKNOWN_CPU = "is not a recognized processor"
+
+
+@dataclass(frozen=True)
+class TargetSupport:
+    """Whether one llvm-objdump can disassemble one AMD processor, and if not, why (a sentence)."""
+
+    arch: str
+    tool: str
+    version: str | None
+    ok: bool
+    reason: str
+
+
+def _header_only_amdgpu_elf() -> bytes:
+    """An ELF64 relocatable AMDGPU object with no sections: enough for llvm-objdump to build the
+    disassembler for `--mcpu` (and abort when it does not know it) without reading any code."""
+    ident = b"\x7fELF" + bytes([2, 1, 1, 64, 3]) + bytes(7)  # ELF64, LE, v1, OS/ABI HSA, ABI v3 (cov5)
+    return ident + struct.pack("<HHIQQQIHHHHHH", 1, EM_AMDGPU, 1, 0, 0, 0, 0, 64, 0, 0, 64, 0, 0)
+
+
+def llvm_major(version_line: str | None) -> int | None:
+    m = re.search(r"LLVM version (\d+)", version_line or "")
+    return int(m.group(1)) if m else None
+
+
+def amd_target_support(arch: str) -> TargetSupport:
+    """Probe (once per tool file and processor) whether the llvm-objdump found can disassemble `arch`."""
+    exe = Path(llvm_objdump())
+    try:
+        stamp = exe.stat().st_mtime_ns
+    except OSError:
+        stamp = 0
+    return _probe(str(exe), stamp, arch)
+
+
+@functools.cache
+def _probe(exe: str, stamp: int, arch: str) -> TargetSupport:
+    version = toolchain.tool_version("llvm-objdump", Path(exe))
+    with tempfile.TemporaryDirectory(prefix="kp-probe-") as tmp:
+        obj = os.path.join(tmp, "probe.o")
+        with open(obj, "wb") as fh:
+            fh.write(_header_only_amdgpu_elf())
+        res = toolchain.run(
+            [exe, "-d", "--triple=amdgcn-amd-amdhsa", f"--mcpu={arch}", obj], timeout_s=60, check=False
+        )
+    if res.returncode == 0 and _UNKNOWN_CPU not in res.stderr:
+        return TargetSupport(arch, exe, version, True, "")
+    found = f"LLVM {version.split('version', 1)[-1].strip()}" if version and "version" in version else exe
+    known = KNOWN_GOOD_LLVM.get(arch)
+    need = (
+        f"an LLVM that knows {arch} (LLVM {known} does: it built kernelpilot's {arch} test objects)"
+        if known
+        else f"an LLVM that knows {arch} (a newer release than this one)"
+    )
+    reason = (
+        f"llvm-objdump {exe} ({found}) cannot disassemble {arch}: its AMDGPU backend does not know that "
+        f"processor; needs {need}"
+    )
+    return TargetSupport(arch, exe, version, False, reason)
+
+
+def require_amd_disassembler(arch: str) -> str:
+    """The llvm-objdump path when it can disassemble `arch`; else `DisassemblerTargetError` naming the
+    version found, the one needed and how to get it."""
+    support = amd_target_support(arch)
+    if support.ok:
+        return support.tool
+    want = KNOWN_GOOD_LLVM.get(arch, 19)
+    raise DisassemblerTargetError(
+        support.reason,
+        f"install LLVM {want} or newer (apt.llvm.org or your distribution's llvm-{want} package, or ROCm's "
+        f"/opt/rocm/llvm) and set KERNELPILOT_LLVM_OBJDUMP to its llvm-objdump, e.g. "
+        f"/usr/lib/llvm-{want}/bin/llvm-objdump; resources and occupancy need no disassembler",
+    )
+
+
 def disassemble(payload: bytes | memoryview, vendor: str, arch: str, timeout_s: float = 300.0) -> str:
     """Disassembly text of one code object (written to a temp file for the tool)."""
     with tempfile.TemporaryDirectory(prefix="kp-dis-") as tmp:
@@ -176,10 +262,20 @@ def disassemble(payload: bytes | memoryview, vendor: str, arch: str, timeout_s: 
                     "pip install nvidia-cuda-nvdisasm (or set KERNELPILOT_NVDISASM)",
                 )
             return _cuobjdump_to_nvdisasm(toolchain.run([str(cu), "-sass", path], timeout_s=timeout_s).stdout)
-        exe_s = llvm_objdump()
-        return toolchain.run(
-            [exe_s, "-d", "--triple=amdgcn-amd-amdhsa", f"--mcpu={arch}", path], timeout_s=timeout_s
-        ).stdout
+        exe_s = require_amd_disassembler(arch)
+        try:
+            return toolchain.run(
+                [exe_s, "-d", "--triple=amdgcn-amd-amdhsa", f"--mcpu={arch}", path], timeout_s=timeout_s
+            ).stdout
+        except ToolFailedError as exc:
+            if "LLVM ERROR" not in exc.stderr_tail:
+                raise
+            # LLVM aborted: keep its one-line reason, not the crash dump that follows it
+            line = next(ln for ln in exc.stderr_tail.splitlines() if "LLVM ERROR" in ln)
+            raise DisassemblerTargetError(
+                f"llvm-objdump {exe_s} aborted disassembling {arch}: {line.strip()}",
+                "try a newer LLVM (set KERNELPILOT_LLVM_OBJDUMP to its llvm-objdump)",
+            ) from None
 
 
 def _cuobjdump_to_nvdisasm(text: str) -> str:

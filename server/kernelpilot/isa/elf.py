@@ -1,58 +1,61 @@
-"""A small, bounds-checked ELF64 little-endian reader: section headers, symbols, notes.
+"""ELF files through pyelftools: host executables and libraries (to find their GPU sections) and HSACO
+(notes, symbols). Cubins, parsed by the thousand in large libraries, take the fast path in `cubin_elf`.
 
-Faster than a general ELF library on huge host libraries (we only touch the section table and the
-sections we need) and strict: every offset is checked against the buffer, so a truncated or corrupt file
-raises `CodeObjectError` naming the file instead of reading garbage or hanging.
+pyelftools reads lazily from a stream; here the stream is a view of the caller's buffer (often a whole
+mmapped library), so nothing is copied. Whatever pyelftools raises on a corrupt file becomes
+`CodeObjectError` naming the file.
 """
 
 from __future__ import annotations
 
-import itertools
+import contextlib
 import struct
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import IO, Any, NamedTuple, cast
+
+from elftools.common.exceptions import ELFError
+from elftools.construct.core import ConstructError
+from elftools.elf.elffile import ELFFile
+from elftools.elf.enums import ENUM_E_MACHINE
+from elftools.elf.sections import NoteSection, SymbolTableSection
 
 from kernelpilot.isa.errors import CodeObjectError
 
 ELF_MAGIC = b"\x7fELF"
-# ELF constants (System V ABI, "ELF header" and "Sections" chapters, https://refspecs.linuxfoundation.org/elf/gabi4+/)
-SHT_SYMTAB = 2
-SHT_NOTE = 7
-SHT_NOBITS = 8
-EM_X86_64 = 62  # gABI e_machine table
-EM_AARCH64 = 183  # gABI e_machine table
-EM_PPC64 = 21  # gABI e_machine table
-EM_CUDA = 190  # gABI e_machine table: NVIDIA CUDA architecture
-EM_AMDGPU = 224  # gABI e_machine table: AMD GPU architecture
-
+# e_machine values (System V gABI e_machine table, https://refspecs.linuxfoundation.org/elf/gabi4+/)
+EM_CUDA = 190  # NVIDIA CUDA architecture
+EM_AMDGPU = 224  # AMD GPU architecture
 MACHINE_NAMES = {
-    EM_X86_64: "x86_64",
-    EM_AARCH64: "aarch64",
-    EM_PPC64: "ppc64",
+    62: "x86_64",
+    183: "aarch64",
+    21: "ppc64",
     EM_CUDA: "cuda",
     EM_AMDGPU: "amdgpu",
     3: "i386",
     40: "arm",
 }
 
-_EHDR = struct.Struct("<16sHHIQQQIHHHHHH")
-_SHDR = struct.Struct("<IIQQQQIIQQ")
-_SYM = struct.Struct("<IBBHQQ")
+# What pyelftools (and the struct/construct layers under it) raise on bytes that are not a sound ELF.
+_PARSE_ERRORS = (
+    ELFError,
+    ConstructError,
+    struct.error,
+    ValueError,
+    KeyError,
+    IndexError,
+    TypeError,
+    AssertionError,
+)
 
 
 class Section(NamedTuple):
-    """One section header (a NamedTuple: cheap to build for the ~10^5 sections of a large library)."""
-
     number: int
     name: str
-    type: int
-    flags: int
-    addr: int
+    type: str  # pyelftools' name, e.g. "SHT_NOTE"; "SHT_<n>" style ints are kept as str(n)
     offset: int
     size: int
-    link: int
-    info: int
-    entsize: int
+    addr: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,23 +63,13 @@ class Symbol:
     name: str
     value: int
     size: int
-    info: int
-    other: int
-    shndx: int
-
-    @property
-    def type(self) -> int:
-        return self.info & 0xF
-
-    @property
-    def bind(self) -> int:
-        return self.info >> 4
+    shndx: int | str
 
 
 @dataclass(frozen=True, slots=True)
 class Note:
     name: str
-    type: int
+    type: int | str
     desc: bytes
 
 
@@ -84,158 +77,107 @@ def is_elf(buf: bytes | memoryview) -> bool:
     return bytes(buf[:4]) == ELF_MAGIC
 
 
-class ElfFile:
-    """A parsed ELF64 LE image over a buffer (bytes, mmap or memoryview); `label` names it in errors."""
+class _ViewStream:
+    """The file-like object pyelftools reads from, over a buffer without copying it."""
+
+    def __init__(self, buf: memoryview) -> None:
+        self.buf, self.pos = buf, 0
+
+    def seek(self, pos: int, whence: int = 0) -> int:
+        self.pos = pos if whence == 0 else (self.pos + pos if whence == 1 else len(self.buf) + pos)
+        return self.pos
+
+    def tell(self) -> int:
+        return self.pos
+
+    def read(self, n: int = -1) -> bytes:
+        start = min(max(self.pos, 0), len(self.buf))
+        end = len(self.buf) if n is None or n < 0 else min(start + n, len(self.buf))
+        self.pos = end
+        return bytes(self.buf[start:end])
+
+
+class ElfImage:
+    """An ELF64 little-endian file over a buffer (bytes, mmap or memoryview); `label` names it in errors."""
 
     def __init__(self, buf: bytes | memoryview, label: str) -> None:
-        self.buf = memoryview(buf) if not isinstance(buf, memoryview) else buf
+        self.buf = buf if isinstance(buf, memoryview) else memoryview(buf)
         self.label = label
         n = len(self.buf)
         if n < 4 or bytes(self.buf[:4]) != ELF_MAGIC:
             raise CodeObjectError(label, "not an ELF file (bad magic)")
-        if n < _EHDR.size:
-            raise CodeObjectError(label, f"truncated ELF header ({n} bytes)")
         ident = bytes(self.buf[:16])
+        if n < 64:
+            raise CodeObjectError(label, f"truncated ELF header ({n} bytes)")
         if ident[4] != 2:
             raise CodeObjectError(
                 label, f"ELF class {ident[4]} is not ELF64; only 64-bit code objects are read"
             )
         if ident[5] != 1:
             raise CodeObjectError(label, "big-endian ELF is not supported")
-        self.osabi = ident[7]
-        self.abiversion = ident[8]
-        (
-            _,
-            self.e_type,
-            self.machine,
-            _ver,
-            _entry,
-            _phoff,
-            shoff,
-            self.e_flags,
-            _ehsize,
-            _phentsize,
-            _phnum,
-            shentsize,
-            shnum,
-            shstrndx,
-        ) = _EHDR.unpack_from(self.buf, 0)
-        if shoff == 0 or shnum == 0:
-            raise CodeObjectError(label, "ELF has no section header table (stripped of sections?)")
-        if shentsize != _SHDR.size:
-            raise CodeObjectError(label, f"unexpected section header size {shentsize}")
-        if shoff + shnum * shentsize > n:
-            raise CodeObjectError(
-                label, f"truncated: section headers end at {shoff + shnum * shentsize}, file has {n} bytes"
-            )
-        raw = list(_SHDR.iter_unpack(self.buf[shoff : shoff + shnum * shentsize]))
-        if shstrndx >= shnum:
-            raise CodeObjectError(label, f"section-name table index {shstrndx} out of range")
-        str_off, str_size = raw[shstrndx][4], raw[shstrndx][5]
-        self._check(str_off, str_size, "section-name table")
-        names = bytes(self.buf[str_off : str_off + str_size])
-        # offset -> name for every string in the table at once (section names rarely share suffixes)
-        parts = names.decode("utf-8", "replace").split("\0")
-        if names.isascii():
-            offsets = itertools.accumulate([len(part) + 1 for part in parts], initial=0)
-        else:
-            offsets = itertools.accumulate(
-                [
-                    len(part.encode("utf-8", "replace")) + 1 if not part.isascii() else len(part) + 1
-                    for part in parts
-                ],
-                initial=0,
-            )
-        by_off = dict(zip(offsets, parts, strict=False))
-        for i, r in enumerate(raw):
-            if r[1] != SHT_NOBITS and r[1] != 0 and r[4] + r[5] > n:
-                self._check(r[4], r[5], f"section {i}")
-        get = by_off.get
-        self.section_names: list[str] = [get(r[0]) or _cstr(names, r[0]) for r in raw]
-        # raw header tuples: (name_off, type, flags, addr, offset, size, link, info, align, entsize)
-        self.raw_sections = raw
-        self._sections: list[Section] | None = None
-        self._by_name: dict[str, Section] | None = None
+        self.osabi, self.abiversion = ident[7], ident[8]
+        with self._parsing():
+            self._elf = ELFFile(cast(IO[bytes], _ViewStream(self.buf)))
+            header = self._elf.header
+            machine = header["e_machine"]
+            self.machine: int = machine if isinstance(machine, int) else ENUM_E_MACHINE[machine]
+            self.e_flags: int = header["e_flags"]
+            shoff, shnum = header["e_shoff"], self._elf.num_sections()
+            if shoff == 0 or shnum == 0:
+                raise CodeObjectError(label, "ELF has no section header table (stripped of sections?)")
+            table_end = shoff + shnum * header["e_shentsize"]
+            if table_end > n:
+                raise CodeObjectError(label, f"truncated: section headers end at {table_end}, file has {n}")
+            self.sections = [self._section(i, s) for i, s in enumerate(self._elf.iter_sections())]
+        self._by_name = {s.name: s for s in reversed(self.sections)}  # the first of a name wins
 
-    @property
-    def sections(self) -> list[Section]:
-        if self._sections is None:
-            self._sections = [
-                Section(i, nm, r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[9])
-                for i, (nm, r) in enumerate(zip(self.section_names, self.raw_sections, strict=True))
-            ]
-        return self._sections
+    @contextlib.contextmanager
+    def _parsing(self) -> Iterator[None]:
+        try:
+            yield
+        except _PARSE_ERRORS as exc:
+            raise CodeObjectError(self.label, f"corrupt ELF ({type(exc).__name__}: {exc})") from None
+
+    def _section(self, number: int, sec: Any) -> Section:
+        h = sec.header
+        out = Section(number, sec.name, str(h["sh_type"]), h["sh_offset"], h["sh_size"], h["sh_addr"])
+        if out.type != "SHT_NOBITS" and out.type != "SHT_NULL" and out.offset + out.size > len(self.buf):
+            raise CodeObjectError(
+                self.label,
+                f"truncated or corrupt: section {number} spans bytes {out.offset}..{out.offset + out.size}, "
+                f"file has {len(self.buf)}",
+            )
+        return out
 
     @property
     def machine_name(self) -> str:
         return MACHINE_NAMES.get(self.machine, f"e_machine={self.machine}")
 
-    def _check(self, off: int, size: int, what: str) -> None:
-        if off < 0 or size < 0 or off + size > len(self.buf):
-            raise CodeObjectError(
-                self.label,
-                f"truncated or corrupt: {what} spans bytes {off}..{off + size}, file has {len(self.buf)}",
-            )
-
     def section(self, name: str) -> Section | None:
-        if self._by_name is None:
-            self._by_name = {s.name: s for s in self.sections}
         return self._by_name.get(name)
 
-    def raw_data(self, index: int) -> memoryview:
-        r = self.raw_sections[index]
-        if r[1] == SHT_NOBITS:
-            return memoryview(b"")
-        return self.buf[r[4] : r[4] + r[5]]
-
-    def data(self, sec: Section) -> memoryview:
-        if sec.type == SHT_NOBITS:
-            return memoryview(b"")
-        return self.buf[sec.offset : sec.offset + sec.size]
+    def notes(self, sec: Section) -> list[Note]:
+        with self._parsing():
+            s = self._elf.get_section(sec.number)
+            if not isinstance(s, NoteSection):
+                return []
+            out: list[Note] = []
+            for note in s.iter_notes():
+                if note["n_offset"] + note["n_size"] > sec.offset + sec.size:
+                    raise CodeObjectError(
+                        self.label, f"note in {sec.name} overruns its section (corrupt note)"
+                    )
+                desc = note["n_descdata"]
+                out.append(
+                    Note(str(note["n_name"]), note["n_type"], desc if isinstance(desc, bytes) else b"")
+                )
+            return out
 
     def symbols(self) -> list[Symbol]:
-        out: list[Symbol] = []
-        for sec in self.sections:
-            if sec.type != SHT_SYMTAB:
-                continue
-            if sec.link >= len(self.sections):
-                raise CodeObjectError(self.label, f"symbol table {sec.name} links to a missing string table")
-            strs = bytes(self.data(self.sections[sec.link]))
-            data = self.data(sec)
-            ent = sec.entsize or _SYM.size
-            if ent != _SYM.size:
-                raise CodeObjectError(self.label, f"symbol entry size {ent} is not {_SYM.size}")
-            for i in range(len(data) // ent):
-                nm, info, other, shndx, value, size = _SYM.unpack_from(data, i * ent)
-                out.append(Symbol(_cstr(strs, nm), value, size, info, other, shndx))
-        return out
-
-    def notes(self, sec: Section) -> list[Note]:
-        data = self.data(sec)
-        out: list[Note] = []
-        pos = 0
-        while pos + 12 <= len(data):
-            namesz, descsz, ntype = struct.unpack_from("<III", data, pos)
-            pos += 12
-            name_end = pos + namesz
-            desc_start = pos + _align4(namesz)
-            desc_end = desc_start + descsz
-            if desc_end > len(data) or name_end > len(data):
-                raise CodeObjectError(self.label, f"note in {sec.name} overruns its section (corrupt note)")
-            name = bytes(data[pos:name_end]).rstrip(b"\0").decode("ascii", "replace")
-            out.append(Note(name, ntype, bytes(data[desc_start:desc_end])))
-            pos = desc_start + _align4(descsz)
-        return out
-
-
-def _align4(n: int) -> int:
-    return (n + 3) & ~3
-
-
-def _cstr(table: bytes, off: int) -> str:
-    if off >= len(table):
-        return ""
-    end = table.find(b"\0", off)
-    if end < 0:
-        end = len(table)
-    return table[off:end].decode("utf-8", "replace")
+        with self._parsing():
+            out: list[Symbol] = []
+            for s in self._elf.iter_sections():
+                if isinstance(s, SymbolTableSection) and s["sh_type"] == "SHT_SYMTAB":
+                    for sym in s.iter_symbols():
+                        out.append(Symbol(sym.name, sym["st_value"], sym["st_size"], sym["st_shndx"]))
+            return out

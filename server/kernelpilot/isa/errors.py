@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from kernelpilot.errors import FormatError, InputFileError, InvalidArgumentError, NotFoundError
+from kernelpilot.errors import (
+    FormatError,
+    InputFileError,
+    InvalidArgumentError,
+    NotFoundError,
+    ToolchainError,
+)
 
 
 class CodeObjectError(FormatError):
@@ -36,3 +42,9 @@ class KernelNotFoundError(NotFoundError):
     """No kernel in the file matched the --kernel pattern."""
 
     kind = "kernel_not_found"
+
+
+class DisassemblerTargetError(ToolchainError):
+    """The installed disassembler does not know the code object's processor (an LLVM older than it)."""
+
+    kind = "disassembler_target"

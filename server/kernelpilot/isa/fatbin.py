@@ -128,10 +128,5 @@ def entry_payload(
     return zstd_decompress(stored[:csz], ent.decompressed_size, label)
 
 
-def can_decompress(ent: FatEntry) -> bool:
-    """Every known compression can be decoded in-process (ZSTD at least by the pure-Python decoder)."""
-    return ent.compression in (None, "lz4", "zstd")
-
-
 def iter_ptx_text(payload: bytes | memoryview) -> Iterator[str]:
     yield bytes(payload).rstrip(b"\0").decode("utf-8", "replace")

@@ -10,10 +10,11 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from kernelpilot.isa.elf import EM_AMDGPU, SHT_NOTE, ElfFile
+import msgpack
+
+from kernelpilot.isa.elf import EM_AMDGPU, ElfImage
 from kernelpilot.isa.errors import CodeObjectError
 from kernelpilot.isa.models import KernelResources
-from kernelpilot.isa.msgpack import MsgpackError, unpackb
 
 NT_AMDGPU_METADATA = 32  # AMDGPUUsage "Code Object V3+ Note Records"
 ELFOSABI_AMDGPU_HSA = 64  # AMDGPUUsage "ELF Header"
@@ -46,9 +47,9 @@ def parse_target(target: str) -> tuple[str, list[str]]:
 
 
 def read_hsaco(
-    buf: bytes | memoryview | ElfFile, label: str, entry: str | None = None
+    buf: bytes | memoryview | ElfImage, label: str, entry: str | None = None
 ) -> list[KernelResources]:
-    elf = buf if isinstance(buf, ElfFile) else ElfFile(buf, label)
+    elf = buf if isinstance(buf, ElfImage) else ElfImage(buf, label)
     if elf.machine != EM_AMDGPU:
         raise CodeObjectError(elf.label, f"not an AMD GPU code object: ELF machine is {elf.machine_name}")
     cov = ABI_TO_COV.get(elf.abiversion) if elf.osabi == ELFOSABI_AMDGPU_HSA else None
@@ -60,14 +61,11 @@ def read_hsaco(
         )
     meta: dict[str, Any] | None = None
     for sec in elf.sections:
-        if sec.type != SHT_NOTE:
+        if sec.type != "SHT_NOTE":
             continue
         for note in elf.notes(sec):
             if note.name == "AMDGPU" and note.type == NT_AMDGPU_METADATA:
-                try:
-                    decoded = unpackb(note.desc)
-                except MsgpackError as exc:
-                    raise CodeObjectError(elf.label, f"AMDGPU metadata note does not decode: {exc}") from exc
+                decoded = _metadata(note.desc, elf.label)
                 if not isinstance(decoded, dict):
                     raise CodeObjectError(elf.label, "AMDGPU metadata note is not a map")
                 meta = decoded
@@ -141,6 +139,18 @@ def read_hsaco(
     return out
 
 
+def _metadata(desc: bytes, label: str) -> Any:
+    """The MessagePack document of the metadata note (the note's zero padding after it is allowed)."""
+    try:
+        return msgpack.unpackb(desc)
+    except msgpack.ExtraData as exc:
+        if not exc.extra.strip(b"\0"):
+            return exc.unpacked
+        raise CodeObjectError(label, f"AMDGPU metadata note does not decode: {exc}") from exc
+    except (ValueError, TypeError) as exc:  # msgpack's FormatError, StackError, OutOfData are ValueErrors
+        raise CodeObjectError(label, f"AMDGPU metadata note does not decode: {exc}") from exc
+
+
 def _int(v: Any) -> int | None:
     return int(v) if isinstance(v, int) and not isinstance(v, bool) else None
 
@@ -149,10 +159,14 @@ def _bool(v: Any) -> bool | None:
     return bool(v) if isinstance(v, bool | int) else None
 
 
-def _kernel_descriptors(elf: ElfFile) -> dict[str, tuple[int, int, int, int]]:
+def _kernel_descriptors(elf: ElfImage) -> dict[str, tuple[int, int, int, int]]:
     out: dict[str, tuple[int, int, int, int]] = {}
     for sym in elf.symbols():
-        if not sym.name.endswith(".kd") or sym.shndx == 0 or sym.shndx >= len(elf.sections):
+        if (
+            not sym.name.endswith(".kd")
+            or not isinstance(sym.shndx, int)
+            or not 0 < sym.shndx < len(elf.sections)
+        ):
             continue
         sec = elf.sections[sym.shndx]
         off = sec.offset + (sym.value - sec.addr)

@@ -2,7 +2,6 @@
 
 Supported: cubin, HSACO, standalone fatbin, clang offload bundle (plain or CCOB-compressed), PTX text, and
 host ELF executables/shared libraries embedding `.nv_fatbin` / `__nv_relfatbin` / `.hip_fatbin`.
-Entries that cannot be decompressed in-process fall back to `cuobjdump -xelf` when it is installed.
 Fatbins with many cubins (large libraries) are decompressed and parsed by forked worker processes, one per
 core, where `fork` is available and safe; results and errors are the same as reading them in-process.
 """
@@ -18,21 +17,20 @@ import mmap
 import multiprocessing
 import os
 import re
-import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from kernelpilot import toolchain
-from kernelpilot.errors import InputFileError, ToolchainError
+from kernelpilot.errors import InputFileError
 from kernelpilot.isa import bundle as bundle_mod
 from kernelpilot.isa import compress
 from kernelpilot.isa import fatbin as fatbin_mod
 from kernelpilot.isa.cubin import KernelRow, cubin_rows, kernels_from_rows, ptx_entries, read_cubin
+from kernelpilot.isa.cubin_elf import CubinElf
 from kernelpilot.isa.demangle import demangle_all
-from kernelpilot.isa.elf import EM_AMDGPU, EM_CUDA, ElfFile, is_elf
+from kernelpilot.isa.elf import EM_AMDGPU, EM_CUDA, ElfImage, is_elf
 from kernelpilot.isa.errors import CodeObjectError, UnsupportedCodeObjectError
 from kernelpilot.isa.hsaco import read_hsaco
 from kernelpilot.isa.models import CodeObjectEntry, KernelResources
@@ -86,7 +84,6 @@ def load(
     want_kernels: bool = True,
     keep_payloads: bool = False,
     demangle: bool = True,
-    allow_tool_fallback: bool = True,
     count_ptx: bool = False,
 ) -> Loaded:
     """Parse `path`; entries are always listed, kernels only for entries matching `arch`."""
@@ -97,7 +94,6 @@ def load(
             want_kernels=want_kernels,
             keep_payloads=keep_payloads,
             demangle=demangle,
-            allow_tool_fallback=allow_tool_fallback,
             count_ptx=count_ptx,
         )
 
@@ -130,7 +126,6 @@ def _load(
     want_kernels: bool,
     keep_payloads: bool,
     demangle: bool,
-    allow_tool_fallback: bool,
     count_ptx: bool,
 ) -> Loaded:
     label = str(path)
@@ -138,17 +133,19 @@ def _load(
     out = Loaded(path)
     head = bytes(buf[:24])
     if is_elf(head):
-        elf = ElfFile(buf, label)
-        if elf.machine == EM_CUDA:
-            _add_cubin(out, elf, buf, label, path.name, 0, "file", None, arch, want_kernels, keep_payloads)
-        elif elf.machine == EM_AMDGPU:
-            _add_hsaco(out, elf, buf, label, path.name, 0, "file", None, arch, want_kernels, keep_payloads)
+        machine = int.from_bytes(head[18:20], "little") if len(head) >= 20 else None  # e_machine, ELF64 LE
+        if machine == EM_CUDA:
+            _add_cubin(out, None, buf, label, path.name, 0, "file", None, arch, want_kernels, keep_payloads)
         else:
-            _add_host(out, elf, buf, label, arch, want_kernels, keep_payloads, allow_tool_fallback, count_ptx)
+            elf = ElfImage(buf, label)
+            if elf.machine == EM_AMDGPU:
+                _add_hsaco(
+                    out, elf, buf, label, path.name, 0, "file", None, arch, want_kernels, keep_payloads
+                )
+            else:
+                _add_host(out, elf, buf, label, arch, want_kernels, keep_payloads, count_ptx)
     elif head[:4] == fatbin_mod.FATBIN_MAGIC_BYTES:
-        _add_fatbin(
-            out, buf, label, 0, len(buf), arch, want_kernels, keep_payloads, allow_tool_fallback, count_ptx
-        )
+        _add_fatbin(out, buf, label, 0, len(buf), arch, want_kernels, keep_payloads, count_ptx)
     elif bundle_mod.is_bundle(head):
         _add_bundle(out, buf, label, 0, arch, want_kernels, keep_payloads)
     elif _looks_like_ptx(buf):
@@ -236,7 +233,7 @@ def _append_entry(
 
 def _add_cubin(
     out: Loaded,
-    elf: ElfFile | None,
+    elf: CubinElf | None,
     buf: bytes | memoryview,
     label: str,
     entry_label: str,
@@ -249,7 +246,7 @@ def _add_cubin(
 ) -> None:
     from kernelpilot.isa.cubin import cubin_arch
 
-    e = elf or ElfFile(buf, f"{label}:{entry_label}")
+    e = elf or CubinElf(buf, f"{label}:{entry_label}")
     a = cubin_arch(e)
     count: int | None = None
     if want and arch_matches(a, arch):
@@ -262,7 +259,7 @@ def _add_cubin(
 
 def _add_hsaco(
     out: Loaded,
-    elf: ElfFile | None,
+    elf: ElfImage | None,
     buf: bytes | memoryview,
     label: str,
     entry_label: str,
@@ -273,7 +270,7 @@ def _add_hsaco(
     want: bool,
     keep: bool,
 ) -> None:
-    e = elf or ElfFile(buf, f"{label}:{entry_label}")
+    e = elf or ElfImage(buf, f"{label}:{entry_label}")
     ks = read_hsaco(e, f"{label}:{entry_label}", entry_label)
     a = ks[0].arch if ks else None
     if not ks:
@@ -289,13 +286,12 @@ def _add_hsaco(
 
 def _add_host(
     out: Loaded,
-    elf: ElfFile,
+    elf: ElfImage,
     buf: memoryview,
     label: str,
     arch: str | None,
     want: bool,
     keep: bool,
-    fallback: bool,
     count_ptx: bool = False,
 ) -> None:
     found = False
@@ -303,9 +299,7 @@ def _add_host(
         sec = elf.section(name)
         if sec is not None and sec.size:
             found = True
-            _add_fatbin(
-                out, buf, label, sec.offset, sec.offset + sec.size, arch, want, keep, fallback, count_ptx
-            )
+            _add_fatbin(out, buf, label, sec.offset, sec.offset + sec.size, arch, want, keep, count_ptx)
     for name in HOST_HIP_SECTIONS:
         sec = elf.section(name)
         if sec is not None and sec.size:
@@ -336,24 +330,11 @@ def _add_fatbin(
     arch: str | None,
     want: bool,
     keep: bool,
-    fallback: bool,
     count_ptx: bool = False,
 ) -> None:
     ents = fatbin_mod.scan_fatbins(buf, label, start, end)
     base = Path(label).name
-    pending: list[tuple[int, fatbin_mod.FatEntry]] = []
     todo: list[tuple[int, fatbin_mod.FatEntry, str]] = []
-    # without a C ZSTD decoder, feed the pure-Python one only a bounded amount; the rest goes to cuobjdump
-    slow_zstd = not compress.zstd_native_available() and (
-        sum(
-            fe.decompressed_size
-            for fe in ents
-            if fe.compression == "zstd"
-            and fe.kind == fatbin_mod.KIND_ELF
-            and arch_matches(fe.arch_name, arch)
-        )
-        > compress.PURE_PY_ZSTD_MAX_BYTES
-    )
     # first the plan (which entries are read), so a worker pool can start before the entry models are built
     plan: list[tuple[fatbin_mod.FatEntry, str, str]] = []  # (entry, label, what to do with it)
     for n, fe in enumerate(ents, start=1):
@@ -365,8 +346,6 @@ def _add_fatbin(
             what = "other"
         elif not (want and arch_matches(fe.arch_name, arch)):
             what = "skip"
-        elif not fatbin_mod.can_decompress(fe) or (slow_zstd and fe.compression == "zstd"):
-            what = "pending"
         else:
             what = "read"
             todo.append((len(out.entries) + len(plan), fe, elabel))
@@ -386,25 +365,15 @@ def _add_fatbin(
             )
             if what == "ptx":
                 count = None
-                if count_ptx and arch_matches(fe.arch_name, arch) and fatbin_mod.can_decompress(fe):
+                if count_ptx and arch_matches(fe.arch_name, arch):
                     text = bytes(fatbin_mod.entry_payload(buf, fe, f"{label}:{elabel}")).rstrip(b"\0")
                     count = len(ptx_entries(text.decode("utf-8", "replace")))
-                entry = CodeObjectEntry(
-                    kind="ptx", decompressed=fatbin_mod.can_decompress(fe), kernel_count=count, **common
-                )
+                entry = CodeObjectEntry(kind="ptx", kernel_count=count, **common)
             elif what == "other":
                 note = f"fatbin entry kind {fe.kind} is not read"
                 entry = CodeObjectEntry(kind="other", note=note, **common)
             elif what == "skip":
                 entry = CodeObjectEntry(kind="cubin", decompressed=False, **common)
-            elif what == "pending":
-                pending.append((len(out.entries), fe))
-                entry = CodeObjectEntry(
-                    kind="cubin",
-                    decompressed=False,
-                    note="ZSTD-compressed; too much for the pure-Python decoder",
-                    **common,
-                )
             else:
                 entry = CodeObjectEntry(kind="cubin", **common)
             out.entries.append(entry)
@@ -420,8 +389,6 @@ def _add_fatbin(
     for idx, ks in results:
         out.kernels.extend(ks)
         out.entries[idx].kernel_count = sum(1 for k in ks if k.is_entry)
-    if pending:
-        _tool_fallback(out, label, pending, arch, keep, fallback)
 
 
 PREFETCH = 16  # compressed entries decompressed ahead on a helper thread (bounded memory)
@@ -522,7 +489,6 @@ def _fork_pool(
         or multiprocessing.current_process().daemon
     ):
         return None
-    compress.zstd_native_available()  # pick (and import) the decoder once, before forking
     try:
         return concurrent.futures.ProcessPoolExecutor(
             cores, multiprocessing.get_context("fork"), _worker_init, (buf, label, tasks)
@@ -562,7 +528,7 @@ def _worker_rows(task: int) -> _WorkerOut:
     for _idx, fe, elabel in tasks[task]:
         try:
             payload = fatbin_mod.entry_payload(buf, fe, f"{label}:{elabel}", _worker_scratch)
-            out.append(cubin_rows(ElfFile(payload, f"{label}:{elabel}")))
+            out.append(cubin_rows(CubinElf(payload, f"{label}:{elabel}")))
         except Exception:
             out.append((None, None))
     return out
@@ -599,63 +565,6 @@ def _payloads(
             yield idx, elabel, fut.result()
 
 
-def _tool_fallback(
-    out: Loaded,
-    label: str,
-    pending: list[tuple[int, fatbin_mod.FatEntry]],
-    arch: str | None,
-    keep: bool,
-    fallback: bool,
-) -> None:
-    exe = toolchain.find_tool("cuobjdump") if fallback else None
-    if exe is None:
-        out.warnings.append(
-            f"{len(pending)} compressed cubin(s) not read: over "
-            f"{compress.PURE_PY_ZSTD_MAX_BYTES >> 20} MB of ZSTD data, no C decoder (pip install zstandard) "
-            "and no cuobjdump to fall back on"
-        )
-        return
-    with tempfile.TemporaryDirectory(prefix="kp-isa-") as tmp:
-        try:
-            toolchain.run([str(exe), "-xelf", "all", os.path.abspath(label)], cwd=tmp, timeout_s=600)
-        except ToolchainError as exc:
-            out.warnings.append(f"cuobjdump -xelf fallback failed: {exc.message}")
-            return
-        files = sorted(Path(tmp).glob("*.cubin"), key=lambda p: _cuobjdump_index(p.name))
-        by_arch: dict[str, list[Path]] = {}
-        for f in files:
-            m = re.search(r"\.(sm_\d+[a-z]?)\.cubin$", f.name)
-            if m:
-                by_arch.setdefault(m.group(1), []).append(f)
-        used: dict[str, int] = {}
-        for idx, fe in pending:
-            cands = by_arch.get(fe.arch_name, [])
-            # match by decompressed size when possible, else in order
-            pick = next((c for c in cands if c.stat().st_size == fe.decompressed_size), None)
-            if pick is None:
-                i = used.get(fe.arch_name, 0)
-                if i >= len(cands):
-                    continue
-                pick = cands[i]
-                used[fe.arch_name] = i + 1
-            else:
-                cands.remove(pick)
-            data = pick.read_bytes()
-            ent = out.entries[idx]
-            ks = read_cubin(data, f"{label}:{ent.label}", ent.label)
-            out.kernels.extend(ks)
-            ent.kernel_count = sum(1 for k in ks if k.is_entry)
-            ent.decompressed = True
-            ent.note = "extracted with cuobjdump -xelf"
-            if keep:
-                out.payloads[ent.label] = lambda d=data: d  # type: ignore[misc]
-
-
-def _cuobjdump_index(name: str) -> int:
-    m = re.search(r"\.(\d+)\.sm_", name)
-    return int(m.group(1)) if m else 0
-
-
 def _add_bundle(
     out: Loaded,
     buf: memoryview,
@@ -670,25 +579,7 @@ def _add_bundle(
     container = "offload-bundle"
     compressed = None
     if bytes(data[:4]) == bundle_mod.CCOB_MAGIC:
-        try:
-            data, compressed = bundle_mod.decompress_ccob(data, label)
-        except CodeObjectError as exc:
-            if "no C ZSTD decoder" not in exc.message:
-                raise
-            out.entries.append(
-                CodeObjectEntry(
-                    index=len(out.entries),
-                    label=f"{Path(label).name}@{base_offset + start}",
-                    kind="other",
-                    container="compressed-offload-bundle",
-                    offset=base_offset + start,
-                    size_bytes=len(data),
-                    compressed="zstd",
-                    decompressed=False,
-                    note=exc.message,
-                )
-            )
-            return
+        data, compressed = bundle_mod.decompress_ccob(data, label)
         container = "compressed-offload-bundle"
     entries = bundle_mod.parse_bundle(data, label)
     for be in entries:

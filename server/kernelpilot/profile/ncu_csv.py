@@ -63,12 +63,22 @@ def check_no_kernels(text: str) -> None:
         )
 
 
-def _csv_rows(text: str) -> list[list[str]]:
+def _csv_error(source_name: str, exc: csv.Error) -> ProfileFormatError:
+    return ProfileFormatError(
+        f"{source_name}: not a readable CSV ({exc})",
+        "give the ncu --csv output as ncu wrote it (a cut or edited file cannot be read)",
+    )
+
+
+def _csv_rows(text: str, source_name: str) -> list[list[str]]:
     lines = [ln for ln in text.splitlines() if ln.startswith('"')]
-    return list(csv.reader(io.StringIO("\n".join(lines))))
+    try:
+        return list(csv.reader(io.StringIO("\n".join(lines))))
+    except csv.Error as exc:  # an unclosed quote runs a field past the csv module's size limit
+        raise _csv_error(source_name, exc) from None
 
 
-def _source_rows(text: str) -> list[list[str]]:
+def _source_rows(text: str, source_name: str) -> list[list[str]]:
     """Split source-page lines on '","': ncu does not escape quotes inside CUDA source text (extern "C")."""
     out: list[list[str]] = []
     for ln in text.splitlines():
@@ -80,7 +90,10 @@ def _source_rows(text: str) -> list[list[str]]:
         if len(body) >= 2 and body.endswith('"'):
             out.append(body[1:-1].split('","'))
         else:
-            out.append(next(csv.reader([ln])))
+            try:
+                out.append(next(csv.reader([ln])))
+            except csv.Error as exc:
+                raise _csv_error(source_name, exc) from None
     return out
 
 
@@ -116,7 +129,7 @@ def _cell_value(cell: str, factor: float) -> float | str | None:
 def parse_raw(text: str, source_name: str = "<text>") -> ParsedPage:
     """Parse `ncu --csv --page raw` (one row per launch, one column per metric, optional units row)."""
     check_no_kernels(text)
-    rows = _csv_rows(text)
+    rows = _csv_rows(text, source_name)
     if not rows:
         raise ProfileFormatError(
             f"{source_name}: no CSV rows (empty report or not `ncu --csv --page raw` output)",
@@ -176,7 +189,7 @@ def parse_raw(text: str, source_name: str = "<text>") -> ParsedPage:
 def parse_details(text: str, source_name: str = "<text>") -> ParsedPage:
     """Parse `ncu --csv --page details`: long format, one row per (launch, section, metric)."""
     check_no_kernels(text)
-    rows = _csv_rows(text)
+    rows = _csv_rows(text, source_name)
     if not rows:
         raise ProfileFormatError(
             f"{source_name}: no CSV rows in details page", "re-run with --csv --page details"
@@ -253,7 +266,7 @@ def parse_source(text: str, source_name: str = "<text>") -> tuple[list[SourceKer
     """
     check_no_kernels(text)
     warnings: list[str] = [m for m in profiler_messages(text) if "No lineinfo" in m or "No source" in m]
-    rows = _source_rows(text)
+    rows = _source_rows(text, source_name)
     kernels: list[SourceKernel] = []
     cur: SourceKernel | None = None
     header: list[str] | None = None

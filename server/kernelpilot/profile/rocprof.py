@@ -46,10 +46,40 @@ def build_rocprof_argv(req: ProfileRunRequest, outdir: str, exe: str = "rocprofv
 
 
 def _rows(text: str, source_name: str) -> list[dict[str, str]]:
-    rows = list(csv.DictReader(io.StringIO(text)))
+    """The CSV's rows as dicts; every row must have the header's columns (a short row is a cut file)."""
+    reader = csv.reader(io.StringIO(text, newline=""))
+    try:
+        header = next(reader, None)
+        body = list(reader)
+    except csv.Error as exc:
+        raise ProfileFormatError(
+            f"{source_name}: not a readable CSV (line {reader.line_num}: {exc})",
+            "give the rocprofv3 CSV as it wrote it (a cut or edited file cannot be read)",
+        ) from None
+    if header is None or not body:
+        raise ProfileFormatError(f"{source_name}: no CSV rows", "give a non-empty rocprofv3 CSV output")
+    rows: list[dict[str, str]] = []
+    for n, cells in enumerate(body, start=2):
+        if not cells:
+            continue
+        if len(cells) != len(header):
+            raise ProfileFormatError(
+                f"{source_name}: row {n} has {len(cells)} cells, the header has {len(header)} "
+                "(truncated or corrupt file)",
+                "re-run rocprofv3, or give the complete CSV",
+            )
+        rows.append(dict(zip(header, cells, strict=True)))
     if not rows:
         raise ProfileFormatError(f"{source_name}: no CSV rows", "give a non-empty rocprofv3 CSV output")
     return rows
+
+
+def _check_names(rows: list[dict[str, str]], source_name: str) -> None:
+    for n, r in enumerate(rows, start=2):
+        if not r["Kernel_Name"].strip():
+            raise ProfileFormatError(
+                f"{source_name}: row {n} has an empty Kernel_Name", "give the rocprofv3 CSV as it wrote it"
+            )
 
 
 def _f(row: dict[str, str], *names: str) -> float | None:
@@ -66,7 +96,7 @@ def _dims(row: dict[str, str], prefix: str) -> list[int] | None:
     if all(v is not None for v in vals):
         return [int(v) for v in vals if v is not None]
     single = _f(row, prefix)
-    return [int(single)] if single is not None else None
+    return [int(single)] if single is not None else None  # parse_number gives finite floats only
 
 
 def _from_dispatch_row(
@@ -104,6 +134,7 @@ def parse_kernel_trace(text: str, source_name: str = "<text>") -> list[KernelPro
         raise ProfileFormatError(
             f"{source_name}: not a rocprofv3 kernel-trace CSV (needs {need})", "give *_kernel_trace.csv"
         )
+    _check_names(rows, source_name)
     out: list[KernelProfile] = []
     for n, r in enumerate(rows):
         start, end = _f(r, "Start_Timestamp"), _f(r, "End_Timestamp")
@@ -166,6 +197,7 @@ def parse_counter_collection(text: str, source_name: str = "<text>") -> list[Ker
             f"{source_name}: not a rocprofv3 counter-collection CSV (needs {need})",
             "give *_counter_collection.csv",
         )
+    _check_names(rows, source_name)
     by_dispatch: dict[str, tuple[dict[str, str], dict[str, float]]] = {}
     for r in rows:
         key = r.get("Dispatch_Id") or r.get("Correlation_Id") or str(len(by_dispatch))
@@ -209,6 +241,17 @@ def parse_json(text: str, source_name: str = "<text>") -> tuple[list[KernelProfi
         raise ProfileFormatError(
             f"{source_name}: no 'rocprofiler-sdk-tool' list", "give rocprofv3 JSON output"
         )
+    try:
+        return _parse_tools(tools, source_name)
+    except (AttributeError, TypeError, KeyError, IndexError, ValueError, OverflowError) as exc:
+        # a value of another JSON type than rocprofv3 writes (a list where an object belongs, ...)
+        raise ProfileFormatError(
+            f"{source_name}: rocprofv3 JSON with an unexpected layout ({type(exc).__name__}: {exc})",
+            "give the *_results.json as rocprofv3 wrote it",
+        ) from None
+
+
+def _parse_tools(tools: list[Any], source_name: str) -> tuple[list[KernelProfile], list[str]]:
     warnings: list[str] = []
     out: list[KernelProfile] = []
     for tool in tools:

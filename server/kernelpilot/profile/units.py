@@ -6,6 +6,7 @@ and that base unit's name, or None for cells that hold no number ("n/a", "(!) n/
 
 from __future__ import annotations
 
+import math
 import re
 
 # SI prefixes as ncu uses them (Kbyte = 1000 byte; checked against --print-units base on ncu 2025.3.1).
@@ -29,14 +30,15 @@ _NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
 
 
 def parse_number(text: str) -> float | None:
-    """'1,234.5' -> 1234.5; 'n/a' and other non-numbers -> None."""
+    """'1,234.5' -> 1234.5; 'n/a', other non-numbers and numbers beyond a double's range -> None."""
     t = text.strip()
     if t in _NA:
         return None
     t = t.replace(",", "")
     if not _NUMBER.match(t):
         return None
-    return float(t)
+    value = float(t)
+    return value if math.isfinite(value) else None
 
 
 def _scale_token(tok: str) -> tuple[str, float]:

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from kernelpilot.atomic import write_text_atomic
-from kernelpilot.experiments.store import open_store
+from kernelpilot.experiments.backends import open_store
 from kernelpilot.sweep import charts, records
 from kernelpilot.sweep.models import SweepReportRequest, SweepReportResult, SweepSummary
 

@@ -109,7 +109,7 @@ def locate(workspace: str, root: str | None = None) -> Workspace:
         if cfg_path.is_file():
             try:
                 config = json.loads(cfg_path.read_text(encoding="utf-8"))
-            except (OSError, json.JSONDecodeError) as exc:
+            except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
                 raise InputFileError(
                     f"{cfg_path} is not readable JSON: {exc}",
                     "restore it from git (git checkout workspace.json)",

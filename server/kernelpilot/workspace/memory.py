@@ -74,7 +74,11 @@ def load_record(ws: Workspace, version: int) -> dict[str, Any]:
 def _load_file(ws: Workspace, path: Path, version: int) -> dict[str, Any]:
     name = rel(ws, path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(path.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise MemorySchemaError(
+            f"{name} is not UTF-8 text (byte {exc.start})", "restore it with git checkout", file=name
+        ) from exc
     except json.JSONDecodeError as exc:
         raise MemorySchemaError(
             f"{name} is not valid JSON: {exc.msg} at line {exc.lineno}",

@@ -1,53 +1,21 @@
-"""A small validator for the subset of JSON Schema the workspace ships (no `jsonschema` dependency).
+"""The workspace's JSON Schema (`memory.schema.json`), checked by `jsonschema` (Draft 2020-12).
 
-Supported keywords: `type` (a name or a list of names: object, array, string, number, integer,
-boolean, null), `required`, `properties`, `additionalProperties` (bool or schema), `enum`,
-`minimum`, `maximum`, `exclusiveMinimum`, `minLength`, `pattern`, `items`, `minItems`.
-Any other keyword in a schema is a programming error and raises `ValueError` at load time, so the
-shipped schema can never silently use something this validator ignores.
-Errors name the field by path, e.g. `performance.median` or `pitfalls_and_fixes[0].fix`.
+This module only turns the validator's first error into a `SchemaViolation` that names the field by path
+(`performance.median`, `pitfalls_and_fixes[0].fix`) with a short reason, and fills absent optional fields
+for the report templates.
 """
 
 from __future__ import annotations
 
 import json
-import re
+from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
 from typing import Any
 
-SUPPORTED_KEYWORDS = frozenset(
-    {
-        "$schema",
-        "$id",
-        "title",
-        "description",
-        "type",
-        "required",
-        "properties",
-        "additionalProperties",
-        "enum",
-        "minimum",
-        "maximum",
-        "exclusiveMinimum",
-        "minLength",
-        "pattern",
-        "items",
-        "minItems",
-    }
-)
-
-_TYPE_CHECKS: dict[str, Any] = {
-    "object": lambda v: isinstance(v, dict),
-    "array": lambda v: isinstance(v, list),
-    "string": lambda v: isinstance(v, str),
-    "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
-    "integer": lambda v: (
-        (isinstance(v, int) and not isinstance(v, bool)) or (isinstance(v, float) and v.is_integer())
-    ),
-    "boolean": lambda v: isinstance(v, bool),
-    "null": lambda v: v is None,
-}
+import jsonschema
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError
 
 SCHEMA_PATH = Path(__file__).resolve().parent / "memory.schema.json"
 
@@ -61,85 +29,80 @@ class SchemaViolation(Exception):
         self.reason = reason
 
 
-def check_schema(schema: Any, where: str = "<root>") -> None:
-    """Refuse schemas that use keywords this validator does not implement."""
-    if not isinstance(schema, dict):
-        if isinstance(schema, bool):
-            return
-        raise ValueError(f"schema at {where} must be an object")
-    unknown = set(schema) - SUPPORTED_KEYWORDS
-    if unknown:
-        raise ValueError(f"schema at {where} uses unsupported keywords {sorted(unknown)}")
-    types = schema.get("type")
-    for t in [types] if isinstance(types, str) else (types or []):
-        if t not in _TYPE_CHECKS:
-            raise ValueError(f"schema at {where} has unknown type {t!r}")
-    for name, sub in schema.get("properties", {}).items():
-        check_schema(sub, f"{where}.{name}")
-    if isinstance(schema.get("additionalProperties"), dict):
-        check_schema(schema["additionalProperties"], f"{where}.*")
-    if "items" in schema:
-        check_schema(schema["items"], f"{where}[]")
+def check_schema(schema: Any) -> None:
+    """Refuse a schema that is not valid Draft 2020-12 (`ValueError` naming the problem)."""
+    try:
+        Draft202012Validator.check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        raise ValueError(f"invalid JSON Schema: {exc.message}") from exc
 
 
-def _join(path: str, key: str) -> str:
-    return f"{path}.{key}" if path else key
+def _path(parts: Iterable[Any]) -> str:
+    out = ""
+    for p in parts:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+    return out
 
 
 def _type_name(value: Any) -> str:
     for name in ("null", "boolean", "integer", "number", "string", "array", "object"):
-        if _TYPE_CHECKS[name](value) and not (name == "integer" and isinstance(value, float)):
+        if Draft202012Validator.TYPE_CHECKER.is_type(value, name):
             return name
     return type(value).__name__
 
 
-def validate(value: Any, schema: dict[str, Any], path: str = "") -> None:
-    """Raise `SchemaViolation` at the first field (depth-first, in schema order) that breaks `schema`."""
-    types = schema.get("type")
-    if types is not None:
-        names = [types] if isinstance(types, str) else list(types)
-        if not any(_TYPE_CHECKS[t](value) for t in names):
-            raise SchemaViolation(path, f"expected {' or '.join(names)}, got {_type_name(value)}")
-    if "enum" in schema and value not in schema["enum"]:
-        allowed = ", ".join(json.dumps(e) for e in schema["enum"])
-        raise SchemaViolation(path, f"{json.dumps(value)} is not one of {allowed}")
-    if _TYPE_CHECKS["number"](value):
-        if "minimum" in schema and value < schema["minimum"]:
-            raise SchemaViolation(path, f"{value} is below the minimum {schema['minimum']}")
-        if "exclusiveMinimum" in schema and value <= schema["exclusiveMinimum"]:
-            raise SchemaViolation(path, f"{value} must be greater than {schema['exclusiveMinimum']}")
-        if "maximum" in schema and value > schema["maximum"]:
-            raise SchemaViolation(path, f"{value} is above the maximum {schema['maximum']}")
-    if isinstance(value, str):
-        if "minLength" in schema and len(value) < schema["minLength"]:
-            raise SchemaViolation(path, f"must have at least {schema['minLength']} characters")
-        if "pattern" in schema and not re.search(schema["pattern"], value):
-            raise SchemaViolation(path, f"{value!r} does not match pattern {schema['pattern']!r}")
-    if isinstance(value, dict):
-        for key in schema.get("required", []):
-            if key not in value:
-                raise SchemaViolation(_join(path, key), "required field is missing")
-        props: dict[str, Any] = schema.get("properties", {})
-        extra = schema.get("additionalProperties", True)
-        for key, sub_value in value.items():
-            if key in props:
-                validate(sub_value, props[key], _join(path, key))
-            elif extra is False:
-                allowed = ", ".join(sorted(props))
-                raise SchemaViolation(_join(path, key), f"unknown field (allowed: {allowed})")
-            elif isinstance(extra, dict):
-                validate(sub_value, extra, _join(path, key))
-    if isinstance(value, list):
-        if "minItems" in schema and len(value) < schema["minItems"]:
-            raise SchemaViolation(path, f"must have at least {schema['minItems']} items")
-        if "items" in schema:
-            for i, item in enumerate(value):
-                validate(item, schema["items"], f"{path}[{i}]")
+def _violation(err: ValidationError) -> SchemaViolation:
+    """The error as (field path, reason) in the words the memory tools print."""
+    path = _path(err.absolute_path)
+    # the error's fields, as plain values (the stubs type them "possibly unset"; iter_errors sets them all)
+    kw: str = str(err.validator)
+    want: Any = err.validator_value
+    value: Any = err.instance
+    sub: Any = err.schema
+    if kw == "required":
+        missing = next((k for k in want if k not in value), "?")
+        return SchemaViolation(_path([*err.absolute_path, missing]), "required field is missing")
+    if kw == "additionalProperties":
+        props = sub.get("properties", {}) if isinstance(sub, dict) else {}
+        extra = next((k for k in value if k not in props), "?")
+        allowed = ", ".join(sorted(props))
+        return SchemaViolation(_path([*err.absolute_path, extra]), f"unknown field (allowed: {allowed})")
+    reasons = {
+        "type": lambda: (
+            f"expected {' or '.join([want] if isinstance(want, str) else want)}, got {_type_name(value)}"
+        ),
+        "enum": lambda: f"{json.dumps(value)} is not one of {', '.join(json.dumps(e) for e in want)}",
+        "minimum": lambda: f"{value} is below the minimum {want}",
+        "exclusiveMinimum": lambda: f"{value} must be greater than {want}",
+        "maximum": lambda: f"{value} is above the maximum {want}",
+        "minLength": lambda: f"must have at least {want} characters",
+        "pattern": lambda: f"{value!r} does not match pattern {want!r}",
+        "minItems": lambda: f"must have at least {want} items",
+    }
+    make = reasons.get(kw)
+    return SchemaViolation(path, make() if make else err.message)
+
+
+def _order(err: ValidationError) -> tuple[Any, ...]:
+    """Outermost field first, then document order of the path: the first violation a reader meets."""
+    return (len(err.absolute_path), tuple(str(p) for p in err.absolute_path))
+
+
+def validate(value: Any, schema: dict[str, Any]) -> None:
+    """Raise `SchemaViolation` for the first violation (outermost field first)."""
+    errors = sorted(_validator(json.dumps(schema, sort_keys=True)).iter_errors(value), key=_order)
+    if errors:
+        raise _violation(errors[0])
+
+
+@cache
+def _validator(schema_json: str) -> Draft202012Validator:
+    return Draft202012Validator(json.loads(schema_json))
 
 
 @cache
 def memory_schema() -> dict[str, Any]:
-    """The shipped `memory.schema.json`, checked once for unsupported keywords."""
+    """The shipped `memory.schema.json`, checked once against the Draft 2020-12 meta-schema."""
     schema: dict[str, Any] = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
     check_schema(schema)
     return schema

@@ -1,0 +1,20 @@
+"""Opening the experiment store: the one module that knows both backends, so neither they nor the
+protocol in `store` import each other."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kernelpilot.experiments.store import Store, default_location, is_pg_url
+
+
+def open_store(db: str | None = None, *, busy_timeout_s: float | None = None) -> Store:
+    """Open (creating and migrating if needed) the store at `db` or the default location."""
+    location = db or default_location()
+    if is_pg_url(location):
+        from kernelpilot.experiments.pg_store import PostgresStore  # psycopg only when asked for
+
+        return PostgresStore(location, busy_timeout_s=busy_timeout_s)
+    from kernelpilot.experiments.sqlite_store import SQLiteStore
+
+    return SQLiteStore(Path(location).expanduser(), busy_timeout_s=busy_timeout_s)
