@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from kernelpilot.errors import CitationError, InvalidArgumentError, UnknownSpecError
 from kernelpilot.models import Request, Result
 
-# Contract 1: the only units a wiki line may carry.
+# The only units a wiki line may carry (line grammar: `kernelpilot.wiki.core` docstring).
 UNITS: tuple[str, ...] = (
     "TFLOP/s",
     "TOP/s",
