@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import random
 import struct
-import time
 from pathlib import Path
 
 import pytest
@@ -124,7 +123,6 @@ def test_bad_regex_and_no_match() -> None:
 def test_random_corruption_never_escapes_untyped(tmp_path: Path, src: Path) -> None:
     rng = random.Random(1234)
     base = src.read_bytes()
-    t0 = time.perf_counter()
     for i in range(60):
         data = bytearray(base)
         for _ in range(rng.randint(1, 40)):
@@ -135,7 +133,6 @@ def test_random_corruption_never_escapes_untyped(tmp_path: Path, src: Path) -> N
             load(p, allow_tool_fallback=False)
         except KernelpilotError as exc:
             assert p.name in str(exc) or "fuzz" in str(exc) or exc.message
-    assert time.perf_counter() - t0 < 30
 
 
 def test_cli_bad_file_exit_code(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
