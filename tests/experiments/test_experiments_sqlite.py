@@ -13,17 +13,15 @@ from pathlib import Path
 import pytest
 
 from kernelpilot.errors import StoreError
-from kernelpilot.experiments.record import ExperimentRecord
-from kernelpilot.experiments.sqlite_store import SQLiteStore
-from kernelpilot.experiments.store import (
-    RecordFilter,
+from kernelpilot.experiments.errors import (
     StoreConnectionError,
     StoreCorruptError,
     StoreLockedError,
     StoreVersionError,
-    default_location,
-    open_store,
 )
+from kernelpilot.experiments.record import ExperimentRecord
+from kernelpilot.experiments.sqlite_store import SQLiteStore
+from kernelpilot.experiments.store import RecordFilter, default_location, open_store
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "experiments"
 

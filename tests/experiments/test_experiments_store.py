@@ -20,8 +20,9 @@ from kernelpilot.experiments.api import (
     ExpLineageRequest,
     ExpSimilarRequest,
 )
+from kernelpilot.experiments.errors import DuplicateRecordError
 from kernelpilot.experiments.record import ExperimentRecord, Status
-from kernelpilot.experiments.store import DuplicateRecordError, RecordFilter, open_store
+from kernelpilot.experiments.store import RecordFilter, open_store
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "experiments"
 T0 = datetime(2026, 11, 1, 12, 0, 0, 123456, tzinfo=UTC)

@@ -15,10 +15,11 @@ from tests.waiting import process_gone, wait_until
 
 from kernelpilot.errors import InputFileError, InvalidArgumentError, StateError
 from kernelpilot.tasks.create import create_task
-from kernelpilot.tasks.evaluate import CorrectnessFailedError, evaluate
+from kernelpilot.tasks.errors import CorrectnessFailedError
+from kernelpilot.tasks.evaluate import evaluate
 from kernelpilot.tasks.ledger import ledger_show
 from kernelpilot.tasks.models import CreateTaskRequest, EvaluateRequest, LedgerRequest
-from kernelpilot.timing.commands import CommandTimeoutError
+from kernelpilot.timing.errors import CommandTimeoutError
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "tasks" / "sample_task"
 GIT_ENV = {

@@ -11,8 +11,9 @@ import pytest
 from kernelpilot.errors import InputFileError, InvalidArgumentError
 from kernelpilot.tasks.store import append_jsonl, read_jsonl
 from kernelpilot.timing.callables import CallableError
-from kernelpilot.timing.commands import CommandTimeoutError, MetricNotFoundError, extract_metric
+from kernelpilot.timing.commands import extract_metric
 from kernelpilot.timing.core import time_kernel
+from kernelpilot.timing.errors import CommandTimeoutError, MetricNotFoundError
 from kernelpilot.timing.models import TimeRequest
 from kernelpilot.timing.stats import bootstrap_speedup_ci, summarize
 

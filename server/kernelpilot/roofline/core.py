@@ -28,7 +28,8 @@ from kernelpilot.errors import InputFileError, InvalidArgumentError, UnknownSpec
 from kernelpilot.roofline import ops
 from kernelpilot.roofline.models import Achieved, CeilingComparison, RooflineRequest, RooflineResult
 from kernelpilot.wiki.core import Wiki, load_wiki
-from kernelpilot.wiki.models import UNKNOWN_TEXT, BareNumberError, CitedValue, UnitMismatchError
+from kernelpilot.wiki.errors import BareNumberError, UnitMismatchError
+from kernelpilot.wiki.models import UNKNOWN_TEXT, CitedValue
 
 _COMPUTE_UNITS = {"TFLOP/s": 1e12, "TOP/s": 1e12}
 _MEMORY_UNITS = {"TB/s": 1e12, "GB/s": 1e9}

@@ -10,18 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from kernelpilot.wiki.models import (
-    UNITS,
-    UNKNOWN_TEXT,
-    AmbiguousNameError,
-    AuditProblem,
-    AuditResult,
-    BareNumberError,
-    CitedValue,
-    UnitMismatchError,
-    WikiConflictError,
-    WikiIssue,
-)
+from kernelpilot.wiki.errors import AmbiguousNameError, BareNumberError, UnitMismatchError, WikiConflictError
+from kernelpilot.wiki.models import UNITS, UNKNOWN_TEXT, AuditProblem, AuditResult, CitedValue, WikiIssue
 
 if TYPE_CHECKING:
     from kernelpilot.wiki.audit import audit_paths

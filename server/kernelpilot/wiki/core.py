@@ -29,16 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kernelpilot.errors import InputFileError
-from kernelpilot.wiki.models import (
-    UNITS,
-    UNKNOWN_TEXT,
-    AmbiguousNameError,
-    CitedValue,
-    GpuInfo,
-    UnknownSpecError,
-    WikiConflictError,
-    WikiIssue,
-)
+from kernelpilot.wiki.errors import AmbiguousNameError, WikiConflictError
+from kernelpilot.wiki.models import UNITS, UNKNOWN_TEXT, CitedValue, GpuInfo, UnknownSpecError, WikiIssue
 
 ENV_VAR = "KERNELPILOT_WIKI_PATH"
 _UNITS = frozenset(UNITS)

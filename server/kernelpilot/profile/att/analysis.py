@@ -31,7 +31,8 @@ from kernelpilot.profile.att.models import (
     WaveState,
     WaveSummary,
 )
-from kernelpilot.profile.att.reader import AttFormatError, CodeTable, Folder, read_folder
+from kernelpilot.profile.att.reader import CodeTable, Folder, read_folder
+from kernelpilot.profile.errors import AttFormatError
 
 # Timeline state numbers of the decoder's wstates<N>.json, as the ATT viewer names them (the FlyDSL
 # REPORT.md's
