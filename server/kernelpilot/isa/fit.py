@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+from kernelpilot.isa.errors import UnknownArchError
 from kernelpilot.isa.models import KernelResources
 from kernelpilot.isa.occupancy import AMD_TABLE, NVIDIA_TABLE, cc_of
 from kernelpilot.isa.occupancy_models import FitReport, KernelMixModel, OccupancyModel
@@ -19,7 +20,7 @@ def _matrix_units(arch: str) -> str:
         return row.matrix_units if row else "unknown"
     try:
         row_n = NVIDIA_TABLE.get(cc_of(arch))
-    except Exception:
+    except UnknownArchError:  # an arch the table does not know: say so in the view
         row_n = None
     return row_n.matrix_units if row_n else "unknown"
 
