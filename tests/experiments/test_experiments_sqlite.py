@@ -14,16 +14,15 @@ import pytest
 
 from kernelpilot.errors import StoreError
 from kernelpilot.experiments.backends import open_store
-from kernelpilot.experiments.record import ExperimentRecord
-from kernelpilot.experiments.sqlite_store import SQLiteStore
-from kernelpilot.experiments.store import (
-    RecordFilter,
+from kernelpilot.experiments.errors import (
     StoreConnectionError,
     StoreCorruptError,
     StoreLockedError,
     StoreVersionError,
-    default_location,
 )
+from kernelpilot.experiments.record import ExperimentRecord
+from kernelpilot.experiments.sqlite_store import SQLiteStore
+from kernelpilot.experiments.store import RecordFilter, default_location
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "experiments"
 

@@ -21,8 +21,9 @@ from kernelpilot.experiments.api import (
     ExpSimilarRequest,
 )
 from kernelpilot.experiments.backends import open_store
+from kernelpilot.experiments.errors import DuplicateRecordError
 from kernelpilot.experiments.record import ExperimentRecord, Status
-from kernelpilot.experiments.store import DuplicateRecordError, RecordFilter
+from kernelpilot.experiments.store import RecordFilter
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "experiments"
 T0 = datetime(2026, 11, 1, 12, 0, 0, 123456, tzinfo=UTC)

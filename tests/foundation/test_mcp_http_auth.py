@@ -13,7 +13,6 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -23,6 +22,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
+from tests.waiting import wait_until
 
 from kernelpilot.errors import InvalidArgumentError
 from kernelpilot.http_auth import check_exposure, is_loopback
@@ -65,16 +65,14 @@ def _server(host: str, token: str | None) -> Iterator[int]:
         _argv(host, port), env=_env(token), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
     )
     try:
-        deadline = time.monotonic() + 30
-        while True:
+
+        def listening() -> bool:
             if proc.poll() is not None:
                 pytest.fail(f"server exited {proc.returncode}: {proc.stderr.read() if proc.stderr else ''}")
             with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            if time.monotonic() > deadline:
-                pytest.fail("HTTP server did not start")
-            time.sleep(0.1)  # polling a starting process, not timing anything
+                return s.connect_ex(("127.0.0.1", port)) == 0
+
+        wait_until(listening, "the HTTP server to listen")
         yield port
     finally:
         proc.terminate()

@@ -3,11 +3,11 @@
 import socket
 import subprocess
 import sys
-import time
 
 import anyio
 import pytest
 from mcp import Client, StdioServerParameters
+from tests.waiting import wait_until
 
 SERVER = StdioServerParameters(command=sys.executable, args=["-m", "kernelpilot.mcp_server"])
 
@@ -94,14 +94,15 @@ def test_streamable_http_transport():
         stderr=subprocess.PIPE,
     )
     try:
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
+
+        def listening() -> bool:
+            if proc.poll() is not None:
+                err = proc.stderr.read().decode() if proc.stderr else ""
+                pytest.fail(f"HTTP server exited {proc.returncode}: {err}")
             with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            time.sleep(0.1)
-        else:
-            pytest.fail("HTTP server did not start: " + proc.stderr.read().decode() if proc.stderr else "")
+                return s.connect_ex(("127.0.0.1", port)) == 0
+
+        wait_until(listening, "the HTTP server to listen")
 
         async def main():
             async with Client(f"http://127.0.0.1:{port}/mcp") as client:

@@ -11,8 +11,8 @@ import pytest
 
 from kernelpilot.errors import InvalidArgumentError, ToolTimeoutError
 from kernelpilot.profile.att.capture import att_yaml, build_att_argv
-from kernelpilot.profile.att.reader import AttFormatError
 from kernelpilot.profile.core import profile_run
+from kernelpilot.profile.errors import AttFormatError
 from kernelpilot.profile.models import ProfileRunRequest
 
 HERE = Path(__file__).resolve().parent

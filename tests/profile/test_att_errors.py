@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from kernelpilot.errors import InputFileError, KernelpilotError
 from kernelpilot.profile.att.analysis import profile_att
 from kernelpilot.profile.att.models import AttRequest
-from kernelpilot.profile.att.reader import AttFormatError
+from kernelpilot.profile.errors import AttFormatError
 
 SMALL = (
     Path(__file__).resolve().parents[1]

@@ -10,7 +10,8 @@ import pytest
 
 from kernelpilot.errors import InvalidArgumentError, UnknownSpecError
 from kernelpilot.roofline import RooflineRequest, analyze, choose_peak_metric, roof_from_peaks
-from kernelpilot.roofline.ops import UnknownDtypeError, attention, causal_pairs, gemm, row_op
+from kernelpilot.roofline.errors import UnknownDtypeError
+from kernelpilot.roofline.ops import attention, causal_pairs, gemm, row_op
 from kernelpilot.wiki import UNKNOWN_TEXT, BareNumberError, UnitMismatchError, Wiki, load_wiki
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "wiki"

@@ -1,4 +1,4 @@
-"""Format checker for the bundled gpu-wiki-index (contract 1 of the team brief).
+"""Format checker for the bundled gpu-wiki-index (line grammar: `kernelpilot.wiki.core` docstring).
 
 Self-contained on purpose: plain regexes over the Markdown, no import of kernelpilot's own wiki parser, so the
 data is checked independently of the code that reads it.
@@ -19,7 +19,7 @@ import pytest
 
 WIKI = Path(__file__).resolve().parents[2] / "gpu-wiki-index"
 
-# Units allowed by contract 1; the README vocabulary may use only these.
+# Units a wiki line may carry (`kernelpilot.wiki.models`); the README vocabulary may use only these.
 ALLOWED_UNITS = {"TFLOP/s", "TOP/s", "TB/s", "GB/s", "GB", "MB", "KB", "MHz", "W", "count", "bytes", "text"}
 
 # A line that *claims* to be a spec: list item starting with `key:`.

@@ -1,8 +1,8 @@
-"""Workspace test helpers: a stand-in for the wiki/roofline API (contract 2) over a synthetic stub wiki.
+"""Workspace test helpers: stand-ins for the wiki/roofline public API over a small synthetic wiki.
 
-The real `kernelpilot.wiki` / `kernelpilot.roofline` are another helper's work; these stubs implement
-the same call signatures so the workspace's cited-spec path is exercised now. Tests against the real
-modules skip with "wiki/roofline not merged" until they land.
+The stubs keep the call signatures of `kernelpilot.wiki` / `kernelpilot.roofline` (see their `__init__`
+docstrings) so workspace tests pin the cited-spec path on known numbers; tests marked `needs_real_wiki`
+(`test_workspace_hardware.py`) run against the real packages and the bundled gpu-wiki-index.
 """
 
 from __future__ import annotations
@@ -141,7 +141,7 @@ def analyze(req: RooflineRequest) -> RooflineResult:
 
 @pytest.fixture
 def stub_wiki(monkeypatch: pytest.MonkeyPatch) -> StubWiki:
-    """Install stand-ins for `kernelpilot.wiki` and `kernelpilot.roofline` (contract-2 signatures)."""
+    """Install stand-ins for `kernelpilot.wiki` and `kernelpilot.roofline` (same signatures)."""
     wiki_mod = types.ModuleType("kernelpilot.wiki")
     wiki_mod.load_wiki = lambda extra_dirs=None: StubWiki()  # type: ignore[attr-defined]
     wiki_mod.audit_paths = audit_paths  # type: ignore[attr-defined]

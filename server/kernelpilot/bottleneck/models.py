@@ -1,4 +1,5 @@
-"""Models of `classify_bottleneck` (contract 3 of the team brief: BottleneckVerdict field names are fixed)."""
+"""Models of `classify_bottleneck` (BottleneckVerdict field names are fixed: `experiments` stores verdicts and
+`tests/bottleneck/test_bottleneck_classify.py::test_contract_field_names` pins them)."""
 
 from __future__ import annotations
 

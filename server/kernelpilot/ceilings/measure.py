@@ -134,58 +134,50 @@ def _validate(req: CeilingsRequest) -> None:
         raise InvalidArgumentError(f"--dtypes: unknown {bad}", f"use {', '.join(_MATMUL_DTYPES)}")
 
 
-def measure_ceilings(req: CeilingsRequest, progress: Progress = no_progress) -> CeilingsResult:
-    """Run the measurements and return (and optionally write) the `## Measured` wiki lines."""
-    _validate(req)
-    torch = _import_torch()
-    if req.device >= torch.cuda.device_count():
-        raise InvalidArgumentError(
-            f"--device {req.device}: only {torch.cuda.device_count()} CUDA device(s)",
-            "pick an existing index",
-        )
-    torch.cuda.set_device(req.device)
-    dev = torch.device("cuda", req.device)
-    device_name = str(torch.cuda.get_device_name(req.device))
-    gpu_id, gpu_match = _resolve_gpu(req, device_name)
-    driver = _driver_version()
-    date = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d")
+def _command() -> str:
+    """The command line that ran this, for the provenance of each line (quotes made single)."""
     argv = sys.argv[1:]
     if any(argv[i : i + 2] == ["ceilings", "measure"] for i in range(len(argv))):
         command = "kernelpilot " + " ".join(shlex.quote(a) for a in argv)
     else:
         command = "kernelpilot ceilings measure (via API/MCP)"
-    command = command.strip().replace('"', "'")
-    torch_v = str(torch.__version__)
-    cuda_v = str(torch.version.cuda)
-    prov = f"device={device_name}, driver={driver}, date={date}, torch={torch_v}, cuda={cuda_v}"
-    total = 2 + len(req.dtypes)
-    records: list[MeasuredRecord] = []
-    skipped: list[str] = []
-    gen = torch.Generator(device=dev)
-    gen.manual_seed(0)
+    return command.strip().replace('"', "'")
 
-    def record(metric: str, unit: str, med: float, spread: float, method: str, shape: str = "") -> None:
+
+class _Recorder:
+    """Collects measured records, each with its `## Measured` wiki line."""
+
+    def __init__(self, prov: str, command: str, runs: int) -> None:
+        self.prov, self.command, self.runs = prov, command, runs
+        self.records: list[MeasuredRecord] = []
+
+    def __call__(
+        self, metric: str, unit: str, med: float, spread: float, method: str, shape: str = ""
+    ) -> None:
         value = float(f"{med:.4g}")
         line = (
-            f"- {metric}: {value:g} {unit} | measured: {prov}, method={method}, "
-            f'command="{command}", runs={req.runs}, median={value:g}, spread={spread:.1f}%'
+            f"- {metric}: {value:g} {unit} | measured: {self.prov}, method={method}, "
+            f'command="{self.command}", runs={self.runs}, median={value:g}, spread={spread:.1f}%'
         )
-        records.append(
+        self.records.append(
             MeasuredRecord(
                 metric=metric,
                 value=value,
                 unit=unit,
                 median=med,
                 spread_pct=spread,
-                runs=req.runs,
+                runs=self.runs,
                 best_shape=shape,
                 method=method,
                 line=line,
             )
         )
 
-    # 1. device-to-device copy: bytes read + bytes written
-    progress(0, total, f"copy bandwidth on {device_name}")
+
+def _bandwidths(
+    torch: Any, req: CeilingsRequest, dev: Any, gen: Any, record: _Recorder, progress: Progress, total: int
+) -> None:
+    """1. device-to-device copy (bytes read + written); 2. read-heavy sum reduction (bytes read once)."""
     nbytes = req.copy_mib * 1024 * 1024
     src = torch.empty(nbytes // 4, dtype=torch.float32, device=dev).uniform_(generator=gen)
     dst = torch.empty_like(src)
@@ -200,7 +192,6 @@ def measure_ceilings(req: CeilingsRequest, progress: Progress = no_progress) -> 
         f"torch Tensor.copy_ d2d {req.copy_mib} MiB fp32 counting read+write bytes",
     )
     del dst, copy_fn
-    # 2. read-heavy: sum reduction reads every byte once
     progress(1, total, "read bandwidth (sum reduction)")
     sum_fn = functools.partial(torch.sum, src)
     times = _time_ms(torch, sum_fn, req.runs, req.warmup)
@@ -214,7 +205,13 @@ def measure_ceilings(req: CeilingsRequest, progress: Progress = no_progress) -> 
     )
     del src, sum_fn
     torch.cuda.empty_cache()
-    # 3. matmul per dtype
+
+
+def _matmuls(
+    torch: Any, req: CeilingsRequest, dev: Any, gen: Any, record: _Recorder, progress: Progress, total: int
+) -> list[str]:
+    """3. matmul per dtype, the best median over the sizes; returns the dtypes skipped and why."""
+    skipped: list[str] = []
     for i, dt in enumerate(req.dtypes):
         progress(2 + i, total, f"{dt} matmul")
         best: tuple[float, float, int] | None = None
@@ -247,13 +244,44 @@ def measure_ceilings(req: CeilingsRequest, progress: Progress = no_progress) -> 
             f"{how}, random normal data, M=N=K={n} (best median of sizes {sizes}), 2*n^3 FLOPs",
             f"{n}",
         )
+    return skipped
+
+
+def measure_ceilings(req: CeilingsRequest, progress: Progress = no_progress) -> CeilingsResult:
+    """Run the measurements and return (and optionally write) the `## Measured` wiki lines."""
+    _validate(req)
+    torch = _import_torch()
+    if req.device >= torch.cuda.device_count():
+        raise InvalidArgumentError(
+            f"--device {req.device}: only {torch.cuda.device_count()} CUDA device(s)",
+            "pick an existing index",
+        )
+    torch.cuda.set_device(req.device)
+    dev = torch.device("cuda", req.device)
+    device_name = str(torch.cuda.get_device_name(req.device))
+    gpu_id, gpu_match = _resolve_gpu(req, device_name)
+    driver = _driver_version()
+    date = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d")
+    command = _command()
+    torch_v = str(torch.__version__)
+    cuda_v = str(torch.version.cuda)
+    prov = f"device={device_name}, driver={driver}, date={date}, torch={torch_v}, cuda={cuda_v}"
+    total = 2 + len(req.dtypes)
+    record = _Recorder(prov, command, req.runs)
+    gen = torch.Generator(device=dev)
+    gen.manual_seed(0)
+    progress(0, total, f"copy bandwidth on {device_name}")
+    _bandwidths(torch, req, dev, gen, record, progress, total)
+    skipped = _matmuls(torch, req, dev, gen, record, progress, total)
     progress(total, total, "done")
+    records = record.records
     lines = [r.line for r in records]
     out_path = None
     if req.out:
         text = (
             f"# {device_name} measured ceilings (gpu_id: {gpu_id})\n\n"
-            f"Measured by `{command}` on {date}. Lines in contract-1 `## Measured` format.\n\n"
+            f"Measured by `{command}` on {date}. Lines in the wiki's `## Measured` line format "
+            "(`kernelpilot.wiki.core`).\n\n"
             "## Measured\n" + "\n".join(lines) + "\n"
         )
         _write_atomic(Path(req.out), text)

@@ -49,7 +49,7 @@ class MeasuredRecord(BaseModel):
     runs: int
     best_shape: str = ""
     method: str
-    line: str = Field(description="the wiki line (contract 1 `## Measured` format)")
+    line: str = Field(description="the wiki line (`## Measured` format of `kernelpilot.wiki.core`)")
 
 
 class CeilingsResult(Result):

@@ -6,6 +6,6 @@ queries of `sqlstore.py` / `sqlbuild.py`), similarity
 scoring (`similarity.py`), eval-result ingestion (`ingest.py`), text renderings (`render.py`) and the
 core functions behind `kernelpilot exp ...` / the `exp_*` MCP tools (`ops.py`).
 
-It does not own the eval result format (the timing helper's `result.json`, contract 4) nor the
-bottleneck verdict (the profiling helper's, contract 3): it stores snapshots of them.
+It does not own the eval result format (`result.json`, `kernelpilot.tasks.models.EvalRecord`) nor the
+bottleneck verdict (`kernelpilot.bottleneck.models.BottleneckVerdict`): it stores snapshots of them.
 """

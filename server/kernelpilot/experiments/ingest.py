@@ -1,4 +1,6 @@
-"""Turn an eval `result.json` or a `ledger.jsonl` line (contract 4, timing helper) into a record.
+"""Turn an eval `result.json` or a `ledger.jsonl` line into a record.
+
+The format is `kernelpilot.tasks.models.EvalRecord`, written by `kernelpilot.tasks`.
 
 Status map (eval -> record): improved -> success, regressed -> regression, neutral -> neutral,
 failed -> crash (is_buggy), correctness_failed -> incorrect (is_buggy), unstable -> neutral (tag
@@ -37,7 +39,7 @@ STATUS_MAP: dict[str, tuple[Status, str | None]] = {
 
 
 class EvalResult(BaseModel):
-    """Contract 4 (`result.json`; a ledger line adds `ledger_version`). Extra keys are tolerated."""
+    """`tasks.models.EvalRecord` (`result.json`; a ledger line adds `ledger_version`); extra keys pass."""
 
     model_config = ConfigDict(extra="allow")
 

@@ -16,15 +16,15 @@ from typing import Any
 
 from kernelpilot.errors import StoreError
 from kernelpilot.experiments import sqlbuild
-from kernelpilot.experiments.record import ExperimentRecord
-from kernelpilot.experiments.sqlstore import SQLStore
-from kernelpilot.experiments.store import (
+from kernelpilot.experiments.errors import (
     DuplicateRecordError,
     StoreConnectionError,
     StoreLockedError,
     StoreVersionError,
-    busy_timeout_default,
 )
+from kernelpilot.experiments.record import ExperimentRecord
+from kernelpilot.experiments.sqlstore import SQLStore
+from kernelpilot.experiments.store import busy_timeout_default
 
 CURRENT_VERSION = 2
 _LOCK_KEY = 0x6B70_6578  # advisory lock id for schema changes ("kpex")

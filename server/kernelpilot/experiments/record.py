@@ -137,7 +137,7 @@ class Description(_Strict):
 
 
 class VerdictSnapshot(BaseModel):
-    """A stored copy of a bottleneck verdict (contract 3); extra keys of newer verdicts are kept."""
+    """A stored copy of a `bottleneck.models.BottleneckVerdict`; extra keys of newer verdicts are kept."""
 
     model_config = ConfigDict(extra="allow")
 

@@ -24,15 +24,10 @@ from pydantic import ValidationError
 
 from kernelpilot.errors import StoreError
 from kernelpilot.experiments import sqlbuild
+from kernelpilot.experiments.errors import StoreCorruptError, StoreLockedError, StoreVersionError
 from kernelpilot.experiments.record import ExperimentRecord
 from kernelpilot.experiments.sqlstore import SQLStore
-from kernelpilot.experiments.store import (
-    StoreCorruptError,
-    StoreLockedError,
-    StoreVersionError,
-    busy_timeout_default,
-    iso,
-)
+from kernelpilot.experiments.store import busy_timeout_default, iso
 
 SQLITE_HEADER = b"SQLite format 3\x00"  # https://www.sqlite.org/fileformat.html section 1.3
 CURRENT_VERSION = 2

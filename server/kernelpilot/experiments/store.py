@@ -20,41 +20,11 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from kernelpilot.errors import InputFileError, InvalidArgumentError, StoreError
+from kernelpilot.errors import InputFileError, InvalidArgumentError
 from kernelpilot.experiments.record import ExperimentRecord, Status, Text, UtcTime
 
 WORKSPACE_CONFIG = "kernelpilot.toml"
 PG_SCHEMES = ("postgresql://", "postgres://")
-
-
-class StoreCorruptError(StoreError):
-    """The database file is not a (readable) kernelpilot experiment store."""
-
-    kind = "store_corrupt"
-
-
-class StoreLockedError(StoreError):
-    """Another process holds the database lock longer than the busy timeout."""
-
-    kind = "store_locked"
-
-
-class StoreVersionError(StoreError):
-    """The store was written by a newer kernelpilot (unknown schema version)."""
-
-    kind = "store_version"
-
-
-class StoreConnectionError(StoreError):
-    """The PostgreSQL server cannot be reached or refused the connection."""
-
-    kind = "store_connection"
-
-
-class DuplicateRecordError(StoreError):
-    """A record with this id already exists."""
-
-    kind = "duplicate_record"
 
 
 class RecordFilter(BaseModel):

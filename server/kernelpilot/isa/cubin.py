@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import struct
+from dataclasses import dataclass, field
 
 from kernelpilot.isa.cubin_elf import SHT_NOBITS, CubinElf
 from kernelpilot.isa.elf import EM_CUDA
@@ -210,41 +211,51 @@ def kernels_from_rows(
     return kernels_from_values(fields)
 
 
-def cubin_rows(elf: CubinElf) -> tuple[str, list[KernelRow]]:
-    """The cubin's arch and one plain row per function (what `read_cubin` turns into `KernelResources`)."""
-    arch = cubin_arch(elf)
-    raw = elf.raw_sections
-    # function symbol index -> name, from `.text.<name>` sections (sh_info low 24 bits = symbol index)
-    texts: dict[int, tuple[str, int]] = {}
-    info_secs: dict[str, int] = {}  # kernel name -> section index of its `.nv.info.<kernel>`
-    shared: dict[str, int] = {}
-    consts: dict[str, dict[str, int]] = {}
-    module_consts: dict[str, int] = {}
-    has_reserved = False
+@dataclass
+class _Sections:
+    """What `cubin_rows` needs from the section table, gathered in one pass."""
+
+    texts: dict[int, tuple[str, int]] = field(default_factory=dict)  # symbol -> (kernel, .text index)
+    info_secs: dict[str, int] = field(default_factory=dict)  # kernel -> `.nv.info.<kernel>` index
+    shared: dict[str, int] = field(default_factory=dict)
+    consts: dict[str, dict[str, int]] = field(default_factory=dict)
+    module_consts: dict[str, int] = field(default_factory=dict)
+    has_reserved: bool = False
     global_info: memoryview | None = None
+
+
+def _scan_sections(elf: CubinElf) -> _Sections:
+    raw = elf.raw_sections
+    out = _Sections()
     for i, nm in enumerate(elf.section_names):
         if nm[:6] == ".text.":
-            texts[raw[i][7] & 0xFFFFFF] = (nm[6:], i)
+            # function symbol index (sh_info low 24 bits) -> name
+            out.texts[raw[i][7] & 0xFFFFFF] = (nm[6:], i)
         elif nm[:4] != ".nv.":
             continue
         elif nm[4:9] == "info.":
-            info_secs[nm[9:]] = i
+            out.info_secs[nm[9:]] = i
         elif nm == ".nv.info":
-            global_info = elf.raw_data(i)
+            out.global_info = elf.raw_data(i)
         elif nm[4:11] == "shared.":
             rest = nm[11:]
             if rest.startswith("reserved."):
-                has_reserved = True
+                out.has_reserved = True
             else:
-                shared[rest] = raw[i][5]
+                out.shared[rest] = raw[i][5]
         elif nm[4:12] == "constant":
             bank, dot, fn = nm[12:].partition(".")
             if not bank.isdigit():
                 continue
             if dot:
-                consts.setdefault(fn, {})[bank] = raw[i][5]
+                out.consts.setdefault(fn, {})[bank] = raw[i][5]
             else:
-                module_consts[bank] = raw[i][5]
+                out.module_consts[bank] = raw[i][5]
+    return out
+
+
+def _global_attrs(elf: CubinElf, global_info: memoryview | None) -> dict[int, dict[int, int]]:
+    """Per-symbol attributes of the module-wide `.nv.info` (register count, frame, stack)."""
     per_sym: dict[int, dict[int, int]] = {}
     if global_info is not None and not _global_info_fast(global_info, per_sym):
         per_sym.clear()
@@ -252,99 +263,119 @@ def cubin_rows(elf: CubinElf) -> tuple[str, list[KernelRow]]:
             if fmt == EIFMT_SVAL and isinstance(val, memoryview) and len(val) >= 8:
                 sym, value = _U32X2.unpack_from(val, 0)
                 per_sym.setdefault(sym, {})[attr] = value
-    reserve = SYSTEM_RESERVED_SHARED_BYTES if has_reserved else 0
+    return per_sym
+
+
+@dataclass
+class _KernelInfo:
+    """The attributes of one `.nv.info.<kernel>` section that the resource rows use."""
+
+    regs: int | None
+    max_threads: int | None = None
+    reqntid: list[int] | None = None
+    maxreg: int | None = None
+    barriers: int | None = None
+    wmma: bool = False
+    param_bytes: int | None = None
+    cluster: list[int] | None = None
+
+    def sval(self, attr: int, data: bytes, pos: int, size: int) -> None:
+        if attr == EIATTR_REGCOUNT and size >= 8:
+            self.regs = _U32X2.unpack_from(data, pos + 4)[1]
+        elif attr == EIATTR_MAX_THREADS and size >= 12:
+            x, y, z = _U32X3.unpack_from(data, pos + 4)
+            self.max_threads = x * y * z
+        elif attr == EIATTR_REQNTID and size >= 12:
+            self.reqntid = list(_U32X3.unpack_from(data, pos + 4))
+        elif attr == EIATTR_CTA_PER_CLUSTER and size >= 12:
+            self.cluster = list(_U32X3.unpack_from(data, pos + 4))
+        elif attr == EIATTR_WMMA_USED:
+            self.wmma = True
+
+    def small(self, attr: int, val: int) -> None:
+        if attr == EIATTR_MAXREG_COUNT:
+            self.maxreg = val
+        elif attr == EIATTR_NUM_BARRIERS:
+            self.barriers = val
+        elif attr == EIATTR_WMMA_USED:
+            self.wmma = True
+        elif attr == EIATTR_CBANK_PARAM_SIZE:
+            self.param_bytes = val
+
+
+def _walk_kernel_info(label: str, name: str, data: bytes, ki: _KernelInfo) -> None:
+    """Walk the `.nv.info.<kernel>` records in place, decoding only the attributes used here."""
+    pos, n = 0, len(data)
+    while pos + 4 <= n:
+        fmt = data[pos]
+        attr = data[pos + 1]
+        if fmt == EIFMT_SVAL:
+            end = pos + 4 + (data[pos + 2] | (data[pos + 3] << 8))
+            if end > n:
+                raise CodeObjectError(label, f".nv.info.{name}: attribute {attr:#x} overruns the section")
+            if attr in _WANTED:
+                ki.sval(attr, data, pos, end - pos - 4)
+            pos = end
+        elif fmt in (EIFMT_HVAL, EIFMT_BVAL, EIFMT_NVAL):
+            if attr in _WANTED:
+                ki.small(attr, data[pos + 2] | (data[pos + 3] << 8) if fmt == EIFMT_HVAL else data[pos + 2])
+            pos += 4
+        else:
+            raise CodeObjectError(label, f".nv.info.{name}: unknown attribute format {fmt} at byte {pos}")
+
+
+def cubin_rows(elf: CubinElf) -> tuple[str, list[KernelRow]]:
+    """The cubin's arch and one plain row per function (what `read_cubin` turns into `KernelResources`)."""
+    arch = cubin_arch(elf)
+    raw = elf.raw_sections
+    secs = _scan_sections(elf)
+    per_sym = _global_attrs(elf, secs.global_info)
+    reserve = SYSTEM_RESERVED_SHARED_BYTES if secs.has_reserved else 0
     # slice `.nv.info.<kernel>` bytes straight from the image when it is a bytes object (one copy, no view)
     obj = elf.buf.obj
     blob = obj if isinstance(obj, bytes) and len(obj) == elf.buf.nbytes else None
     no_attrs: dict[int, int] = {}
     rows: list[KernelRow] = []
-    for sym, (name, sec_index) in texts.items():
+    for sym, (name, sec_index) in secs.texts.items():
         g = per_sym.get(sym, no_attrs)
-        info = info_secs.get(name)
-        regs = g.get(EIATTR_REGCOUNT)
+        info = secs.info_secs.get(name)
         text_info, text_flags = raw[sec_index][7], raw[sec_index][2]
+        regs = g.get(EIATTR_REGCOUNT)
         if regs is None and (text_info >> 24):
             regs = text_info >> 24  # older ABI keeps the count in sh_info bits 24..31
-        max_threads: int | None = None
-        reqntid: list[int] | None = None
-        maxreg: int | None = None
-        barriers: int | None = None
-        wmma: bool | None = None
-        param_bytes: int | None = None
-        cluster: list[int] | None = None
+        ki = _KernelInfo(regs)
         if info is not None:
-            wmma = False
-            # the `.nv.info.<kernel>` records, walked in place; only the attributes used here are decoded
             ir = raw[info]
             if blob is not None and ir[1] != SHT_NOBITS:
                 data = blob[ir[4] : ir[4] + ir[5]]
             else:
                 data = bytes(elf.raw_data(info))
-            pos, n = 0, len(data)
-            while pos + 4 <= n:
-                fmt = data[pos]
-                attr = data[pos + 1]
-                if fmt == EIFMT_SVAL:
-                    end = pos + 4 + (data[pos + 2] | (data[pos + 3] << 8))
-                    if end > n:
-                        raise CodeObjectError(
-                            elf.label, f".nv.info.{name}: attribute {attr:#x} overruns the section"
-                        )
-                    if attr in _WANTED:
-                        size = end - pos - 4
-                        if attr == EIATTR_REGCOUNT and size >= 8:
-                            regs = _U32X2.unpack_from(data, pos + 4)[1]
-                        elif attr == EIATTR_MAX_THREADS and size >= 12:
-                            x, y, z = _U32X3.unpack_from(data, pos + 4)
-                            max_threads = x * y * z
-                        elif attr == EIATTR_REQNTID and size >= 12:
-                            reqntid = list(_U32X3.unpack_from(data, pos + 4))
-                        elif attr == EIATTR_CTA_PER_CLUSTER and size >= 12:
-                            cluster = list(_U32X3.unpack_from(data, pos + 4))
-                        elif attr == EIATTR_WMMA_USED:
-                            wmma = True
-                    pos = end
-                elif fmt in (EIFMT_HVAL, EIFMT_BVAL, EIFMT_NVAL):
-                    if attr in _WANTED:
-                        val = data[pos + 2] | (data[pos + 3] << 8) if fmt == EIFMT_HVAL else data[pos + 2]
-                        if attr == EIATTR_MAXREG_COUNT:
-                            maxreg = val
-                        elif attr == EIATTR_NUM_BARRIERS:
-                            barriers = val
-                        elif attr == EIATTR_WMMA_USED:
-                            wmma = True
-                        elif attr == EIATTR_CBANK_PARAM_SIZE:
-                            param_bytes = val
-                    pos += 4
-                else:
-                    raise CodeObjectError(
-                        elf.label, f".nv.info.{name}: unknown attribute format {fmt} at byte {pos}"
-                    )
-            if barriers is None:
-                barriers = (text_flags >> 20) & 0x7F  # older ABI: barrier count in sh_flags bits 20..26
-        if reqntid is not None and max_threads is None:
-            max_threads = reqntid[0] * reqntid[1] * reqntid[2]
-        sec_shared = shared.get(name, 0)
-        banks = dict(consts.get(name, {}))
-        for bank, size in module_consts.items():
+            _walk_kernel_info(elf.label, name, data, ki)
+            if ki.barriers is None:
+                ki.barriers = (text_flags >> 20) & 0x7F  # older ABI: barrier count in sh_flags bits 20..26
+        if ki.reqntid is not None and ki.max_threads is None:
+            ki.max_threads = ki.reqntid[0] * ki.reqntid[1] * ki.reqntid[2]
+        sec_shared = secs.shared.get(name, 0)
+        banks = dict(secs.consts.get(name, {}))
+        for bank, size in secs.module_consts.items():
             banks.setdefault(bank, size)
         rows.append(
             (
                 name,
                 info is not None,
-                regs,
-                maxreg,
+                ki.regs,
+                ki.maxreg,
                 max(0, sec_shared - reserve),
                 sec_shared,
                 g.get(EIATTR_FRAME_SIZE),
                 g.get(EIATTR_MIN_STACK_SIZE),
-                max_threads,
-                reqntid,
+                ki.max_threads,
+                ki.reqntid,
                 banks,
-                param_bytes,
-                barriers,
-                wmma,
-                cluster,
+                ki.param_bytes,
+                ki.barriers,
+                ki.wmma if info is not None else None,
+                ki.cluster,
             )
         )
     return arch, rows

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+from kernelpilot.isa.errors import UnknownArchError
 from kernelpilot.isa.models import KernelResources
 from kernelpilot.isa.occupancy import AMD_TABLE, NVIDIA_TABLE, cc_of
 from kernelpilot.isa.occupancy_models import FitReport, KernelMixModel, OccupancyModel
@@ -19,7 +20,7 @@ def _matrix_units(arch: str) -> str:
         return row.matrix_units if row else "unknown"
     try:
         row_n = NVIDIA_TABLE.get(cc_of(arch))
-    except Exception:
+    except UnknownArchError:  # an arch the table does not know: say so in the view
         row_n = None
     return row_n.matrix_units if row_n else "unknown"
 
@@ -32,15 +33,8 @@ def _widest(bits: dict[int, int]) -> str:
     return f"{w}-bit ({total} op(s): " + ", ".join(f"{b}b x{n}" for b, n in sorted(bits.items())) + ")"
 
 
-def fit_report(
-    k: KernelResources, occ: OccupancyModel, mix: KernelMixModel | None, mix_note: str = ""
-) -> FitReport:
-    left: list[str] = []
-    lines = [
-        f"ISA Fit View: {k.demangled} [{k.arch}, {k.entry}]",
-        "  (ISA-fit heuristic from the code object; not a measured occupancy)",
-    ]
-    # registers
+def _resource_lines(k: KernelResources, occ: OccupancyModel, lines: list[str], left: list[str]) -> None:
+    """Registers, shared memory/LDS and occupancy lines; occupancy limiters go to `left`."""
     if k.vendor == "nvidia":
         cap = f", cap {k.max_registers}" if k.max_registers and k.max_registers < 255 else ""
         lines.append(
@@ -70,6 +64,12 @@ def fit_report(
         if s.limiter != "warps":
             lines.append(f"             next: {s.change} -> {s.gives}")
             left.append(f"occupancy limited by {s.limiter}: {s.change} -> {s.gives}")
+
+
+def _mix_lines(
+    k: KernelResources, mix: KernelMixModel | None, mix_note: str, lines: list[str], left: list[str]
+) -> None:
+    """Matrix-unit use and load/store widths from the disassembly, when there is one."""
     avail = _matrix_units(k.arch)
     if mix is not None:
         mm = mix.families.get("matrix", 0)
@@ -100,7 +100,10 @@ def fit_report(
         lines.append(
             f"  matrix     (no disassembly{': ' + mix_note if mix_note else ''}); available: {avail}"
         )
-    # spills
+
+
+def _spill_lines(k: KernelResources, lines: list[str], left: list[str]) -> None:
+    """Spills and stack/scratch use, per vendor."""
     if k.vendor == "nvidia":
         if k.spills_recorded:
             sp = f"{k.spill_store_bytes} B stores / {k.spill_load_bytes} B loads per thread"
@@ -132,6 +135,19 @@ def fit_report(
             left.append(
                 f"scratch: {k.stack_frame_bytes} bytes/lane of private memory (dynamically indexed arrays?)"
             )
+
+
+def fit_report(
+    k: KernelResources, occ: OccupancyModel, mix: KernelMixModel | None, mix_note: str = ""
+) -> FitReport:
+    left: list[str] = []
+    lines = [
+        f"ISA Fit View: {k.demangled} [{k.arch}, {k.entry}]",
+        "  (ISA-fit heuristic from the code object; not a measured occupancy)",
+    ]
+    _resource_lines(k, occ, lines, left)
+    _mix_lines(k, mix, mix_note, lines, left)
+    _spill_lines(k, lines, left)
     bar = k.barriers if k.vendor == "nvidia" else (mix.families.get("barrier") if mix else None)
     lines.append(f"  barriers   {bar if bar is not None else 'unknown'}")
     lines.append("  left on table:" + ("" if left else " nothing obvious from the ISA"))

@@ -24,3 +24,9 @@ class ProfilerError(ToolchainError):
     """The profiler reported an error of its own (==ERROR== lines) although it may have exited 0."""
 
     kind = "profiler_error"
+
+
+class AttFormatError(ProfileFormatError):
+    """An ATT dispatch folder file is missing, truncated, of an unknown version, or not what it should be."""
+
+    kind = "att_format"

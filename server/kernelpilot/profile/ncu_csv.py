@@ -259,6 +259,21 @@ class SourceKernel:
     line_rows: list[SourceLineRow] = field(default_factory=list)
 
 
+def _row_metrics(row: list[str], col: dict[str, int]) -> tuple[dict[str, float], float | None, float | None]:
+    """Stall reasons (non-zero only), all samples and not-issued samples of one source-page row."""
+    reasons: dict[str, float] = {}
+    for h, i in col.items():
+        m = _STALL_COL.match(h)
+        if m:
+            v = parse_number(row[i])
+            if v:
+                reasons[m.group(1)] = v
+    all_col, not_col = "Warp Stall Sampling (All Samples)", "Warp Stall Sampling (Not-issued Samples)"
+    samples = parse_number(row[col[all_col]]) if all_col in col else None
+    not_issued = parse_number(row[col[not_col]]) if not_col in col else None
+    return reasons, samples, not_issued
+
+
 def parse_source(text: str, source_name: str = "<text>") -> tuple[list[SourceKernel], list[str]]:
     """Parse `ncu --csv --page source` with `--print-source sass` or `cuda,sass`.
 
@@ -306,23 +321,7 @@ def parse_source(text: str, source_name: str = "<text>") -> tuple[list[SourceKer
             continue
         mapped = "Line No" in col
         addr_i = col.get("Address")
-        reasons: dict[str, float] = {}
-        for h, i in col.items():
-            m = _STALL_COL.match(h)
-            if m:
-                v = parse_number(row[i])
-                if v:
-                    reasons[m.group(1)] = v
-        samples = (
-            parse_number(row[col["Warp Stall Sampling (All Samples)"]])
-            if ("Warp Stall Sampling (All Samples)" in col)
-            else None
-        )
-        not_issued = (
-            parse_number(row[col["Warp Stall Sampling (Not-issued Samples)"]])
-            if ("Warp Stall Sampling (Not-issued Samples)" in col)
-            else None
-        )
+        reasons, samples, not_issued = _row_metrics(row, col)
         if mapped:
             # cuda,sass layout: "Line No","Source","Address","Source",... ; a source row has a line number and
             # '-' as address (its metrics are ncu's own per-line sums), a SASS row has no line number.

@@ -1,7 +1,8 @@
 """Roofline analysis from cited (wiki) or measured peaks: FLOP/byte counting, bound, floor, targets, charts.
 
-Public API (contract 2): `analyze(RooflineRequest) -> RooflineResult`. The math module is imported on first
-use, so importing the request/result models (capability listing) stays cheap.
+Public API (what `kernelpilot.workspace` and the capabilities import):
+`analyze(RooflineRequest) -> RooflineResult`. The math module is imported on first use,
+so importing the request/result models (capability listing) stays cheap.
 """
 
 from __future__ import annotations

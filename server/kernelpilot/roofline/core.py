@@ -28,7 +28,8 @@ from kernelpilot.errors import InputFileError, InvalidArgumentError, UnknownSpec
 from kernelpilot.roofline import ops
 from kernelpilot.roofline.models import Achieved, CeilingComparison, RooflineRequest, RooflineResult
 from kernelpilot.wiki.core import Wiki, load_wiki
-from kernelpilot.wiki.models import UNKNOWN_TEXT, BareNumberError, CitedValue, UnitMismatchError
+from kernelpilot.wiki.errors import BareNumberError, UnitMismatchError
+from kernelpilot.wiki.models import UNKNOWN_TEXT, CitedValue
 
 _COMPUTE_UNITS = {"TFLOP/s": 1e12, "TOP/s": 1e12}
 _MEMORY_UNITS = {"TB/s": 1e12, "GB/s": 1e9}
@@ -191,8 +192,7 @@ def _fmt_time(us: float) -> str:
     return f"{us:.4g} µs" if us < 1e4 else f"{us / 1e3:.4g} ms"
 
 
-def analyze(req: RooflineRequest, wiki: Wiki | None = None) -> RooflineResult:
-    """Roofline of one kernel on one GPU from cited peaks; see the module docstring."""
+def _validate(req: RooflineRequest) -> None:
     if not 0 < req.target_fraction <= 1:
         raise InvalidArgumentError(
             f"--target-fraction must be in (0, 1], got {req.target_fraction}",
@@ -204,36 +204,50 @@ def analyze(req: RooflineRequest, wiki: Wiki | None = None) -> RooflineResult:
             raise InvalidArgumentError(
                 f"--{name.replace('_', '-')} must be > 0, got {v}", "give a measured value"
             )
-    count, dtype, _out = _count(req)
-    matrix = count.matrix if req.unit == "auto" else req.unit == "tensor"
-    if wiki is None:
-        wiki = load_wiki([Path(d) for d in req.wiki])
-    gpu_id = wiki.resolve_gpu(req.gpu)
+
+
+@dataclass(frozen=True)
+class _Peaks:
+    """The roofs used (spec or measured basis) and the spec peaks the comparisons start from."""
+
+    compute: CitedValue
+    memory: CitedValue
+    spec_compute: CitedValue
+    spec_memory: CitedValue
+    choice: str
+
+
+def _peaks(req: RooflineRequest, wiki: Wiki, gpu_id: str, dtype: str, matrix: bool) -> _Peaks:
     spec_metric, reason = choose_peak_metric(dtype, matrix, req.allow_tf32, req.sparse)
     packed = vector_fallback(dtype, matrix)
     if packed is not None and wiki.get(gpu_id, packed) is not None:
         spec_metric, reason = packed, f"{dtype} vector op on the packed {dtype} vector units"
     spec_compute = _require(wiki, gpu_id, spec_metric, f"the {dtype} {'tensor' if matrix else 'vector'} peak")
     spec_memory = _require(wiki, gpu_id, "memory_bandwidth_tb_s", "the memory roof")
-    notes: list[str] = []
-    if req.basis == "measured":
-        if not matrix:
-            raise InvalidArgumentError(
-                "basis=measured has no measured vector-unit ceiling", "use --basis spec for vector ops"
-            )
-        compute = _require(wiki, gpu_id, measured_compute_metric(dtype, req.allow_tf32), "measured basis")
-        memory = _require(wiki, gpu_id, "measured_copy_bandwidth_tb_s", "measured basis")
-        peak_choice = f"{reason}; measured ceilings: {compute.metric}, {memory.metric}"
-    else:
-        compute, memory = spec_compute, spec_memory
-        peak_choice = f"{reason} -> {compute.metric}; memory roof -> {memory.metric}"
-    roof = roof_from_peaks(count.flops, count.bytes, compute, memory)
-    bound: Literal["compute", "memory"] = "compute" if roof.intensity >= roof.ridge else "memory"
+    if req.basis != "measured":
+        choice = f"{reason} -> {spec_compute.metric}; memory roof -> {spec_memory.metric}"
+        return _Peaks(spec_compute, spec_memory, spec_compute, spec_memory, choice)
+    if not matrix:
+        raise InvalidArgumentError(
+            "basis=measured has no measured vector-unit ceiling", "use --basis spec for vector ops"
+        )
+    compute = _require(wiki, gpu_id, measured_compute_metric(dtype, req.allow_tf32), "measured basis")
+    memory = _require(wiki, gpu_id, "measured_copy_bandwidth_tb_s", "measured basis")
+    choice = f"{reason}; measured ceilings: {compute.metric}, {memory.metric}"
+    return _Peaks(compute, memory, spec_compute, spec_memory, choice)
+
+
+def _stop_conditions(
+    req: RooflineRequest,
+    peaks: _Peaks,
+    bound: Literal["compute", "memory"],
+    floor_us: float,
+    comparisons: list[CeilingComparison],
+) -> list[str]:
     f = req.target_fraction
-    floor_us = roof.floor_s * 1e6
-    target_us = floor_us / f
+    compute, memory = peaks.compute, peaks.memory
     stops = [
-        f"kernel time ≤ {_fmt_time(target_us)} ({f:.0%} of the roofline; floor {_fmt_time(floor_us)} = "
+        f"kernel time ≤ {_fmt_time(floor_us / f)} ({f:.0%} of the roofline; floor {_fmt_time(floor_us)} = "
         f"max(FLOPs/compute peak, bytes/bandwidth))",
     ]
     if bound == "compute":
@@ -244,36 +258,62 @@ def analyze(req: RooflineRequest, wiki: Wiki | None = None) -> RooflineResult:
         stops.append(
             f"achieved bandwidth ≥ {f * memory.number():.4g} {memory.unit} ({f:.0%} of {memory.citation()})"
         )
-    comparisons = _comparisons(
-        wiki, gpu_id, dtype, req.allow_tf32, spec_compute if matrix else None, spec_memory
-    )
     for c in comparisons:
         if req.basis == "spec" and (
-            (bound == "compute" and c.spec.metric == spec_compute.metric)
+            (bound == "compute" and c.spec.metric == peaks.spec_compute.metric)
             or (bound == "memory" and c.measured.metric == "measured_copy_bandwidth_tb_s")
         ):
             stops.append(
                 f"practical ceiling: achieved ≥ {f * c.measured.number():.4g} {c.measured.unit} "
                 f"({f:.0%} of measured {c.measured.citation()})"
             )
-    achieved = None
-    if req.measured_time_us is not None:
-        t = req.measured_time_us * 1e-6
-        fl = req.measured_flops if req.measured_flops is not None else count.flops
-        by = req.measured_bytes if req.measured_bytes is not None else count.bytes
-        achieved = Achieved(
-            time_us=req.measured_time_us,
-            tflops=fl / t / 1e12,
-            tb_s=by / t / 1e12,
-            pct_of_compute_peak=100 * fl / t / roof.compute_per_s,
-            pct_of_memory_peak=100 * by / t / roof.memory_per_s,
-            pct_of_roofline=100 * roof.floor_s / t,
-        )
-        verdict = "MET" if t <= roof.floor_s / f else "NOT met"
-        notes.append(
-            f"stop condition {verdict}: measured {_fmt_time(req.measured_time_us)} "
-            f"vs target {_fmt_time(target_us)}"
-        )
+    return stops
+
+
+def _achieved(req: RooflineRequest, count: ops.OpCount, roof: Roof, notes: list[str]) -> Achieved | None:
+    """The measured run against the roof; appends the stop-condition verdict to `notes`."""
+    if req.measured_time_us is None:
+        return None
+    f = req.target_fraction
+    t = req.measured_time_us * 1e-6
+    fl = req.measured_flops if req.measured_flops is not None else count.flops
+    by = req.measured_bytes if req.measured_bytes is not None else count.bytes
+    achieved = Achieved(
+        time_us=req.measured_time_us,
+        tflops=fl / t / 1e12,
+        tb_s=by / t / 1e12,
+        pct_of_compute_peak=100 * fl / t / roof.compute_per_s,
+        pct_of_memory_peak=100 * by / t / roof.memory_per_s,
+        pct_of_roofline=100 * roof.floor_s / t,
+    )
+    verdict = "MET" if t <= roof.floor_s / f else "NOT met"
+    notes.append(
+        f"stop condition {verdict}: measured {_fmt_time(req.measured_time_us)} "
+        f"vs target {_fmt_time(roof.floor_s * 1e6 / f)}"
+    )
+    return achieved
+
+
+def analyze(req: RooflineRequest, wiki: Wiki | None = None) -> RooflineResult:
+    """Roofline of one kernel on one GPU from cited peaks; see the module docstring."""
+    _validate(req)
+    count, dtype, _out = _count(req)
+    matrix = count.matrix if req.unit == "auto" else req.unit == "tensor"
+    if wiki is None:
+        wiki = load_wiki([Path(d) for d in req.wiki])
+    gpu_id = wiki.resolve_gpu(req.gpu)
+    peaks = _peaks(req, wiki, gpu_id, dtype, matrix)
+    compute, memory = peaks.compute, peaks.memory
+    roof = roof_from_peaks(count.flops, count.bytes, compute, memory)
+    bound: Literal["compute", "memory"] = "compute" if roof.intensity >= roof.ridge else "memory"
+    f = req.target_fraction
+    floor_us = roof.floor_s * 1e6
+    comparisons = _comparisons(
+        wiki, gpu_id, dtype, req.allow_tf32, peaks.spec_compute if matrix else None, peaks.spec_memory
+    )
+    stops = _stop_conditions(req, peaks, bound, floor_us, comparisons)
+    notes: list[str] = []
+    achieved = _achieved(req, count, roof, notes)
     if matrix and count.description.startswith("attention"):
         notes.append("attention softmax FLOPs (~5 per score) run on the vector units and are not counted")
     citations = [compute.citation(), memory.citation()]
@@ -281,13 +321,10 @@ def analyze(req: RooflineRequest, wiki: Wiki | None = None) -> RooflineResult:
         for cv in (c.spec, c.measured):
             if cv.citation() not in citations:
                 citations.append(cv.citation())
-    ascii_chart = render_ascii(roof, achieved.tflops * 1e12 if achieved else None, bound)
-    svg = render_svg(
-        roof, achieved.tflops * 1e12 if achieved else None, gpu_id, count.description, compute, memory
-    )
-    svg_path = None
-    if req.svg:
-        svg_path = _write_atomic(Path(req.svg), svg)
+    achieved_flops = achieved.tflops * 1e12 if achieved else None
+    ascii_chart = render_ascii(roof, achieved_flops, bound)
+    svg = render_svg(roof, achieved_flops, gpu_id, count.description, compute, memory)
+    svg_path = _write_atomic(Path(req.svg), svg) if req.svg else None
     return RooflineResult(
         gpu_id=gpu_id,
         op=f"{count.description} ({dtype})",
@@ -297,7 +334,7 @@ def analyze(req: RooflineRequest, wiki: Wiki | None = None) -> RooflineResult:
         arithmetic_intensity=roof.intensity,
         compute_peak=compute,
         memory_peak=memory,
-        peak_choice=peak_choice,
+        peak_choice=peaks.choice,
         basis=req.basis,
         ridge_point=roof.ridge,
         bound=bound,
@@ -305,7 +342,7 @@ def analyze(req: RooflineRequest, wiki: Wiki | None = None) -> RooflineResult:
         memory_time_us=roof.memory_s * 1e6,
         time_floor_us=floor_us,
         target_fraction=f,
-        target_time_us=target_us,
+        target_time_us=floor_us / f,
         stop_conditions=stops,
         comparisons=comparisons,
         achieved=achieved,

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kernelpilot.errors import InvalidArgumentError
+from kernelpilot.roofline.errors import UnknownDtypeError
 
 # Element sizes in bytes: properties of the number formats (IEEE 754 / OCP MX / NVIDIA TF32 spec),
 # not of any GPU. tf32 is stored as fp32 in memory.
@@ -50,12 +51,6 @@ DTYPE_ALIASES: dict[str, str] = {
     "fp4_e2m1": "fp4",
     "mxfp6": "fp6",
 }
-
-
-class UnknownDtypeError(InvalidArgumentError):
-    """A dtype name that kernelpilot does not know."""
-
-    kind = "unknown_dtype"
 
 
 def canonical_dtype(name: str, field: str = "dtype") -> str:

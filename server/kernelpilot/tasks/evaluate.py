@@ -23,6 +23,7 @@ from kernelpilot.capability import Progress, no_progress
 from kernelpilot.errors import InputFileError, KernelpilotError, StateError, ToolchainError
 from kernelpilot.models import compact_json
 from kernelpilot.tasks.create import command_env, now_iso
+from kernelpilot.tasks.errors import CorrectnessFailedError
 from kernelpilot.tasks.models import (
     LEDGER_VERSION,
     Baseline,
@@ -36,16 +37,6 @@ from kernelpilot.timing import environment, instrumentation
 from kernelpilot.timing.commands import OUTPUT_TAIL_CHARS, run_command
 from kernelpilot.timing.core import measure_command
 from kernelpilot.timing.stats import bootstrap_speedup_ci, speedup_of, summarize
-
-
-class CorrectnessFailedError(StateError):
-    """A correctness command failed during a baseline refresh; `stderr_tail` holds its output."""
-
-    kind = "correctness_failed"
-
-    def __init__(self, message: str, hint: str = "", *, stderr_tail: str = "") -> None:
-        super().__init__(message, hint)
-        self.stderr_tail = stderr_tail
 
 
 def load_task(path_arg: str) -> tuple[Task, Path, Path]:

@@ -1,4 +1,5 @@
-"""Models of tasks, baselines, eval results (contract 4) and the ledger (cheap to import)."""
+"""Models of tasks, baselines, eval results (`EvalRecord`, the `result.json` format) and the ledger (cheap to
+import)."""
 
 from __future__ import annotations
 
@@ -95,7 +96,7 @@ class Baseline(BaseModel):
 
 
 class EvalRecord(Result):
-    """result.json: contract 4 (the experiments helper ingests it). A ledger line adds ledger_version."""
+    """result.json of one eval (`experiments.ingest` reads it). A ledger line adds ledger_version."""
 
     schema_version: int = SCHEMA_VERSION
     task: str
@@ -231,7 +232,7 @@ class EvaluateRequest(Request):
 
 class EvaluateResult(Result):
     mode: Literal["baseline", "candidate"]
-    record: EvalRecord | None = Field(None, description="The candidate's result.json (contract 4).")
+    record: EvalRecord | None = Field(None, description="The candidate's result.json (an EvalRecord).")
     baseline: Baseline | None = Field(None, description="The baseline written (refresh mode).")
     written: list[str] = Field(
         default_factory=list, description="Files written, relative to the task folder."

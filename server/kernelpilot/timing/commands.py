@@ -18,41 +18,14 @@ from typing import Any
 
 from kernelpilot import toolchain
 from kernelpilot.errors import (
-    FormatError,
     InvalidArgumentError,
-    ToolFailedError,
     ToolNotFoundError,
     ToolTimeoutError,
 )
+from kernelpilot.timing.errors import CommandFailedError, CommandTimeoutError, MetricNotFoundError
 
 OUTPUT_TAIL_CHARS = 4000
 _SHELL_CHARS = re.compile(r"[\s|;&<>$`*?(){}]")
-
-
-class CommandFailedError(ToolFailedError):
-    """A measured command exited non-zero; `stderr_tail` holds the tail of its output."""
-
-    kind = "command_failed"
-
-
-class CommandTimeoutError(ToolTimeoutError):
-    """A measured command outlived its timeout; its process group was killed."""
-
-    kind = "command_timeout"
-
-    def __init__(self, message: str, hint: str = "", *, stderr_tail: str = "") -> None:
-        super().__init__(message, hint)
-        self.stderr_tail = stderr_tail
-
-
-class MetricNotFoundError(FormatError):
-    """The command ran but its output does not carry the metric."""
-
-    kind = "metric_not_found"
-
-    def __init__(self, message: str, hint: str = "", *, stderr_tail: str = "") -> None:
-        super().__init__(message, hint)
-        self.stderr_tail = stderr_tail
 
 
 def check_argv(argv: Sequence[str], field: str) -> list[str]:

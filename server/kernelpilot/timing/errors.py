@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from kernelpilot.errors import DeviceUnavailableError, KernelpilotError
+from kernelpilot.errors import (
+    DeviceUnavailableError,
+    FormatError,
+    KernelpilotError,
+    ToolFailedError,
+    ToolTimeoutError,
+)
 
 
 class CallableError(KernelpilotError):
@@ -21,3 +27,29 @@ class NoGpuWorkError(KernelpilotError):
     """The closure ran but enqueued no kernel, copy or fill on the GPU."""
 
     kind = "no_gpu_work"
+
+
+class CommandFailedError(ToolFailedError):
+    """A measured command exited non-zero; `stderr_tail` holds the tail of its output."""
+
+    kind = "command_failed"
+
+
+class CommandTimeoutError(ToolTimeoutError):
+    """A measured command outlived its timeout; its process group was killed."""
+
+    kind = "command_timeout"
+
+    def __init__(self, message: str, hint: str = "", *, stderr_tail: str = "") -> None:
+        super().__init__(message, hint)
+        self.stderr_tail = stderr_tail
+
+
+class MetricNotFoundError(FormatError):
+    """The command ran but its output does not carry the metric."""
+
+    kind = "metric_not_found"
+
+    def __init__(self, message: str, hint: str = "", *, stderr_tail: str = "") -> None:
+        super().__init__(message, hint)
+        self.stderr_tail = stderr_tail

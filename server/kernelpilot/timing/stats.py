@@ -16,7 +16,7 @@ from pydantic import Field
 from kernelpilot.errors import InvalidArgumentError
 from kernelpilot.models import Result
 
-DEFAULT_CV_THRESHOLD = 0.02  # stable if stdev/mean <= 2 % (issue 6 default)
+DEFAULT_CV_THRESHOLD = 0.02  # stable if stdev/mean <= 2 % (the default of `kernelpilot time`)
 
 
 class SampleStats(Result):

@@ -1,7 +1,7 @@
 """The gpu-wiki: cited hardware specs (bundled `gpu-wiki-index/` plus user wikis), lookup and citation audit.
 
-Public API (contract 2): `load_wiki`, `Wiki` (`lookup`, `resolve_gpu`, `specs`), `CitedValue`
-(`citation()`), `audit_paths` -> `AuditResult`.
+Public API (what `kernelpilot.roofline` and `kernelpilot.workspace` import): `load_wiki`,
+`Wiki` (`lookup`, `resolve_gpu`, `specs`), `CitedValue` (`citation()`), `audit_paths` -> `AuditResult`.
 A missing spec is `UNKNOWN (gpu-wiki not found)`, never a guess. The loader and audit modules are imported
 on first use, so importing the models (capability listing) stays cheap.
 """
@@ -10,18 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from kernelpilot.wiki.models import (
-    UNITS,
-    UNKNOWN_TEXT,
-    AmbiguousNameError,
-    AuditProblem,
-    AuditResult,
-    BareNumberError,
-    CitedValue,
-    UnitMismatchError,
-    WikiConflictError,
-    WikiIssue,
-)
+from kernelpilot.wiki.errors import AmbiguousNameError, BareNumberError, UnitMismatchError, WikiConflictError
+from kernelpilot.wiki.models import UNITS, UNKNOWN_TEXT, AuditProblem, AuditResult, CitedValue, WikiIssue
 
 if TYPE_CHECKING:
     from kernelpilot.wiki.audit import audit_paths

@@ -7,8 +7,8 @@ from pathlib import Path
 from kernelpilot.errors import UnknownSpecError
 from kernelpilot.wiki.audit import audit_paths
 from kernelpilot.wiki.core import Wiki, load_wiki
+from kernelpilot.wiki.errors import AmbiguousNameError
 from kernelpilot.wiki.models import (
-    AmbiguousNameError,
     AuditRequest,
     AuditResult,
     GpusRequest,

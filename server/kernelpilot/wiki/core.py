@@ -1,6 +1,6 @@
 """Parsing and loading the gpu-wiki (bundled + user wikis), and looking up cited specs.
 
-Owns: the wiki line grammar (contract 1), the README index (GPU id -> file -> aliases, metric
+Owns: the wiki line grammar (below), the README index (GPU id -> file -> aliases, metric
 vocabulary), merging user wikis over the bundled one (overrides reported, conflicts between user
 wikis reported and refused), and name matching for GPUs and metrics. It never invents a number: a
 missing GPU or metric raises `UnknownSpecError` whose message starts with `UNKNOWN (gpu-wiki not found)`.
@@ -29,16 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kernelpilot.errors import InputFileError
-from kernelpilot.wiki.models import (
-    UNITS,
-    UNKNOWN_TEXT,
-    AmbiguousNameError,
-    CitedValue,
-    GpuInfo,
-    UnknownSpecError,
-    WikiConflictError,
-    WikiIssue,
-)
+from kernelpilot.wiki.errors import AmbiguousNameError, WikiConflictError
+from kernelpilot.wiki.models import UNITS, UNKNOWN_TEXT, CitedValue, GpuInfo, UnknownSpecError, WikiIssue
 
 ENV_VAR = "KERNELPILOT_WIKI_PATH"
 _UNITS = frozenset(UNITS)

@@ -10,10 +10,11 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from kernelpilot.errors import CitationError, InvalidArgumentError, UnknownSpecError
+from kernelpilot.errors import UnknownSpecError
 from kernelpilot.models import Request, Result
+from kernelpilot.wiki.errors import AmbiguousNameError, BareNumberError, UnitMismatchError, WikiConflictError
 
-# Contract 1: the only units a wiki line may carry.
+# The only units a wiki line may carry (line grammar: `kernelpilot.wiki.core` docstring).
 UNITS: tuple[str, ...] = (
     "TFLOP/s",
     "TOP/s",
@@ -34,38 +35,6 @@ WIKI_FIELD_DESCRIPTION = (
     "Extra wiki folder(s) that extend or override the bundled gpu-wiki-index (repeatable; also "
     "KERNELPILOT_WIKI_PATH, os.pathsep-separated). A user wiki cites as <its folder name>/<file>:L<line>."
 )
-
-
-class AmbiguousNameError(InvalidArgumentError):
-    """A GPU or metric name matches more than one entry; `candidates` lists them."""
-
-    kind = "ambiguous_name"
-
-    def __init__(self, message: str, hint: str = "", *, candidates: list[str] | None = None) -> None:
-        super().__init__(message, hint)
-        self.candidates = list(candidates or [])
-
-
-class WikiConflictError(CitationError):
-    """Two user wikis define the same GPU metric with different values: neither is used silently."""
-
-    kind = "wiki_conflict"
-
-    def __init__(self, message: str, hint: str = "", *, candidates: list[str] | None = None) -> None:
-        super().__init__(message, hint)
-        self.candidates = list(candidates or [])
-
-
-class UnitMismatchError(InvalidArgumentError):
-    """A value has a unit other than the one required (e.g. a bandwidth given in TFLOP/s)."""
-
-    kind = "unit_mismatch"
-
-
-class BareNumberError(CitationError):
-    """A hardware number was offered without a citation (a bare float): refused."""
-
-    kind = "bare_number"
 
 
 __all__ = [

@@ -135,7 +135,7 @@ def _parse_pitfall(text: str) -> dict[str, str]:
 
 
 def _from_eval(req: MemoryCreateRequest, ws: Workspace) -> MemoryCreateRequest:
-    """Fill unset performance/correctness fields from an eval `result.json` (contract 4)."""
+    """Fill unset performance/correctness fields from an eval `result.json` (`tasks.models.EvalRecord`)."""
     if req.eval_result is None:
         return req
     path = Path(req.eval_result).expanduser()

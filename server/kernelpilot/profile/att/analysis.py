@@ -14,6 +14,7 @@ import csv
 import re
 import statistics
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 
 from kernelpilot.profile.att import classify
@@ -30,7 +31,8 @@ from kernelpilot.profile.att.models import (
     WaveState,
     WaveSummary,
 )
-from kernelpilot.profile.att.reader import AttFormatError, CodeTable, Folder, read_folder
+from kernelpilot.profile.att.reader import CodeTable, Folder, read_folder
+from kernelpilot.profile.errors import AttFormatError
 
 # Timeline state numbers of the decoder's wstates<N>.json, as the ATT viewer names them (the FlyDSL
 # REPORT.md's
@@ -303,33 +305,42 @@ def _gpu_arch(path: Path) -> str | None:
     return None
 
 
-def register_pressure(req: AttRequest, folder: Folder, kernel: str | None) -> RegisterPressure | None:
-    """Waves per SIMD and the VGPR step to the next wave, through the ISA occupancy model "
-    "(`isa.occupancy`)."""
-    from kernelpilot.isa.models import KernelResources
-    from kernelpilot.isa.occupancy import occupancy_amd
+@dataclass
+class _Regs:
+    """Register/LDS/block/arch facts gathered from the request, then a code object, then a kernel trace."""
 
-    vg, ag, sg, lds, block, arch = req.vgprs, req.agprs, req.sgprs, req.lds_bytes, req.block_size, req.arch
-    source = "request"
+    vg: int | None
+    ag: int | None
+    sg: int | None
+    lds: int | None
+    block: int | None
+    arch: str | None
+    source: str = "request"
+
+
+def _from_code_object(req: AttRequest, kernel: str | None, r: _Regs) -> None:
+    if not req.code_object:
+        return
+    from kernelpilot.isa.api import IsaResourcesRequest
+    from kernelpilot.isa.core import isa_resources
+
+    res = isa_resources(IsaResourcesRequest(file=req.code_object, kernel=req.kernel or kernel, arch=r.arch))
+    ks = [k for k in res.kernels if k.vendor == "amd"]
+    if ks:
+        k0 = ks[0]
+        r.vg = r.vg or k0.registers
+        r.ag = r.ag if r.ag is not None else k0.agprs
+        r.sg = r.sg if r.sg is not None else k0.sgprs
+        r.lds = r.lds if r.lds is not None else k0.static_shared_bytes
+        r.block = r.block or k0.max_threads_per_block
+        r.arch = r.arch or k0.arch
+        r.source = f"code object {req.code_object}"
+
+
+def _from_kernel_trace(req: AttRequest, folder: Folder, kernel: str | None, r: _Regs) -> Path | None:
+    """Fill what is still unknown from `*kernel_trace.csv` (given, or beside the folder); returns its path."""
     m = re.match(r"ui_output_agent_\d+_dispatch_(\d+)", folder.path.name)
     dispatch = int(m.group(1)) if m else None
-    if req.code_object:
-        from kernelpilot.isa.api import IsaResourcesRequest
-        from kernelpilot.isa.core import isa_resources
-
-        res = isa_resources(IsaResourcesRequest(file=req.code_object, kernel=req.kernel or kernel, arch=arch))
-        ks = [k for k in res.kernels if k.vendor == "amd"]
-        if ks:
-            k0 = ks[0]
-            vg, ag, sg = (
-                vg or k0.registers,
-                ag if ag is not None else k0.agprs,
-                sg if sg is not None else k0.sgprs,
-            )
-            lds = lds if lds is not None else k0.static_shared_bytes
-            block = block or k0.max_threads_per_block
-            arch = arch or k0.arch
-            source = f"code object {req.code_object}"
     trace = Path(req.kernel_trace) if req.kernel_trace else None
     if trace is None:
         for d in (folder.path, folder.path.parent):
@@ -337,25 +348,42 @@ def register_pressure(req: AttRequest, folder: Folder, kernel: str | None) -> Re
             if found:
                 trace = found[0]
                 break
-    if trace is not None and (vg is None or lds is None or block is None):
+    if trace is not None and (r.vg is None or r.lds is None or r.block is None):
         row = _kernel_trace_row(trace, req.kernel or (re.escape(kernel) if kernel else None), dispatch)
         if row:
-            vg = vg or int(row["VGPR_Count"])
-            ag = ag if ag is not None else int(row.get("Accum_VGPR_Count") or 0)
-            sg = sg if sg is not None else int(row.get("SGPR_Count") or 0)
-            lds = lds if lds is not None else int(row.get("LDS_Block_Size") or 0)
-            if block is None:
-                block = 1
+            r.vg = r.vg or int(row["VGPR_Count"])
+            r.ag = r.ag if r.ag is not None else int(row.get("Accum_VGPR_Count") or 0)
+            r.sg = r.sg if r.sg is not None else int(row.get("SGPR_Count") or 0)
+            r.lds = r.lds if r.lds is not None else int(row.get("LDS_Block_Size") or 0)
+            if r.block is None:
+                r.block = 1
                 for a in "XYZ":
-                    block *= max(1, int(row.get(f"Workgroup_Size_{a}") or 1))
-            source = f"kernel trace {trace.name} (Dispatch_Id {row.get('Dispatch_Id')})"
-    if arch is None:
-        dirs = [trace.parent] if trace is not None else []
-        for d in [*dirs, folder.path, folder.path.parent]:
-            found_arch = [g for p in sorted(d.glob("*agent_info.csv")) if (g := _gpu_arch(p))]
-            if found_arch:
-                arch = found_arch[0]
-                break
+                    r.block *= max(1, int(row.get(f"Workgroup_Size_{a}") or 1))
+            r.source = f"kernel trace {trace.name} (Dispatch_Id {row.get('Dispatch_Id')})"
+    return trace
+
+
+def _find_arch(trace: Path | None, folder: Folder) -> str | None:
+    dirs = [trace.parent] if trace is not None else []
+    for d in [*dirs, folder.path, folder.path.parent]:
+        found_arch = [g for p in sorted(d.glob("*agent_info.csv")) if (g := _gpu_arch(p))]
+        if found_arch:
+            return found_arch[0]
+    return None
+
+
+def register_pressure(req: AttRequest, folder: Folder, kernel: str | None) -> RegisterPressure | None:
+    """Waves per SIMD and the VGPR step to the next wave, through the ISA occupancy model
+    (`isa.occupancy`)."""
+    from kernelpilot.isa.models import KernelResources
+    from kernelpilot.isa.occupancy import occupancy_amd
+
+    r = _Regs(req.vgprs, req.agprs, req.sgprs, req.lds_bytes, req.block_size, req.arch)
+    _from_code_object(req, kernel, r)
+    trace = _from_kernel_trace(req, folder, kernel, r)
+    if r.arch is None:
+        r.arch = _find_arch(trace, folder)
+    vg, ag, sg, lds, block, arch, source = r.vg, r.ag, r.sg, r.lds, r.block, r.arch, r.source
     scan = isa_max_vgpr(folder.code)
     if vg is not None and scan is not None and scan > vg + (ag or 0) and not req.vgprs:
         folder.warnings.append(

@@ -14,7 +14,8 @@ import json
 from pathlib import Path
 
 from kernelpilot.errors import InvalidArgumentError
-from kernelpilot.profile.att.reader import DISPATCH_RE, AttFormatError
+from kernelpilot.profile.att.reader import DISPATCH_RE
+from kernelpilot.profile.errors import AttFormatError
 from kernelpilot.profile.models import ProfileRunRequest
 
 

@@ -69,10 +69,9 @@ def _bpermute_chains(code: CodeTable) -> tuple[int, int]:
     return n, stall
 
 
-def diagnose(res: AttResult, code: CodeTable) -> list[Finding]:
-    out: list[Finding] = []
+def _stall_bound(res: AttResult, code: CodeTable, out: list[Finding]) -> None:
+    """Most sampled cycles are stalls."""
     t = res.totals
-    by_stall = res.hotspots_by_stall
     if t.stall_ratio_pct >= STALL_BOUND_PCT:
         top = ", ".join(f"{b.label} {b.share_pct:.1f}%" for b in res.stall_taxonomy[:3])
         out.append(
@@ -85,6 +84,11 @@ def diagnose(res: AttResult, code: CodeTable) -> list[Finding]:
                 levers=["fix the largest stall bucket first (findings below); MFMA issue tuning comes after"],
             )
         )
+
+
+def _vmem_wait(res: AttResult, code: CodeTable, out: list[Finding]) -> None:
+    """Waits on vector-memory loads (s_waitcnt vmcnt)."""
+    by_stall = res.hotspots_by_stall
     share, cyc = _share(res, "vmem_wait")
     if share >= VMEM_WAIT_PCT:
         hot = [h for h in by_stall if h.bucket == "vmem_wait"][:4]
@@ -109,6 +113,11 @@ def diagnose(res: AttResult, code: CodeTable) -> list[Finding]:
                 levers=levers,
             )
         )
+
+
+def _lgkm_wait(res: AttResult, code: CodeTable, out: list[Finding]) -> None:
+    """Waits on LDS/scalar memory, incl. a kernarg prologue wait."""
+    by_stall = res.hotspots_by_stall
     share, cyc = _share(res, "lgkm_wait")
     if share >= LGKM_WAIT_PCT or any(h.bucket == "lgkm_wait" for h in by_stall[:6]):
         hot = [h for h in by_stall if h.bucket == "lgkm_wait"][:4]
@@ -135,6 +144,11 @@ def diagnose(res: AttResult, code: CodeTable) -> list[Finding]:
                     levers=levers,
                 )
             )
+
+
+def _barrier_and_issue(res: AttResult, code: CodeTable, out: list[Finding]) -> None:
+    """Barrier stalls, and VMEM issue back-pressure."""
+    by_stall = res.hotspots_by_stall
     share, cyc = _share(res, "barrier")
     if share >= BARRIER_PCT:
         out.append(
@@ -164,6 +178,10 @@ def diagnose(res: AttResult, code: CodeTable) -> list[Finding]:
                 ],
             )
         )
+
+
+def _serialized_bpermute(res: AttResult, code: CodeTable, out: list[Finding]) -> None:
+    """Cross-lane permutes each drained by their own wait."""
     n, st = _bpermute_chains(code)
     if n >= 2:
         out.append(
@@ -180,6 +198,10 @@ def diagnose(res: AttResult, code: CodeTable) -> list[Finding]:
                 ],
             )
         )
+
+
+def _register_pressure(res: AttResult, code: CodeTable, out: list[Finding]) -> None:
+    """Occupancy bound by, or near a threshold of, VGPRs."""
     reg = res.registers
     if reg and reg.vgprs_to_free is not None and reg.vgpr_waves_per_simd is not None:
         near = reg.vgprs_to_free <= NEAR_THRESHOLD_VGPRS
@@ -206,6 +228,10 @@ def diagnose(res: AttResult, code: CodeTable) -> list[Finding]:
                     ],
                 )
             )
+
+
+def _occupancy_tail(res: AttResult, code: CodeTable, out: list[Finding]) -> None:
+    """Dispatches that leave the GPU under-filled."""
     tails = [o for o in res.occupancy if o.tail_pct >= TAIL_PCT]
     if tails:
         out.append(
@@ -223,6 +249,24 @@ def diagnose(res: AttResult, code: CodeTable) -> list[Finding]:
                 ],
             )
         )
+
+
+_RULES = (
+    _stall_bound,
+    _vmem_wait,
+    _lgkm_wait,
+    _barrier_and_issue,
+    _serialized_bpermute,
+    _register_pressure,
+    _occupancy_tail,
+)
+
+
+def diagnose(res: AttResult, code: CodeTable) -> list[Finding]:
+    """Findings of every rule, in rule order (stall-bound first)."""
+    out: list[Finding] = []
+    for rule in _RULES:
+        rule(res, code, out)
     return out
 
 

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from kernelpilot.errors import InputFileError
-from kernelpilot.profile.errors import ProfileFormatError
+from kernelpilot.profile.errors import AttFormatError
 
 SUPPORTED_MAJOR = (
     "3",
@@ -39,12 +39,6 @@ KNOWN = ", ".join(v + ".x" for v in SUPPORTED_MAJOR)
 CHUNK = (
     1 << 18
 )  # bytes per read of a per-wave file: memory stays a small multiple of this (cache-sized: fastest)
-
-
-class AttFormatError(ProfileFormatError):
-    """An ATT dispatch folder file is missing, truncated, of an unknown version, or not what it should be."""
-
-    kind = "att_format"
 
 
 @dataclass
