@@ -233,6 +233,13 @@ def main() -> int:
             t0 = time.perf_counter()
             res = time_kernel(TimeRequest(spec=f"{kern}:make_{name}", runs=args.runs, workdir=tmp))
             wall = time.perf_counter() - t0
+            tr = time_kernel(
+                TimeRequest(
+                    spec=f"{kern}:make_{name}", runs=args.runs, workdir=tmp, timing="cold",
+                    cold_timer="trace", kernels=False,
+                )
+            )  # fmt: skip
+            assert tr.cold is not None
             warm_ref = graph_warm(torch, getattr(kb, f"make_{name}")())
             cold_ref = statistics.median(ncu_cold(ncu, kern, name, KERNELS[name]))
             assert res.cold is not None and res.warm is not None
@@ -241,6 +248,9 @@ def main() -> int:
                 "ncu_cold_us": cold_ref,
                 "kp_cold_us": res.cold.stats.median,
                 "kp_cold_cv": res.cold.stats.cv,
+                "kp_cold_trace_us": tr.cold.stats.median,
+                "kp_cold_trace_cv": tr.cold.stats.cv,
+                "cold_trace_method": tr.cold.method,
                 "graph_warm_us": warm_ref,
                 "kp_warm_us": res.warm.stats.median,
                 "kp_warm_cv": res.warm.stats.cv,
@@ -287,6 +297,14 @@ def main() -> int:
     print()
     print(f"{'kernel':14s} {'ncu cold':>10s} {'kp cold':>10s} {'d%':>6s} {'cv%':>5s} | "
           f"{'graph warm':>10s} {'kp warm':>10s} {'d%':>6s} {'cv%':>5s} | ok")  # fmt: skip
+    print(f"{'kernel':14s} {'ncu cold':>10s} {'trace cold':>10s} {'d%':>6s} {'cv%':>5s} method")
+    for r in rows:
+        dt = (r["kp_cold_trace_us"] - r["ncu_cold_us"]) / r["ncu_cold_us"] * 100
+        print(
+            f"{r['kernel']:14s} {r['ncu_cold_us']:10.2f} {r['kp_cold_trace_us']:10.2f} {dt:+6.2f} "
+            f"{r['kp_cold_trace_cv'] * 100:5.2f} {r['cold_trace_method']} "
+            f"{'ok' if within(r['kp_cold_trace_us'], r['ncu_cold_us']) else 'OFF'}"
+        )
     for r in rows:
         dc = (r["kp_cold_us"] - r["ncu_cold_us"]) / r["ncu_cold_us"] * 100
         dw = (r["kp_warm_us"] - r["graph_warm_us"]) / r["graph_warm_us"] * 100

@@ -166,6 +166,7 @@ def time_factory(
     graph: bool = True,
     factory_kwargs: dict[str, Any] | None = None,
     progress: Progress = no_progress,
+    cold_timer: Any = "events",
 ) -> CallableTiming:
     """Time an already-loaded factory (sweeps call this with the shape's fields as `factory_kwargs`)."""
     torch = None if device == "cpu" else _cuda_torch()
@@ -187,6 +188,7 @@ def time_factory(
             warmup_min_s=warmup_min_s,
             use_graph=graph,
             progress=progress,
+            cold_timer=cold_timer,
         )
         attribution = None
         if kernels:

@@ -97,6 +97,7 @@ def _time_spec(req: TimeRequest, wd: Path, progress: Progress) -> TimeResult:
         kernels=req.kernels,
         graph=req.graph,
         progress=progress,
+        cold_timer=req.cold_timer,
     )
     after = environment.gpu_state()
     others = environment.other_gpu_processes(os.getpid()) if before else []

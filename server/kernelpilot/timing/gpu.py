@@ -45,7 +45,9 @@ HOLD_MARGIN = 2.0  # hold = margin x the host's time per item x items, plus a fl
 HOLD_FLOOR_US = 50.0
 HOLD_MAX_US = 20_000.0  # never hold the GPU longer than this at once
 
-Method = Literal["held_stream_events", "graph_replay", "held_stream_batch", "unheld_events"]
+Method = Literal[
+    "held_stream_events", "held_stream_trace", "graph_replay", "held_stream_batch", "unheld_events"
+]
 
 
 @dataclass
@@ -294,6 +296,73 @@ def time_cold(
     return ModeTiming("cold", method, samples, m, st.gap_free, st.retries, note, nbytes)
 
 
+def _flush_and_hold(flush: Callable[[], None], hold: SpinHold) -> None:
+    flush()
+    hold.hold(10.0)
+
+
+def time_cold_trace(
+    torch: Any,
+    hold: SpinHold,
+    closures: Sequence[Callable[[], Any]],
+    runs: int,
+    progress: Callable[[int], None] | None = None,
+    *,
+    est_us: float = math.inf,
+) -> ModeTiming | None:
+    """Cold launches timed by the activity trace (CUPTI / roctracer kernel start to end, as ncu's
+    gpu__time_duration), queued behind holds like `time_cold`; None when the closure's kernels cannot be
+    told apart from the flush's and the hold's (then the caller uses event pairs)."""
+    from kernelpilot.timing.kernels import device_events, traced
+
+    if getattr(torch, "profiler", None) is None:
+        return None
+    flush, nbytes = make_flush(torch)
+    k = len(closures)
+    try:
+        other = {
+            n for n, _, _ in device_events(traced(torch, lambda: _flush_and_hold(flush, hold), cpu=False))
+        }
+        own = [n for n, _, _ in device_events(traced(torch, closures[0], cpu=False))]
+    except Exception as exc:
+        raise wrap_device_error(exc, "cold timing (activity trace)") from exc
+    if not own or other & set(own):
+        return None
+    kc = len(own)
+    m = min(cold_per_sample(est_us), max(1, runs // COLD_MIN_SAMPLES))
+    launches = math.ceil(runs / m) * m
+    st = HoldStats()
+
+    def enqueue(i: int) -> tuple[Any, Any]:
+        flush()
+        closures[i % k]()
+        return None, None
+
+    def work() -> None:
+        nonlocal st
+        _, st = run_held(torch, hold, launches, enqueue, progress=None)
+
+    try:
+        events = [e for e in device_events(traced(torch, work, cpu=False)) if e[0] not in other]
+    except Exception as exc:
+        raise wrap_device_error(exc, "cold timing (activity trace)") from exc
+    # A batch re-run after a caught-up hold leaves its launches in the trace too; they are valid here
+    # (a kernel's own start-to-end time has no launch gap in it), so every traced launch is a sample.
+    if len(events) < launches * kc:
+        return None
+    n_launch = len(events) // kc
+    single = [sum(d for _, _, d in events[j * kc : (j + 1) * kc]) for j in range(n_launch)]
+    if progress is not None:
+        progress(runs)
+    samples = [statistics.median(single[i : i + m]) for i in range(0, len(single), m)]
+    note = (
+        f"cold: L2 flushed (a {nbytes} B buffer written then read) before every launch; each launch's "
+        f"kernel time from the activity trace (kernel start to end, summed over its {kc} kernel(s)); "
+        f"sample = median of {m} such launches; " + _hold_note(hold, st)
+    )
+    return ModeTiming("cold", "held_stream_trace", samples, m, st.gap_free, st.retries, note, nbytes)
+
+
 def _hold_note(hold: SpinHold, st: HoldStats) -> str:
     if not hold.available:
         return "no spin kernel in this torch (torch.cuda._sleep): launches were NOT held, gaps possible"
@@ -441,6 +510,7 @@ def time_modes(
     warmup_min_s: float,
     use_graph: bool = True,
     progress: Progress = no_progress,
+    cold_timer: Literal["events", "trace"] = "events",
 ) -> tuple[dict[str, ModeTiming], float, float]:
     """Warm up, then time each requested mode; returns the timings, the event floor and the estimate."""
     est = warm_up(torch, closures, warmup, warmup_min_s)
@@ -460,7 +530,14 @@ def time_modes(
             progress(base + done, total, f"{mode}: {done}/{runs} runs")
 
         if mode == "cold":
-            out["cold"] = time_cold(torch, hold, closures, runs, progress=report, est_us=est, floor_us=floor)
+            traced = (
+                time_cold_trace(torch, hold, closures, runs, progress=report, est_us=est)
+                if cold_timer == "trace"
+                else None
+            )
+            out["cold"] = traced or time_cold(
+                torch, hold, closures, runs, progress=report, est_us=est, floor_us=floor
+            )
         else:
             out["warm"] = time_warm(
                 torch, hold, closures, runs, est, use_graph=use_graph, progress=report, floor_us=floor

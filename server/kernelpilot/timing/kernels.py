@@ -60,24 +60,45 @@ def parse_trace(trace: dict[str, Any], calls: int) -> KernelAttribution:
     )
 
 
-def attribute(torch: Any, closures: Sequence[Callable[[], Any]], calls: int = 10) -> KernelAttribution:
-    """Profile `calls` calls of the closures (warm, no flush) and attribute GPU time to each kernel."""
+def traced(torch: Any, work: Callable[[], Any], cpu: bool = True) -> dict[str, Any]:
+    """The Chrome trace of `work()` (then a synchronize) under torch.profiler."""
     profiler = torch.profiler
-    ProfilerActivity, profile = profiler.ProfilerActivity, profiler.profile
-
-    k = len(closures)
-    activities = [ProfilerActivity.CPU, ProfilerActivity.CUDA]
+    activities = [profiler.ProfilerActivity.CUDA]
+    if cpu:
+        activities.insert(0, profiler.ProfilerActivity.CPU)
     torch.cuda.synchronize()
-    with profile(activities=activities) as prof:
-        for i in range(calls):
-            closures[i % k]()
+    with profiler.profile(activities=activities) as prof:
+        work()
         torch.cuda.synchronize()
     fd, path = tempfile.mkstemp(suffix=".json", prefix="kernelpilot-trace-")
     os.close(fd)
     try:
         prof.export_chrome_trace(path)
         with open(path, encoding="utf-8") as fh:
-            trace = json.load(fh)
+            trace: dict[str, Any] = json.load(fh)
     finally:
         os.unlink(path)
-    return parse_trace(trace, calls)
+    return trace
+
+
+def device_events(trace: dict[str, Any]) -> list[tuple[str, float, float]]:
+    """(name, start µs, duration µs) of every kernel, copy and fill in a trace, in start order."""
+    events = trace.get("traceEvents", []) if isinstance(trace, dict) else []
+    out = [
+        (str(ev.get("name", "?")), float(ev.get("ts", 0.0) or 0.0), float(ev.get("dur", 0.0) or 0.0))
+        for ev in events
+        if isinstance(ev, dict) and ev.get("ph") == "X" and ev.get("cat") in DEVICE_CATEGORIES
+    ]
+    out.sort(key=lambda e: e[1])
+    return out
+
+
+def attribute(torch: Any, closures: Sequence[Callable[[], Any]], calls: int = 10) -> KernelAttribution:
+    """Profile `calls` calls of the closures (warm, no flush) and attribute GPU time to each kernel."""
+    k = len(closures)
+
+    def work() -> None:
+        for i in range(calls):
+            closures[i % k]()
+
+    return parse_trace(traced(torch, work), calls)

@@ -55,6 +55,11 @@ class TimeRequest(Request):
         description="GPU path: attribute GPU time to each kernel the closure launches (torch.profiler "
         "activity trace over 10 extra calls).",
     )
+    cold_timer: Literal["events", "trace"] = Field(
+        "events",
+        description="GPU path, cold mode: event pairs net of an empty pair (events), or each kernel's start "
+        "to end from the activity trace (trace: CUPTI/roctracer, as ncu's gpu__time_duration).",
+    )
     graph: bool = Field(
         True, description="GPU path, warm mode: replay a captured CUDA/HIP graph when the closure allows."
     )
