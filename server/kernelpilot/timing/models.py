@@ -58,8 +58,8 @@ class TimeRequest(Request):
     cold_timer: Literal["events", "trace"] = Field(
         "events",
         description="GPU path, cold mode: event pairs net of an empty pair (events; within about 0.3 us "
-        "of ncu's gpu__time_duration on an H100), or each kernel's start to end from the activity trace (trace: "
-        "CUPTI/roctracer, as Nsight Systems shows kernels; about 1.4 us under ncu on short kernels).",
+        "of ncu's gpu__time_duration on an H100), or each kernel's start to end from the activity trace "
+        "(trace: CUPTI/roctracer, as Nsight Systems shows kernels; about 1.4 us under ncu on short kernels).",
     )
     graph: bool = Field(
         True, description="GPU path, warm mode: replay a captured CUDA/HIP graph when the closure allows."
