@@ -10,29 +10,13 @@ from pathlib import Path
 
 import anyio
 import pytest
+from tests.browser import screenshot
 
 from kernelpilot.sweep.models import SweepReportRequest, SweepRunRequest
 from kernelpilot.sweep.report import sweep_report
 from kernelpilot.sweep.run import run_sweep
-from kernelpilot.toolchain import find_tool, run
 
 pytestmark = pytest.mark.slow
-
-# Same detector as the workspace report tests: Chromium logs every console message as `:CONSOLE...`.
-CONSOLE_RE = re.compile(r":CONSOLE[:(\]]|Uncaught")
-CHROMIUM_FLAGS = (
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--enable-logging=stderr",
-    "--v=0",
-    "--window-size=1400,2000",
-)
 
 
 @pytest.fixture(scope="module")
@@ -92,21 +76,7 @@ def test_dashboard_opens_in_headless_chromium_without_console_errors(recorded, t
     db, sid, _d = recorded
     out = tmp_path / "dash.html"
     sweep_report(SweepReportRequest(id=sid, db=db, out=str(out)))
-    exe = find_tool("chromium")
-    assert exe is not None
-    shot = tmp_path / "dash.png"
-    res = run(
-        [
-            str(exe),
-            *CHROMIUM_FLAGS,
-            f"--user-data-dir={tmp_path / 'profile'}",
-            f"--screenshot={shot}",
-            out.resolve().as_uri(),
-        ],
-        timeout_s=90,
-        check=False,
-    )
-    console = [ln for ln in (res.stderr + res.stdout).splitlines() if CONSOLE_RE.search(ln)]
+    console, shot = screenshot(out, tmp_path, size="1400,2000")
     assert console == []
     data = shot.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and struct.unpack(">II", data[16:24])[0] == 1400

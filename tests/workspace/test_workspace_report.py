@@ -10,46 +10,13 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-
-from kernelpilot.toolchain import find_tool, run
+from tests.browser import screenshot
 
 KERNEL = Path(__file__).resolve().parent.parent / "fixtures" / "workspace" / "vector_add.cu"
-CHROMIUM_FLAGS = (
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--enable-logging=stderr",
-    "--v=0",
-    "--window-size=1280,1600",
-)
-# With --enable-logging=stderr Chromium prints every console message (log, warn, error, uncaught
-# exceptions) as `...:INFO:CONSOLE...] "<text>", source: <url> (<line>)`. Our pages have no scripts,
-# so ANY console line is a failure.
-CONSOLE_RE = re.compile(r":CONSOLE[:(\]]|Uncaught")
 
 
 def _chromium(page: Path, tmp: Path) -> tuple[list[str], Path]:
-    exe = find_tool("chromium")
-    assert exe is not None
-    shot = tmp / f"{page.stem}.png"
-    res = run(
-        [
-            str(exe),
-            *CHROMIUM_FLAGS,
-            f"--user-data-dir={tmp / ('profile-' + page.stem)}",
-            f"--screenshot={shot}",
-            page.resolve().as_uri(),
-        ],
-        timeout_s=90,
-        check=False,
-    )
-    console = [ln for ln in (res.stderr + res.stdout).splitlines() if CONSOLE_RE.search(ln)]
-    return console, shot
+    return screenshot(page, tmp)
 
 
 def _png_size(path: Path) -> tuple[int, int]:
