@@ -77,7 +77,7 @@ def _local_gpu(distributed: Any, var: str, ids: list[str]) -> Any:
     }
     scheduler = {
         "cls": distributed.Scheduler,
-        "options": {"host": "127.0.0.1", "dashboard_address": None},
+        "options": {"host": "127.0.0.1", "dashboard": False, "dashboard_address": None},
     }
     return distributed.SpecCluster(workers=workers, scheduler=scheduler, silence_logs=logging.ERROR)
 
