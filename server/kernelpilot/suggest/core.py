@@ -261,7 +261,13 @@ def _cause_lines(c: Cause) -> list[str]:
 
 
 def _make(
-    lever: Lever, kernel: str, files: list[str], task: dict[str, Any] | None, score: float, ev: list[str]
+    lever: Lever,
+    kernel: str,
+    files: list[str],
+    task: dict[str, Any] | None,
+    score: float,
+    ev: list[str],
+    history_note: str = "",
 ) -> Suggestion:
     return Suggestion(
         rank=0,
@@ -276,6 +282,7 @@ def _make(
         risk=lever.risk,
         risk_note=lever.risk_note,
         score=round(score, 4),
+        history_note=history_note,
         eval_contract=_contract(lever, task),
     )
 
@@ -359,24 +366,8 @@ def suggest_experiments(req: SuggestRequest) -> SuggestResult:
             evidence = _evidence_lines(v) + iev
             if lever.id == "measure_first":
                 evidence += [f"next: {m}" for m in v.get("next_measurements", []) or []]
-            cands.append(
-                Suggestion(
-                    rank=0,
-                    lever=lever.id,
-                    lever_type=lever.lever_type,
-                    title=lever.title,
-                    target_kernel=kernel,
-                    files=files,
-                    rationale=lever.why,
-                    evidence=evidence,
-                    source=lever.source,
-                    risk=lever.risk,
-                    risk_note=lever.risk_note,
-                    score=round(lever.weight * (0.5 + 0.5 * conf) * ifac * hfac, 4),
-                    history_note=hnote,
-                    eval_contract=_contract(lever, task),
-                )
-            )
+            score = lever.weight * (0.5 + 0.5 * conf) * ifac * hfac
+            cands.append(_make(lever, kernel, files, task, score, evidence, hnote))
     cands.sort(key=lambda s: -s.score)  # stable: a kernel's stop_or_fuse stays above its own levers
     queue = cands[: req.max_items]
     for i, s in enumerate(queue, 1):
