@@ -10,7 +10,12 @@ Why: an event pair around one launch on an idle stream times the host's launch l
   the hold is lengthened (or the batch shortened) and the batch runs again. Every kept sample is thus
   gap-free by observation, not by assumption.
 - **cold**: before every timed launch the L2 is flushed by writing then reading a buffer of twice the L2
-  size (outside the events), comparable to ncu's default `--cache-control all`.
+  size (outside the events), comparable to ncu's default `--cache-control all`. A cold sample is the
+  lower quartile of m such launches: after a flush a small kernel's own execution is tight (CUPTI
+  start->end p10-p90 within 0.4 µs on 2-12 µs kernels, H100) while the event pair around it spreads
+  over ~1.2 µs (launch/record overhead, which only adds); the median carried 0.3-0.4 µs of it into
+  2-12 µs kernels, the lower quartile lands within 0.2 µs of ncu (H100, 2026-11-23,
+  tests/fixtures/timing/cold_distributions_h100.json).
 - **warm**: `inner` back-to-back launches per sample, captured once in a CUDA/HIP graph and replayed
   (`graph_replay`), or enqueued directly behind the hold when the closure cannot be captured
   (`held_stream_batch`); sample = elapsed / inner, comparable to steady state inside a model.
@@ -32,13 +37,15 @@ from typing import Any, Literal
 from kernelpilot.capability import Progress, no_progress
 from kernelpilot.errors import DeviceUnavailableError, KernelpilotError
 from kernelpilot.timing.errors import CallableError, GpuLostError
+from kernelpilot.timing.stats import quantile
 
 L2_FLUSH_FACTOR = 2  # flush buffer = 2 x the device's reported L2 size (torch device properties)
 BATCH_RUNS = 32  # timed items enqueued behind one hold (well under the launch queue's depth)
 MAX_RETRIES = 6  # batches re-run with a longer hold / fewer items before giving up on a gap-free batch
 WARM_SAMPLE_TARGET_US = 200.0  # a warm sample spans about this much GPU time (inner launches)
 WARM_INNER_MAX = 64
-COLD_SAMPLE_TARGET_US = 100.0  # a cold sample: the median of flushed launches spanning about this long
+COLD_SAMPLE_TARGET_US = 100.0  # a cold sample: flushed launches spanning about this long
+COLD_SAMPLE_QUANTILE = 0.25  # ... of which the lower quartile (see the module docstring)
 COLD_PER_SAMPLE_MAX = 16
 COLD_MIN_SAMPLES = 10  # `runs` cold launches are grouped into at least this many samples
 HOLD_MARGIN = 2.0  # hold = margin x the host's time per item x items, plus a floor
@@ -241,10 +248,15 @@ def _per_sample(est_us: float, target_us: float, most: int) -> int:
 
 
 def cold_per_sample(est_us: float) -> int:
-    """Flushed launches in one cold sample: single cold launches of a few µs vary by ~10 % (DRAM and L2
-    state; seen on an H100, 2026-11-23), so a sample is the median of enough of them to span about
-    COLD_SAMPLE_TARGET_US of kernel time (the median, as ncu's figure of repeated launches is)."""
+    """Flushed launches in one cold sample: single cold launches of a few µs vary by up to 1.3 µs (the
+    event pair's launch/record overhead after a flush; H100, 2026-11-23), so a sample is the lower
+    quartile of enough of them to span about COLD_SAMPLE_TARGET_US of kernel time."""
     return _per_sample(est_us, COLD_SAMPLE_TARGET_US, COLD_PER_SAMPLE_MAX)
+
+
+def cold_sample(launches_us: Sequence[float]) -> float:
+    """One cold sample from m flushed launches: their lower quartile (linear interpolation)."""
+    return quantile(sorted(launches_us), COLD_SAMPLE_QUANTILE)
 
 
 def time_cold(
@@ -258,8 +270,8 @@ def time_cold(
     floor_us: float = 0.0,
 ) -> ModeTiming:
     """`runs` launches (rounded up to whole samples), each with the L2 flushed before it outside its event
-    pair, net of the empty event pair's reading, all queued behind holds; a sample is the median of m
-    consecutive launches (at least COLD_MIN_SAMPLES samples)."""
+    pair, net of the empty event pair's reading, all queued behind holds; a sample is the lower quartile
+    of m consecutive launches (at least COLD_MIN_SAMPLES samples; m = 1 for long kernels)."""
     flush, nbytes = make_flush(torch)
     k = len(closures)
     m = min(cold_per_sample(est_us), max(1, runs // COLD_MIN_SAMPLES))
@@ -285,12 +297,12 @@ def time_cold(
         single = [s.elapsed_time(e) * 1000.0 - floor_us for s, e in pairs]
     except Exception as exc:
         raise wrap_device_error(exc, "cold timing") from exc
-    samples = [statistics.median(single[i : i + m]) for i in range(0, len(single), m)]
+    samples = [cold_sample(single[i : i + m]) for i in range(0, len(single), m)]
     method: Method = "held_stream_events" if hold.available else "unheld_events"
     note = (
         f"cold: L2 flushed (a {nbytes} B buffer written then read) before every launch, outside its "
         "event pair; "
-        f"sample = median of {m} such launches, net of the empty event pair ({floor_us:.3f} us); "
+        f"sample = lower quartile of {m} such launches, net of the empty event pair ({floor_us:.3f} us); "
         + _hold_note(hold, st)
     )
     return ModeTiming("cold", method, samples, m, st.gap_free, st.retries, note, nbytes)

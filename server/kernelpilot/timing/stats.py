@@ -37,7 +37,7 @@ class SampleStats(Result):
     verdict: str = Field(description="'stable' or 'unstable (cv X% > Y%)'.")
 
 
-def _quantile(sorted_xs: Sequence[float], q: float) -> float:
+def quantile(sorted_xs: Sequence[float], q: float) -> float:
     """Linear-interpolation quantile (numpy's default 'linear' method)."""
     if len(sorted_xs) == 1:
         return float(sorted_xs[0])
@@ -59,12 +59,12 @@ def summarize(samples: Sequence[float], cv_threshold: float = DEFAULT_CV_THRESHO
     mean = statistics.fmean(s)
     stdev = statistics.stdev(s) if len(s) > 1 else 0.0
     cv = stdev / abs(mean) if mean != 0 else (0.0 if stdev == 0 else math.inf)
-    q1, q3 = _quantile(s, 0.25), _quantile(s, 0.75)
+    q1, q3 = quantile(s, 0.25), quantile(s, 0.75)
     stable = cv <= cv_threshold
     verdict = "stable" if stable else f"unstable (cv {cv * 100:.2f}% > {cv_threshold * 100:.2f}%)"
     return SampleStats(
         count=len(s),
-        median=_quantile(s, 0.5),
+        median=quantile(s, 0.5),
         mean=mean,
         min=s[0],
         max=s[-1],
