@@ -213,7 +213,7 @@ def main() -> int:
     args = ap.parse_args()
     import faulthandler
 
-    faulthandler.dump_traceback_later(90, repeat=True)  # a stuck run shows where it is stuck
+    faulthandler.dump_traceback_later(400, repeat=True)  # a stuck run shows where it is stuck
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "server"))
     import torch
 

@@ -123,19 +123,16 @@ def main() -> None:
 
     step("Baseline: correctness, timing, task, memory v0")
     check = json.loads(sh(PY, str(W / "check_rmsnorm.py"), str(WS / "rmsnorm.py")).strip() or "{}")
-    t = kp("time", f"{WS / 'rmsnorm.py'}:make", "--rotate", "4", "--l2-flush", "--runs", "300",
-           "--warmup-min-ms", "500", json_out=True)
-    kp("time", f"{WS / 'rmsnorm.py'}:make", "--rotate", "4", "--l2-flush", "--runs", "300", "--warmup-min-ms", "500")
-    SUMMARY["v0_time"] = t.get("stats") if isinstance(t, dict) else None
+    t = kp("time", f"{WS / 'rmsnorm.py'}:make", "--runs", "300", "--warmup-min-ms", "500", json_out=True)
+    kp("time", f"{WS / 'rmsnorm.py'}:make", "--runs", "300", "--warmup-min-ms", "500")
+    SUMMARY["v0_time"] = (
+        {m: (t.get(m) or {}).get("stats") for m in ("cold", "warm")} if isinstance(t, dict) else None
+    )
     kp("task", "create", "--name", "rmsnorm", "--workdir", str(WS),
-       "--eval-command", json.dumps([PY, "-m", "kernelpilot.cli", "--json", "time", "rmsnorm.py:make",
-                                     "--rotate", "4", "--l2-flush", "--runs", "200", "--warmup-min-ms", "500"]),
-       "--metric-name", "median_us", "--metric-json-key", "stats.median", "--metric-unit", "us",
-       "--direction", "lower", "--allowed-file", "rmsnorm.py",
+       "--time-spec", "rmsnorm.py:make", "--timing-mode", "cold", "--allowed-file", "rmsnorm.py",
        "--correctness-command", json.dumps([PY, str(W / "check_rmsnorm.py"), "rmsnorm.py"]),
        "--op", "rmsnorm", "--shape", "16384x8192", "--dtype", "bf16", "--runs", "10")
     base = kp("eval", str(TASK), "--refresh-baseline", json_out=True)
-    kp("eval", str(TASK), "--refresh-baseline")
     b = (base.get("baseline") or {}).get("stats", {}) if isinstance(base, dict) else {}
     SUMMARY["v0_baseline"] = b
 
@@ -181,6 +178,9 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    import signal
+
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("walkthrough: terminated (SIGTERM)"))
     try:
         main()
     finally:
