@@ -302,7 +302,8 @@ def time_cold(
     note = (
         f"cold: L2 flushed (a {nbytes} B buffer written then read) before every launch, outside its "
         "event pair; "
-        f"sample = lower quartile of {m} such launches, net of the empty event pair ({floor_us:.3f} us); "
+        + (f"sample = lower quartile of {m} such launches" if m > 1 else "sample = one such launch")
+        + f", net of the empty event pair ({floor_us:.3f} us); "
         + _hold_note(hold, st)
     )
     return ModeTiming("cold", method, samples, m, st.gap_free, st.retries, note, nbytes)
