@@ -9,7 +9,9 @@ shapes of Llama-style projections (default 24, so 48 cells), `--runs` timed runs
 (its own label, so nothing is resumed) recorded into one SQLite file. Prints, per configuration, the
 total wall time (cluster start, CUDA initialisation and every cell) and the cells phase (first submit
 to last record); then every cell's median and IQR from both runs side by side, whether they agree
-within their spread (|m1 - m2| <= max(IQR1, IQR2)), and the summary line last.
+within their spread (|m1 - m2| <= max(IQR1, IQR2)), and the summary line last. The 1-worker run is made
+once per GPU (pinned), and each cell of the N-worker run is compared with the 1-worker run on the GPU that
+timed it; the speed-up is the first GPU's 1-worker wall time over the N-worker wall time.
 
 Recorded on nvidia-h200-x2 (2 x H200), 2026-11-23 (tests/fixtures/sweep/device-h200x2/): --runs 1000:
 sweep_2gpu_speedup=1.89 x (wall 53.6 s / 28.4 s, cells phase 1.84x; 45/48 medians within spread); --runs 400:
@@ -148,33 +150,61 @@ def main() -> int:
         f"runs {args.runs}, warmup {args.warmup}"
     )
 
-    r1, wall1, phase1 = _run(folder, db, 1, f"w1-{stamp}")
+    # 1 worker on each GPU in turn (pinned through the visible-devices variable), then one worker per GPU.
+    # Each cell of the N-worker run is compared with the 1-worker run on the GPU that timed it: two GPUs of
+    # one host differ by a few % on some shapes, which is not what the comparison is about.
+    import os
+
+    singles: dict[str, tuple[object, float, float]] = {}
+    for gid in ids:
+        os.environ[var] = gid
+        singles[gid] = _run(folder, db, 1, f"w1-gpu{gid}-{stamp}")
+    os.environ[var] = ",".join(ids)
+    r1, wall1, phase1 = singles[ids[0]]
     rn, walln, phasen = _run(folder, db, len(ids), f"w{len(ids)}-{stamp}")
     s1, sn = r1.summary, rn.summary  # type: ignore[attr-defined]
     from kernelpilot.sweep.report import write_html
 
     write_html(s1, str(out / "dashboard-1worker.html"))
     write_html(sn, str(out / f"dashboard-{len(ids)}workers.html"))
-    print(f"1 worker: wall {wall1:.1f} s, cells phase {phase1:.1f} s ({r1.cluster})")  # type: ignore[attr-defined]
+    for gid, (r, w, ph) in singles.items():
+        print(f"1 worker on GPU {gid}: wall {w:.1f} s, cells phase {ph:.1f} s ({r.cluster})")  # type: ignore[attr-defined]
     print(f"{len(ids)} workers: wall {walln:.1f} s, cells phase {phasen:.1f} s ({rn.cluster})")  # type: ignore[attr-defined]
-    a = {(c.variant, c.shape_key): c for c in s1.cells}
-    b = {(c.variant, c.shape_key): c for c in sn.cells}
+    by_gpu = {
+        gid: {(c.variant, c.shape_key): c for c in r.summary.cells}  # type: ignore[attr-defined]
+        for gid, (r, _, _) in singles.items()
+    }
+    a = by_gpu[ids[0]]
     agree, rel = 0, []
     print(
-        f"{'variant':<11} {'line':>4} {'shape':<38} {'1w median us':>13} {'IQR':>7} "
+        f"{'variant':<11} {'line':>4} {'shape':<38} {'gpu':>3} {'1w median us':>13} {'IQR':>7} "
         f"{'Nw median us':>13} {'IQR':>7}  agree"
     )
-    for key in sorted(a, key=lambda k: (a[k].line, k[0])):
-        c1, c2 = a[key], b.get(key)
-        if c2 is None or c1.median is None or c2.median is None:
-            print(f"{key[0]:<11} {c1.line:>4} {c1.label:<38} missing or not timed ({c1.verdict})")
+    for c2 in sorted(sn.cells, key=lambda c: (c.line, c.variant)):
+        key = (c2.variant, c2.shape_key)
+        c1 = by_gpu.get(c2.gpu or "", {}).get(key)
+        if c1 is None or c1.median is None or c2.median is None:
+            print(
+                f"{key[0]:<11} {c2.line:>4} {c2.label:<38} {c2.gpu!s:>3} missing or not timed ({c2.verdict})"
+            )
             continue
         within = abs(c1.median - c2.median) <= max(c1.iqr or 0.0, c2.iqr or 0.0)
         agree += within
         rel.append(abs(c1.median - c2.median) / c1.median)
         print(
-            f"{key[0]:<11} {c1.line:>4} {c1.label:<38} {c1.median:>13.2f} {c1.iqr or 0:>7.2f} "
+            f"{key[0]:<11} {c2.line:>4} {c2.label:<38} {c2.gpu!s:>3} {c1.median:>13.2f} {c1.iqr or 0:>7.2f} "
             f"{c2.median:>13.2f} {c2.iqr or 0:>7.2f}  {'yes' if within else 'NO'}"
+        )
+    b = by_gpu[ids[1]]  # context: the same cells, 1 worker, on the first two GPUs
+    cross = [
+        abs(a[k].median - b[k].median) / a[k].median  # type: ignore[operator]
+        for k in a
+        if k in b and a[k].median and b[k].median
+    ]
+    if cross:
+        print(
+            f"GPU {ids[0]} vs GPU {ids[1]}, 1 worker each: median |diff| "
+            f"{100 * statistics.median(cross):.2f}%, max {100 * max(cross):.2f}% over {len(cross)} cells"
         )
     for s in (s1, sn):
         for v in s.summaries:
@@ -186,9 +216,10 @@ def main() -> int:
         json.dumps(
             {
                 "wall_s": {"1": wall1, str(len(ids)): walln},
+                "wall_s_1worker_per_gpu": {g: w for g, (_, w, _) in singles.items()},
                 "cells_phase_s": {"1": phase1, str(len(ids)): phasen},
                 "agree_within_spread": agree,
-                "cells": len(a),
+                "cells": len(sn.cells),
                 "median_rel_diff": statistics.median(rel) if rel else None,
             },
             indent=2,
@@ -197,8 +228,8 @@ def main() -> int:
     med_rel = statistics.median(rel) if rel else float("nan")
     print(
         f"sweep_{len(ids)}gpu_speedup={wall1 / walln:.2f} x (wall 1 worker {wall1:.1f} s / "
-        f"{len(ids)} workers {walln:.1f} s, cells phase {phase1 / phasen:.2f}x; {len(a)} cells, "
-        f"{agree}/{len(a)} medians within spread, median |diff| {100 * med_rel:.2f}%)"
+        f"{len(ids)} workers {walln:.1f} s, cells phase {phase1 / phasen:.2f}x; {len(sn.cells)} cells, "
+        f"{agree}/{len(sn.cells)} medians within spread, median |diff| {100 * med_rel:.2f}%)"
     )
     return 0
 

@@ -199,6 +199,7 @@ def test_default_cluster_runs_one_worker_per_visible_gpu_pinned_to_it(
     cells = _cells(db, res.summary.sweep_id)
     pins = {c.raw_result["worker"]["pid"]: c.raw_result["worker"]["visible_devices"] for c in cells}
     assert sorted(pins.values()) == ["3", "5"]  # two processes, one GPU each
+    assert {r.gpu for r in res.summary.cells} == {"3", "5"}  # each row names the GPU that timed it
     one = run_sweep(SweepRunRequest(spec=str(sweep_dir / "sweep.toml"), db=db, workers=1, label="one"))
     assert one.workers == 1 and "CUDA_VISIBLE_DEVICES=3)" in one.cluster
     assert {c.raw_result["worker"]["visible_devices"] for c in _cells(db, one.summary.sweep_id)} == {"3"}

@@ -178,6 +178,11 @@ class CellRow(BaseModel):
     cv: float | None = None
     stable: bool | None = None
     method: str | None = None
+    gpu: str | None = Field(
+        None,
+        description="The device the worker that timed this cell saw (its CUDA_/HIP_VISIBLE_DEVICES); "
+        "None on CPU.",
+    )
     samples: list[float] = Field(
         default_factory=list,
         exclude=True,

@@ -286,6 +286,7 @@ def _row(rec: ExperimentRecord) -> CellRow:
         cv=t.get("cv"),
         stable=t.get("stable"),
         method=t.get("method"),
+        gpu=(raw.get("worker") or {}).get("visible_devices"),
         samples=t.get("samples_us", []),
         speedup=raw.get("speedup"),
         speedup_ci=list(ci) if ci else None,
