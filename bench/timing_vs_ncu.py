@@ -3,8 +3,8 @@
 For every kernel below (PyTorch ops, a Triton kernel, CUDA C++ kernels through CuPy `RawKernel`):
 - reference cold: ncu `gpu__time_duration.sum` (`--cache-control all --clock-control none`), median over 27
   launches after 20 skipped;
-- reference warm: a CUDA graph of 50 launches captured once; 20 replays queued back to back between one
-  event pair, median over 15 such pairs of elapsed / 1000;
+- reference warm: a CUDA graph of 50 launches captured once; up to 20 replays (one measurement spans ~50 ms)
+  queued back to back between one event pair, median over 15 such pairs of elapsed / launches;
 - kernelpilot: the library call `time_kernel(TimeRequest(spec=..., runs=200))`: cold and warm medians, CV.
 Prints one row per kernel with both differences, whether it is within tolerance (2 % or 0.3 µs, whichever is
 larger) and stable (CV <= 2 %), the wall time of one 200-run measurement of the 1M-element kernel, and the
@@ -176,9 +176,11 @@ def ncu_cold(ncu: str, kern: Path, name: str, regex: str) -> list[float]:
 
 
 def graph_warm(torch: Any, fn: Any, inner: int = 50, replays: int = 20, reps: int = 15) -> float:
-    """Graph of `inner` launches, `replays` replays queued back to back between one event pair; median of
-    `reps` such measurements of elapsed / (inner * replays). Back-to-back replays keep the GPU busy, so the
-    graph launch latency is not inside the figure."""
+    """Graph of `inner` launches, up to `replays` replays queued back to back between one event pair
+    (fewer for long kernels, so one measurement spans about 50 ms); median of `reps` such measurements of
+    elapsed / (inner * replays). Back-to-back replays keep the GPU busy, so the graph launch latency is not
+    inside the figure. (A fixed 20 replays of a 2.7 ms GEMM ran 40 s of GEMM back to back and read 1-3 %
+    slow as the GPU heated, run 4 of 2026-11-23.)"""
     for _ in range(5):
         fn()
     torch.cuda.synchronize()
@@ -188,6 +190,13 @@ def graph_warm(torch: Any, fn: Any, inner: int = 50, replays: int = 20, reps: in
             fn()
     g.replay()
     torch.cuda.synchronize()
+    s = torch.cuda.Event(enable_timing=True)
+    e = torch.cuda.Event(enable_timing=True)
+    s.record()
+    g.replay()
+    e.record()
+    e.synchronize()
+    replays = max(1, min(replays, round(50_000.0 / max(s.elapsed_time(e) * 1000.0, 1e-3))))
     vals = []
     for _ in range(reps):
         s = torch.cuda.Event(enable_timing=True)

@@ -150,18 +150,32 @@ def test_progress_is_reported_for_each_mode(tmp_path: Path, monkeypatch: pytest.
     assert any(m.startswith("cold:") for _, _, m in seen) and any(m.startswith("warm:") for _, _, m in seen)
 
 
-@pytest.mark.parametrize(("est", "m"), [(2.0, 16), (8.0, 13), (150.0, 1), (4000.0, 1), (0.0, 16)])
+@pytest.mark.parametrize(("est", "m"), [(2.0, 64), (8.0, 25), (150.0, 2), (250.0, 1), (4000.0, 1), (0.0, 64)])
 def test_cold_launches_per_sample(est: float, m: int) -> None:
     assert gpu.cold_per_sample(est) == m
+
+
+@pytest.mark.parametrize(
+    ("runs", "est", "plan"),
+    [
+        (200, 2.7, (64, 640)),  # a few-µs kernel: 10 samples of 64, more launches than asked
+        (200, 5.0, (40, 400)),
+        (1000, 5.0, (40, 1000)),  # enough runs for 25 samples
+        (200, 4000.0, (1, 200)),  # a long kernel: one launch per sample, `runs` of them
+        (5, 4000.0, (1, 10)),  # never fewer than 10 samples
+    ],
+)
+def test_cold_plan_gives_at_least_ten_samples(runs: int, est: float, plan: tuple[int, int]) -> None:
+    assert gpu.cold_plan(runs, est) == plan
 
 
 def test_cold_sample_is_the_lower_quartile_of_m_flushed_launches_net_of_the_floor() -> None:
     t = FakeTorch(Sim(jitter=lambda i: 4.0 if i % 3 == 0 else 0.0))  # every third launch is slow
     hold = gpu.SpinHold(t)
     res = gpu.time_cold(t, hold, [t.kernel(8.0)], runs=130, est_us=8.0, floor_us=0.25)
-    assert res.launches_per_sample == 13 and len(res.samples_us) == 10
+    assert res.launches_per_sample == 25 and len(res.samples_us) == 10
     assert res.samples_us == pytest.approx([8.0 - 0.25] * 10)  # the lower quartile ignores the slow third
-    assert "lower quartile of 13" in res.note
+    assert "lower quartile of 25" in res.note
 
 
 def test_cold_sample_quantile_is_interpolated_over_the_sorted_launches() -> None:
@@ -169,7 +183,7 @@ def test_cold_sample_quantile_is_interpolated_over_the_sorted_launches() -> None
     percentile (position 3.75 of 0..15), not at the median (0.75) nor the minimum (0)."""
     t = FakeTorch(Sim(jitter=lambda i: (i % 16) * 0.1))
     hold = gpu.SpinHold(t)
-    res = gpu.time_cold(t, hold, [t.kernel(2.0)], runs=160, est_us=2.0, floor_us=0.25)
+    res = gpu.time_cold(t, hold, [t.kernel(2.0)], runs=160, est_us=12.5, floor_us=0.25)
     assert res.launches_per_sample == 16 and len(res.samples_us) == 10
     assert res.samples_us == pytest.approx([2.0 + 0.375 - 0.25] * 10)
     assert gpu.cold_sample([5.0]) == 5.0 and gpu.cold_sample([2.0, 1.0]) == pytest.approx(1.25)
@@ -181,15 +195,15 @@ def test_holds_stay_proportionate_over_thousands_of_launches() -> None:
     hold = gpu.SpinHold(t)
     start = t.sim.host_us
     res = gpu.time_cold(t, hold, [t.kernel(2.0)], runs=5000, est_us=2.0)
-    assert res.launches_per_sample == 16 and len(res.samples_us) == 313 and res.gap_free
-    busy = 313 * 16 * (2 * 2 * 50 * 1024 * 1024 / 3e6 + 2.0)  # flush write + read + kernel, per launch
+    assert res.launches_per_sample == 64 and len(res.samples_us) == 79 and res.gap_free
+    busy = 79 * 64 * (2 * 2 * 50 * 1024 * 1024 / 3e6 + 2.0)  # flush write + read + kernel, per launch
     assert t.sim.host_us - start < 1.5 * busy
 
 
 def test_cold_sample_on_recorded_h100_launches_lands_on_ncu() -> None:
     """Real per-launch event pairs after a flush (H100, tests/fixtures/timing/cold_distributions_h100.json):
-    grouped 16 at a time as time_cold groups them, the cold statistic lands within the acceptance tolerance
-    (2 % or 0.3 µs) of ncu's median on every kernel, where the median of the same groups misses the small
+    grouped as time_cold groups them (cold_per_sample), the cold statistic lands within the acceptance
+    tolerance (2 % or 0.3 µs) of ncu's median on every kernel, where the median of the same groups misses the small
     ones (it carries the launch/record overhead's one-sided spread)."""
     data = json.loads((FIXTURES / "timing" / "cold_distributions_h100.json").read_text())
     missed_by_median = []
@@ -197,7 +211,8 @@ def test_cold_sample_on_recorded_h100_launches_lands_on_ncu() -> None:
         ev = rec["event_pair_net_us"]
         ref = statistics.median(rec["ncu_gpu_time_duration_us"])
         tol = max(0.02 * ref, 0.3)
-        groups = [ev[i : i + 16] for i in range(0, len(ev) - 15, 16)]
+        m = gpu.cold_per_sample(ref)
+        groups = [ev[i : i + m] for i in range(0, len(ev) - m + 1, m)]
         cold = statistics.median(gpu.cold_sample(g) for g in groups)
         assert abs(cold - ref) <= tol, (name, cold, ref)
         if abs(statistics.median(statistics.median(g) for g in groups) - ref) > tol:

@@ -44,10 +44,10 @@ BATCH_RUNS = 32  # timed items enqueued behind one hold (well under the launch q
 MAX_RETRIES = 6  # batches re-run with a longer hold / fewer items before giving up on a gap-free batch
 WARM_SAMPLE_TARGET_US = 200.0  # a warm sample spans about this much GPU time (inner launches)
 WARM_INNER_MAX = 64
-COLD_SAMPLE_TARGET_US = 100.0  # a cold sample: flushed launches spanning about this long
+COLD_SAMPLE_TARGET_US = 200.0  # a cold sample: flushed launches spanning about this long
 COLD_SAMPLE_QUANTILE = 0.25  # ... of which the lower quartile (see the module docstring)
-COLD_PER_SAMPLE_MAX = 16
-COLD_MIN_SAMPLES = 10  # `runs` cold launches are grouped into at least this many samples
+COLD_PER_SAMPLE_MAX = 64
+COLD_MIN_SAMPLES = 10  # at least this many cold samples, even when `runs` launches would make fewer
 HOLD_MARGIN = 2.0  # hold = margin x the host's time per item x items, plus a floor
 HOLD_FLOOR_US = 50.0
 HOLD_MAX_US = 20_000.0  # never hold the GPU longer than this at once
@@ -250,8 +250,17 @@ def _per_sample(est_us: float, target_us: float, most: int) -> int:
 def cold_per_sample(est_us: float) -> int:
     """Flushed launches in one cold sample: single cold launches of a few µs vary by up to 1.3 µs (the
     event pair's launch/record overhead after a flush; H100, 2026-11-23), so a sample is the lower
-    quartile of enough of them to span about COLD_SAMPLE_TARGET_US of kernel time."""
+    quartile of enough of them to span about COLD_SAMPLE_TARGET_US of kernel time. With 16 per sample a
+    2.7 µs kernel's samples varied by CV 1.9-2.5 % between runs; 64 bring that down by about half."""
     return _per_sample(est_us, COLD_SAMPLE_TARGET_US, COLD_PER_SAMPLE_MAX)
+
+
+def cold_plan(runs: int, est_us: float) -> tuple[int, int]:
+    """(launches per sample m, launches in all): `runs` launches rounded up to whole samples, and never
+    fewer than COLD_MIN_SAMPLES samples, so a kernel of a few µs gets more flushed launches than `runs`
+    (at most COLD_MIN_SAMPLES x COLD_PER_SAMPLE_MAX, each a ~70 µs flush plus the kernel: ~50 ms)."""
+    m = cold_per_sample(est_us)
+    return m, max(math.ceil(runs / m), COLD_MIN_SAMPLES) * m
 
 
 def cold_sample(launches_us: Sequence[float]) -> float:
@@ -269,13 +278,12 @@ def time_cold(
     est_us: float = math.inf,
     floor_us: float = 0.0,
 ) -> ModeTiming:
-    """`runs` launches (rounded up to whole samples), each with the L2 flushed before it outside its event
-    pair, net of the empty event pair's reading, all queued behind holds; a sample is the lower quartile
-    of m consecutive launches (at least COLD_MIN_SAMPLES samples; m = 1 for long kernels)."""
+    """Flushed launches (`cold_plan`), each with the L2 flushed before it outside its event pair, net of
+    the empty event pair's reading, all queued behind holds; a sample is the lower quartile of m
+    consecutive launches (m = 1 for kernels of COLD_SAMPLE_TARGET_US and more)."""
     flush, nbytes = make_flush(torch)
     k = len(closures)
-    m = min(cold_per_sample(est_us), max(1, runs // COLD_MIN_SAMPLES))
-    launches = math.ceil(runs / m) * m
+    m, launches = cold_plan(runs, est_us)
     stream = torch.cuda.current_stream()
 
     def enqueue(i: int) -> tuple[Any, Any]:
@@ -289,7 +297,7 @@ def time_cold(
 
     def report(done: int) -> None:
         if progress is not None:
-            progress(done // m)
+            progress(min(runs, done * runs // launches))
 
     try:
         pairs, st = run_held(torch, hold, launches, enqueue, progress=report)
@@ -342,8 +350,7 @@ def time_cold_trace(
     if not own or other & set(own):
         return None
     kc = len(own)
-    m = min(cold_per_sample(est_us), max(1, runs // COLD_MIN_SAMPLES))
-    launches = math.ceil(runs / m) * m
+    m, launches = cold_plan(runs, est_us)
     st = HoldStats()
 
     def enqueue(i: int) -> tuple[Any, Any]:
