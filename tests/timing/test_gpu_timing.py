@@ -203,8 +203,8 @@ def test_holds_stay_proportionate_over_thousands_of_launches() -> None:
 def test_cold_sample_on_recorded_h100_launches_lands_on_ncu() -> None:
     """Real per-launch event pairs after a flush (H100, tests/fixtures/timing/cold_distributions_h100.json):
     grouped as time_cold groups them (cold_per_sample), the cold statistic lands within the acceptance
-    tolerance (2 % or 0.3 µs) of ncu's median on every kernel, where the median of the same groups misses the small
-    ones (it carries the launch/record overhead's one-sided spread)."""
+    tolerance (2 % or 0.3 µs) of ncu's median on every kernel, where the median of the same groups misses
+    the small ones (it carries the launch/record overhead's one-sided spread)."""
     data = json.loads((FIXTURES / "timing" / "cold_distributions_h100.json").read_text())
     missed_by_median = []
     for name, rec in data.items():
