@@ -13,6 +13,7 @@ import pytest
 from kernelpilot.experiments.backends import open_store
 from kernelpilot.experiments.store import RecordFilter
 from kernelpilot.sweep.models import SweepRunRequest
+from kernelpilot.sweep.report import write_html
 from kernelpilot.sweep.run import run_sweep
 from kernelpilot.timing.stats import speedup_of
 
@@ -200,6 +201,8 @@ def test_default_cluster_runs_one_worker_per_visible_gpu_pinned_to_it(
     pins = {c.raw_result["worker"]["pid"]: c.raw_result["worker"]["visible_devices"] for c in cells}
     assert sorted(pins.values()) == ["3", "5"]  # two processes, one GPU each
     assert {r.gpu for r in res.summary.cells} == {"3", "5"}  # each row names the GPU that timed it
+    page = Path(write_html(res.summary, str(tmp_path / "dash.html"))).read_text()
+    assert page.count("GPU 3") + page.count("GPU 5") == len(res.summary.cells)  # and so does the dashboard
     one = run_sweep(SweepRunRequest(spec=str(sweep_dir / "sweep.toml"), db=db, workers=1, label="one"))
     assert one.workers == 1 and "CUDA_VISIBLE_DEVICES=3)" in one.cluster
     assert {c.raw_result["worker"]["visible_devices"] for c in _cells(db, one.summary.sweep_id)} == {"3"}
