@@ -203,6 +203,8 @@ def test_default_cluster_runs_one_worker_per_visible_gpu_pinned_to_it(
     assert {r.gpu for r in res.summary.cells} == {"3", "5"}  # each row names the GPU that timed it
     page = Path(write_html(res.summary, str(tmp_path / "dash.html"))).read_text()
     assert page.count("GPU 3") + page.count("GPU 5") == len(res.summary.cells)  # and so does the dashboard
+    text = res.summary.render_text()
+    assert text.count("(GPU 3)") + text.count("(GPU 5)") == len(res.summary.cells)  # and the CLI table
     one = run_sweep(SweepRunRequest(spec=str(sweep_dir / "sweep.toml"), db=db, workers=1, label="one"))
     assert one.workers == 1 and "CUDA_VISIBLE_DEVICES=3)" in one.cluster
     assert {c.raw_result["worker"]["visible_devices"] for c in _cells(db, one.summary.sweep_id)} == {"3"}

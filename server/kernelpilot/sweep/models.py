@@ -257,7 +257,8 @@ class SweepSummary(Result):
                     parts.append(f"{v}: {cell.verdict}")
                 else:
                     sp = "" if cell.speedup is None or cell.verdict == "baseline" else f" {cell.speedup:.2f}x"
-                    parts.append(f"{v}: {cell.median:.4g} {cell.unit}{sp} {cell.verdict}")
+                    on = f" (GPU {cell.gpu})" if cell.gpu else ""
+                    parts.append(f"{v}: {cell.median:.4g} {cell.unit}{sp} {cell.verdict}{on}")
             out.append(f"  L{line} {label}: " + "; ".join(parts))
         out.append("per variant:")
         for s in self.summaries:
