@@ -45,7 +45,14 @@ def main() -> int:
     args = ap.parse_args()
     import torch
 
-    from kernelpilot.timing.gpu import SpinHold, cold_sample, make_flush, run_held
+    from kernelpilot.timing.gpu import (
+        SpinHold,
+        cold_per_sample,
+        cold_sample,
+        event_floor_us,
+        make_flush,
+        run_held,
+    )
     from kernelpilot.timing.kernels import device_events, traced
 
     names = [n for n in SMALL if not args.only or n in args.only.split(",")]
@@ -54,15 +61,15 @@ def main() -> int:
     flush, _ = make_flush(torch)
     stream = torch.cuda.current_stream()
 
-    def pairs_of(enqueue_body: object, count: int) -> list[float]:
+    def flushed_pairs(fn: object, count: int) -> list[float]:
+        """Event pairs (µs) around `count` launches of fn, each after a flush, queued behind holds."""
+
         def enq(_: int) -> tuple[object, object]:
+            flush()
             s = torch.cuda.Event(enable_timing=True)
             e = torch.cuda.Event(enable_timing=True)
-            if enqueue_body is not None:
-                flush()
             s.record(stream)
-            if enqueue_body is not None:
-                enqueue_body()  # type: ignore[operator]
+            fn()  # type: ignore[operator]
             e.record(stream)
             return s, e
 
@@ -82,8 +89,8 @@ def main() -> int:
             for _ in range(200):
                 fn()
             torch.cuda.synchronize()
-            floor = statistics.median(pairs_of(None, 128))
-            ev = [v - floor for v in pairs_of(fn, args.launches)]
+            floor = event_floor_us(torch, hold, runs=128)  # what the timer subtracts
+            ev = [v - floor for v in flushed_pairs(fn, args.launches)]
 
             def work(fn: object = fn) -> None:
                 for _ in range(64):
@@ -99,12 +106,13 @@ def main() -> int:
                 "ncu_gpu_time_duration_us": nv,
                 "cupti_kernel_duration_us": [round(v, 3) for v in cupti],
             }
-            groups = [cold_sample(ev[i : i + 16]) for i in range(0, len(ev) - 15, 16)]
             ref = statistics.median(nv)
+            m = cold_per_sample(ref)  # grouped as time_cold groups them
+            groups = [cold_sample(ev[i : i + m]) for i in range(0, len(ev) - m + 1, m)]
             print(
                 f"{name:13s} ncu {ref:9.3f} | cupti p10-p90 {_q(cupti, 0.1):8.3f}-{_q(cupti, 0.9):8.3f} | "
                 f"events p10-p90 {_q(ev, 0.1):8.3f}-{_q(ev, 0.9):8.3f} median {_q(ev, 0.5):8.3f} "
-                f"({_q(ev, 0.5) - ref:+.3f}) | cold_sample(16) median {statistics.median(groups):8.3f} "
+                f"({_q(ev, 0.5) - ref:+.3f}) | cold_sample({m}) median {statistics.median(groups):8.3f} "
                 f"({statistics.median(groups) - ref:+.3f})",
                 flush=True,
             )

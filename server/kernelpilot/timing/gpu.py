@@ -250,8 +250,8 @@ def _per_sample(est_us: float, target_us: float, most: int) -> int:
 
 def cold_per_sample(est_us: float) -> int:
     """Flushed launches in one cold sample: single cold launches of a few µs vary by up to 1.3 µs (the
-    event pair's launch/record overhead after a flush; H100, 2026-11-23), so a sample is the lower
-    quartile of enough of them to span about COLD_SAMPLE_TARGET_US of kernel time. With 16 per sample a
+    event pair's launch/record overhead after a flush; H100, 2026-11-23), so a sample is the 10th
+    percentile of enough of them to span about COLD_SAMPLE_TARGET_US of kernel time. With 16 per sample a
     2.7 µs kernel's samples varied by CV 1.9-2.5 % between runs; 64 bring that down by about half."""
     return _per_sample(est_us, COLD_SAMPLE_TARGET_US, COLD_PER_SAMPLE_MAX)
 
