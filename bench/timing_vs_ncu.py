@@ -179,8 +179,8 @@ def graph_warm(torch: Any, fn: Any, inner: int = 50, replays: int = 20, reps: in
     """Graph of `inner` launches, up to `replays` replays queued back to back between one event pair
     (fewer for long kernels, so one measurement spans about 50 ms); median of `reps` such measurements of
     elapsed / (inner * replays). Back-to-back replays keep the GPU busy, so the graph launch latency is not
-    inside the figure. (A fixed 20 replays of a 2.7 ms GEMM ran 40 s of GEMM back to back and read 1-3 %
-    slow as the GPU heated, run 4 of 2026-11-23.)"""
+    inside the figure. (A fixed 20 replays of a 2.7 ms GEMM ran 40 s of GEMM back to back and read 2.9 %
+    over the timer, run 4 of 2026-11-23, most likely as the GPU heated.)"""
     for _ in range(5):
         fn()
     torch.cuda.synchronize()
