@@ -163,7 +163,7 @@ class IsaOccupancyResult(Result):
         out = []
         for o in self.results:
             per = f", {o.waves_per_simd} waves/SIMD" if o.waves_per_simd is not None else ""
-            unit = "warps/SM" if o.waves_per_simd is None else "waves/CU"
+            unit = f"warps/{o.unit}" if o.waves_per_simd is None else f"waves/{o.unit}"
             out.append(
                 f"{o.kernel} on {o.arch}, block {o.block_size}: {o.resident_blocks} blocks, "
                 f"{o.resident_warps}/{o.max_warps} {unit} ({o.occupancy_pct}%){per}; limiter {o.limiter}; "

@@ -215,8 +215,7 @@ def isa_mix(req: IsaFileRequest) -> IsaMixResult:
 def _occ(k: KernelResources, req: IsaOccupancyRequest) -> OccupancyModel:
     from kernelpilot.isa.occupancy import occupancy_for
 
-    o = occupancy_for(k, req.target_arch, req.block_size, req.dynamic_shared_bytes)
-    return OccupancyModel.model_validate(o.model_dump())
+    return occupancy_for(k, req.target_arch, req.block_size, req.dynamic_shared_bytes)
 
 
 @_whole_call_gc_paused

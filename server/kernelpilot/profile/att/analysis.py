@@ -376,7 +376,7 @@ def register_pressure(req: AttRequest, folder: Folder, kernel: str | None) -> Re
     """Waves per SIMD and the VGPR step to the next wave, through the ISA occupancy model
     (`isa.occupancy`)."""
     from kernelpilot.isa.models import KernelResources
-    from kernelpilot.isa.occupancy import occupancy_amd
+    from kernelpilot.isa.occupancy_amd import occupancy_amd
 
     r = _Regs(req.vgprs, req.agprs, req.sgprs, req.lds_bytes, req.block_size, req.arch)
     _from_code_object(req, kernel, r)
@@ -415,13 +415,14 @@ def register_pressure(req: AttRequest, folder: Folder, kernel: str | None) -> Re
         static_shared_bytes=lds,
     )
     occ = occupancy_amd(kr, arch, block or 256, 0)
-    from kernelpilot.isa.occupancy import amd_table_row, amd_waves
+    from kernelpilot.isa.occupancy_amd import amd_table_row, amd_waves, vgpr_file
 
     row_cu = amd_table_row(arch)
     vgpr_waves = amd_waves(row_cu, kr, 64).get("vgprs")
     budget = to_free = None
     if vgpr_waves is not None and vgpr_waves < row_cu.max_waves_per_simd:
-        budget = (row_cu.vgprs_wave64 // (vgpr_waves + 1)) // row_cu.granule_wave64 * row_cu.granule_wave64
+        total, gran = vgpr_file(row_cu, 64)
+        budget = (total // (vgpr_waves + 1)) // gran * gran
         to_free = total_vgprs - budget
     return RegisterPressure(
         source=source,
