@@ -6,6 +6,7 @@ built by its build.sh)."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -117,3 +118,13 @@ def test_launch_block_other_than_flat_size_is_noted() -> None:
     o = occupancy_for(k, None, 128, 0)
     assert o.waves_per_simd == 16 and o.resident_blocks == 8  # LDS: 128 KB / 16 KB
     assert any("max flat workgroup size 1024" in n for n in o.notes)
+
+
+def test_occupancy_capability_names_every_modelled_target() -> None:
+    from kernelpilot.capabilities.isa import CAPABILITIES
+    from kernelpilot.isa.occupancy import NVIDIA_TABLE
+    from kernelpilot.isa.occupancy_amd import AMD_TABLE
+
+    (cap,) = [c for c in CAPABILITIES if c.tool == "isa_occupancy"]
+    named = set(re.findall(r"gfx\w+|\d+\.\d", cap.description))
+    assert named == set(AMD_TABLE) | set(NVIDIA_TABLE)
