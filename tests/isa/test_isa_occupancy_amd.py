@@ -128,3 +128,19 @@ def test_occupancy_capability_names_every_modelled_target() -> None:
     (cap,) = [c for c in CAPABILITIES if c.tool == "isa_occupancy"]
     named = set(re.findall(r"gfx\w+|\d+\.\d", cap.description))
     assert named == set(AMD_TABLE) | set(NVIDIA_TABLE)
+
+
+@pytest.mark.parametrize(("target", "granule", "rounded"), [("gfx1100", 1024, 13), ("gfx1010", 512, 14)])
+def test_lds_rounds_to_the_allocation_granule_where_clang_19_does_not(
+    target: str, granule: int, rounded: int
+) -> None:
+    """4224 B of LDS in 64-thread workgroups: clang 19 divides the WGP's 128 KB by 4224 (31 workgroups, 16
+    waves/SIMD); the hardware allocates 1024-byte blocks on gfx10.3+ (5120 B: 25 workgroups -> 13 waves/SIMD)
+    and 512-byte blocks on gfx10.1 (4608 B: 28 -> 14), which LLVM counts since PR #205637."""
+    path = FX / f"occ_granule.{target}.hsaco"
+    text = (FX / f"remarks_granule.{target}.txt").read_text()
+    assert "LDS Size [bytes/block]: 4224" in text and f"{REMARK}: 16" in text
+    (r,) = isa_fit(IsaFitRequest(file=str(path), disassemble=False)).reports
+    assert r.occupancy is not None and r.occupancy.waves_per_simd == rounded
+    (note,) = [n for n in r.occupancy.notes if "allocated in" in n]
+    assert f"{granule}-byte blocks" in note and "its remark says 16" in note

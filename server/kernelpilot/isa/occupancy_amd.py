@@ -35,7 +35,7 @@ class AmdCU:
     sgpr_limited: bool  # LLVM getOccupancyWithNumSGPRs: SGPRs limit waves before gfx10 only
     lds_per_cu: int  # bytes on one CU; a WGP (RDNA, WGP mode) has two CUs' worth
     lds_per_workgroup: int
-    lds_granule: int  # allocation unit of the hardware (COMPUTE_PGM_RSRC2 LDS_SIZE: 128 dwords)
+    lds_granule: int  # bytes: the hardware allocates a workgroup's LDS in these blocks
     max_workgroup_size: int
     rdna: bool  # gfx10+: WGP or CU mode
     matrix_units: str
@@ -47,9 +47,18 @@ LLVM = (
     "getLocalMemorySize/getEUsPerCU/getMaxWorkGroupsPerCU; AMDGPUSubtarget.cpp getOccupancyWithLocalMemSize)"
 )
 CHECKED = "checked against clang 19's Occupancy remark (tests/fixtures/isa/amd/occ)"
+# LDS allocation granule per workgroup. 512 B: AMDGPUUsage, COMPUTE_PGM_RSRC2 GRANULATED_LDS_SIZE,
+# "GFX7-GFX11 roundup(lds-size / (128 * 4))"; 1280 B on gfx950 (same table, 320 dwords). GFX10.3, GFX11 and
+# GFX12.0 encode in 512-byte units but allocate 1024-byte blocks (LLVM PRs #219495 and #224852, after Mesa's
+# ac_shader_util.h; ROCm rocm-libraries PR #10078 for gfx11). LLVM rounds LDS to the granule for occupancy
+# since PR #205637.
+LDS_GRANULE_GFX7 = 512
+LDS_GRANULE_GFX10_3 = 1024
+LDS_GRANULE_GFX950 = 1280
+PRODUCTS = "AMDGPUUsage processor table"
 
 
-def _cdna(target: str, lds_kb: int, matrix: str, guide: str) -> AmdCU:
+def _cdna(target: str, lds_kb: int, granule: int, matrix: str, guide: str) -> AmdCU:
     return AmdCU(
         target=target,
         simds_per_cu=4,
@@ -61,7 +70,7 @@ def _cdna(target: str, lds_kb: int, matrix: str, guide: str) -> AmdCU:
         sgpr_limited=True,
         lds_per_cu=lds_kb * KB,
         lds_per_workgroup=lds_kb * KB,
-        lds_granule=512,
+        lds_granule=granule,
         max_workgroup_size=1024,
         rdna=False,
         matrix_units=matrix,
@@ -81,7 +90,7 @@ def _rdna(target: str, waves: int, vgprs32: int, gran32: int, matrix: str, why: 
         sgpr_limited=False,
         lds_per_cu=64 * KB,
         lds_per_workgroup=64 * KB,
-        lds_granule=512,
+        lds_granule=LDS_GRANULE_GFX7 if waves == 20 else LDS_GRANULE_GFX10_3,
         max_workgroup_size=1024,
         rdna=True,
         matrix_units=matrix,
@@ -91,21 +100,40 @@ def _rdna(target: str, waves: int, vgprs32: int, gran32: int, matrix: str, why: 
 
 RDNA1 = "gfx10.1 (AMDGPU.td FeatureISAVersion10_1): 20 waves/SIMD, 1024 VGPRs (wave32), granule 8"
 RDNA2 = "GFX10_3Insts without Feature1_5xVGPRs: 16 waves/SIMD, 1024 VGPRs (wave32), granule 16"
-FULL = "Feature1_5xVGPRs (AMDGPU.td): 16 waves/SIMD, 1536 VGPRs (wave32, 192 KB per SIMD32), granule 24"
+FULL = "Feature1_5xVGPRs: 16 waves/SIMD, 1536 VGPRs (wave32, 192 KB per SIMD32), granule 24"
 AMD_TABLE: dict[str, AmdCU] = {
-    "gfx90a": _cdna("gfx90a", 64, "MFMA (matrix cores)", "AMD Instinct MI200 CDNA2 ISA guide (64 KB LDS)"),
-    "gfx942": _cdna("gfx942", 64, "MFMA (matrix cores)", "AMD Instinct MI300 CDNA3 ISA guide (64 KB LDS)"),
+    "gfx90a": _cdna(
+        "gfx90a",
+        64,
+        LDS_GRANULE_GFX7,
+        "MFMA (matrix cores)",
+        "AMD Instinct MI200 CDNA2 ISA guide (64 KB LDS)",
+    ),
+    "gfx942": _cdna(
+        "gfx942",
+        64,
+        LDS_GRANULE_GFX7,
+        "MFMA (matrix cores)",
+        "AMD Instinct MI300 CDNA3 ISA guide (64 KB LDS)",
+    ),
     "gfx950": _cdna(
         "gfx950",
         160,
+        LDS_GRANULE_GFX950,
         "MFMA (matrix cores, FP4/FP6)",
         "AMD Instinct MI350 CDNA4 ISA guide (160 KB LDS per CU)",
     ),
-    "gfx1010": _rdna("gfx1010", 20, 1024, 8, "none (no WMMA)", f"RDNA1 (Radeon RX 5700 XT), {RDNA1}"),
-    "gfx1030": _rdna("gfx1030", 16, 1024, 16, "none (no WMMA)", f"RDNA2 (Radeon RX 6800/6900), {RDNA2}"),
-    "gfx1100": _rdna("gfx1100", 16, 1536, 24, "WMMA", f"RDNA3 Navi31 (RX 7900), AMDGPU.td 11_0_0 {FULL}"),
+    "gfx1010": _rdna(
+        "gfx1010", 20, 1024, 8, "none (no WMMA)", f"RDNA1, e.g. Radeon RX 5700 XT ({PRODUCTS}); {RDNA1}"
+    ),
+    "gfx1030": _rdna(
+        "gfx1030", 16, 1024, 16, "none (no WMMA)", f"RDNA2, e.g. Radeon RX 6900 XT ({PRODUCTS}); {RDNA2}"
+    ),
+    "gfx1100": _rdna(
+        "gfx1100", 16, 1536, 24, "WMMA", f"RDNA3, e.g. Radeon RX 7900 XTX; AMDGPU.td 11_0_0 has {FULL}"
+    ),
     "gfx1101": _rdna(
-        "gfx1101", 16, 1536, 24, "WMMA", f"RDNA3 Navi32 (RX 7800/7700), AMDGPU.td 11_0_1 {FULL}"
+        "gfx1101", 16, 1536, 24, "WMMA", f"RDNA3, e.g. Radeon RX 7800 XT; AMDGPU.td 11_0_1 has {FULL}"
     ),
     "gfx1102": _rdna(
         "gfx1102",
@@ -113,13 +141,22 @@ AMD_TABLE: dict[str, AmdCU] = {
         1024,
         16,
         "WMMA",
-        f"RDNA3 Navi33 (RX 7600), AMDGPU.td 11_0_2 has no 1.5x VGPRs: {RDNA2}",
+        f"RDNA3, e.g. Radeon RX 7600; AMDGPU.td 11_0_2 has no 1.5x VGPRs: {RDNA2}",
     ),
     "gfx1151": _rdna(
-        "gfx1151", 16, 1536, 24, "WMMA", f"RDNA3.5 Strix Halo (Radeon 8060S), AMDGPU.td 11_5_1 {FULL}"
+        "gfx1151",
+        16,
+        1536,
+        24,
+        "WMMA",
+        f"RDNA3.5, e.g. Ryzen AI Max+ 395's Radeon 8060S; AMDGPU.td 11_5_1 has {FULL}",
     ),
-    "gfx1200": _rdna("gfx1200", 16, 1536, 24, "WMMA (RDNA4)", f"RDNA4 Navi44 (RX 9060), AMDGPU.td 12 {FULL}"),
-    "gfx1201": _rdna("gfx1201", 16, 1536, 24, "WMMA (RDNA4)", f"RDNA4 Navi48 (RX 9070), AMDGPU.td 12 {FULL}"),
+    "gfx1200": _rdna(
+        "gfx1200", 16, 1536, 24, "WMMA (RDNA4)", f"RDNA4, e.g. Radeon RX 9060 XT; AMDGPU.td 12 has {FULL}"
+    ),
+    "gfx1201": _rdna(
+        "gfx1201", 16, 1536, 24, "WMMA (RDNA4)", f"RDNA4, e.g. Radeon RX 9070 XT; AMDGPU.td 12 has {FULL}"
+    ),
 }
 
 
@@ -182,14 +219,17 @@ def unit_of(row: AmdCU, k: KernelResources) -> Unit:
     return Unit("CU", row.simds_per_cu, row.lds_per_cu, BARRIERS_PER_CU)
 
 
-def lds_waves(row: AmdCU, unit: Unit, lds: int, flat_wg: int, wave: int) -> int:
-    """Waves per SIMD the LDS allows (LLVM getOccupancyWithLocalMemSize, no LDS granule: LLVM has none)."""
+def lds_waves(row: AmdCU, unit: Unit, lds: int, flat_wg: int, wave: int, granule: int | None = None) -> int:
+    """Waves per SIMD the LDS allows (LLVM getOccupancyWithLocalMemSize). The workgroup's LDS is rounded up to
+    the allocation granule (the row's unless `granule` is given) as the hardware allocates it and LLVM counts
+    it since PR #205637; clang 19 does not round (`granule=1`), so its remark can be higher for a size that is
+    not a multiple of the granule (`tests/isa/test_isa_occupancy_amd.py`)."""
     cap = row.max_waves_per_simd
     waves_per_wg = -(-flat_wg // wave)
     max_wgs = cap * unit.simds
     if waves_per_wg > 1:
         max_wgs = min(max_wgs // waves_per_wg, unit.max_workgroups)
-    groups = unit.lds // max(lds, 1)
+    groups = unit.lds // (_round_up(lds, granule or row.lds_granule) if lds else 1)
     if groups == 0:
         return 1
     groups = min(groups, max_wgs)
@@ -261,6 +301,13 @@ def occupancy_amd(k: KernelResources, arch: str, block: int, dyn_lds: int) -> Oc
     flat_wg = k.max_threads_per_block or block
     compiler_waves = min(min(simd_lim.values()), lds_waves(row, unit, lds, flat_wg, wave))
     notes = [f"wave{wave}; {unit.simds} SIMDs and {unit.lds // KB} KB LDS per {unit.name}"]
+    unrounded = min(min(simd_lim.values()), lds_waves(row, unit, lds, flat_wg, wave, granule=1))
+    if unrounded != compiler_waves:
+        notes.append(
+            f"LDS is allocated in {row.lds_granule}-byte blocks, so {lds} B takes "
+            f"{_round_up(lds, row.lds_granule)} B: {compiler_waves} waves/SIMD; LLVM before PR #205637 "
+            f"(clang 19 among them) does not round and its remark says {unrounded}"
+        )
     if flat_wg != block:
         notes.append(
             f"waves_per_simd assumes the kernel's max flat workgroup size {flat_wg}, as LLVM's remark does; "

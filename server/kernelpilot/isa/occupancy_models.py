@@ -30,8 +30,9 @@ class OccupancyModel(BaseModel):
     waves_per_simd: int | None = Field(
         None,
         description="AMD: waves per SIMD by LLVM's occupancy rules, the figure of the compiler's "
-        "'Occupancy [waves/SIMD]' remark (for the kernel's max flat workgroup size); resident_warps is "
-        "workgroup-granular for the launch block",
+        "'Occupancy [waves/SIMD]' remark (for the kernel's max flat workgroup size; LDS rounded up to the "
+        "hardware's allocation block, which clang 19 skips: a note says when that differs); resident_warps "
+        "is workgroup-granular for the launch block",
     )
     limits: dict[str, int] = Field(description="blocks (workgroups) per unit allowed by each resource")
     limiter: str
