@@ -144,3 +144,15 @@ def test_lds_rounds_to_the_allocation_granule_where_clang_19_does_not(
     assert r.occupancy is not None and r.occupancy.waves_per_simd == rounded
     (note,) = [n for n in r.occupancy.notes if "allocated in" in n]
     assert f"{granule}-byte blocks" in note and "its remark says 16" in note
+
+
+def test_mach_table_names_the_target_of_each_fixture() -> None:
+    """The e_flags fallback (used when the metadata names no target) on clang 19's own objects."""
+    import struct
+
+    from kernelpilot.isa.hsaco import MACH_TO_GFX
+
+    for variant, (target, _, _) in VARIANTS.items():
+        data = (FX / f"occ.{variant}.hsaco").read_bytes()
+        (flags,) = struct.unpack_from("<I", data, 0x30)  # ELF64 e_flags
+        assert MACH_TO_GFX[flags & 0xFF] == target, variant
