@@ -85,11 +85,12 @@ def test_declaration_check_catches_a_silent_gap(tmp_path: Path) -> None:
         ("rx-7900-xtx", []),
         ("radeon-8060s", []),
         ("rtx-4090", []),
-        ("h20", ["sm_count", "l2_cache_mb"]),
-        ("l40s", ["l2_cache_mb"]),
+        ("h20", ["l2_cache_mb"]),
+        ("l40s", []),
+        ("b200", ["l2_cache_mb"]),
         ("mi308x", [
             "bf16_dense_tflops", "fp16_dense_tflops", "fp32_vector_tflops", "memory_bandwidth_tb_s",
-            "cu_count", "l2_cache_mb", "lds_per_cu_kb", "vgpr_file_per_cu_kb",
+            "cu_count",
         ]),
     ],
 )  # fmt: skip
@@ -116,7 +117,7 @@ def test_user_wiki_line_closes_a_gap_and_unknown_vendor_lists_both_keys(run_cli,
     u = tmp_path / "mine"
     u.mkdir()
     (u / "h20.md").write_text(
-        "# NVIDIA H20 (gpu_id: h20)\n\n- sm_count: 78 count | source: my lab sheet, table 1, https://lab.example/h20\n"
+        "# NVIDIA H20 (gpu_id: h20)\n\n- l2_cache_mb: 60 MB | source: my lab sheet, table 1, https://lab.example/h20\n"
     )
     (u / "acme-x1.md").write_text(
         "# ACME X1\n\n- memory_bandwidth_tb_s: 1.5 TB/s | source: doc, t1, https://m\n"
@@ -125,7 +126,7 @@ def test_user_wiki_line_closes_a_gap_and_unknown_vendor_lists_both_keys(run_cli,
         g["gpu_id"]: g
         for g in json.loads(run_cli("--json", "gpus", "--missing", "--wiki", str(u)).out)["gpus"]
     }
-    assert rows["h20"]["missing_metrics"] == ["l2_cache_mb"]
+    assert rows["h20"]["missing_metrics"] == []
     assert "sm_count|cu_count" in rows["acme-x1"]["missing_metrics"]
     assert "memory_bandwidth_tb_s" not in rows["acme-x1"]["missing_metrics"]
     assert len(rows["acme-x1"]["missing_metrics"]) == 7
@@ -144,7 +145,7 @@ def test_gpus_missing_through_a_real_mcp_client() -> None:
 
     out = anyio.run(main)
     rows = {g["gpu_id"]: g for g in out["gpus"]}
-    assert rows["h20"]["missing_metrics"] == ["sm_count", "l2_cache_mb"]
+    assert rows["h20"]["missing_metrics"] == ["l2_cache_mb"]
     assert rows["h200-sxm"]["missing_metrics"] == []
 
 
@@ -167,7 +168,7 @@ def test_doctor_matches_the_real_device_name_and_says_what_is_missing() -> None:
     h100, h20 = matches
     assert (h100.gpu_id, h100.missing_metrics, h100.suggestion) == ("h100-sxm5", [], "")
     assert h100.measured_count >= 5
-    assert h20.gpu_id == "h20" and h20.missing_metrics == ["sm_count", "l2_cache_mb"]
+    assert h20.gpu_id == "h20" and h20.missing_metrics == ["l2_cache_mb"]
     assert h20.suggestion.startswith("kernelpilot ceilings measure --gpu h20 --out kp-wiki/h20.md")
 
 
