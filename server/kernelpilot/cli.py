@@ -1,8 +1,9 @@
 """The `kernelpilot` command line: a thin adapter generated from the capability registry.
 
 Each capability's request model becomes a sub-command: fields become `--field-name` options
-(lists repeat, booleans get `--x/--no-x`, nested models take JSON), `positional` fields become
-positional arguments. The result prints as text, or as the model's JSON with `--json`.
+(lists repeat, booleans get `--x/--no-x`, nested models take inline JSON or a JSON file path:
+`validation.load_json_argument`), `positional` fields become positional arguments. The result prints as
+text, or as the model's JSON with `--json`.
 Errors print to stderr with their fix and exit non-zero.
 """
 
@@ -31,7 +32,7 @@ from kernelpilot.capability import (
     no_progress,
 )
 from kernelpilot.errors import InvalidArgumentError, KernelpilotError
-from kernelpilot.validation import flag, validation_message
+from kernelpilot.validation import flag, load_json_argument, validation_message
 
 __all__ = ["build_parser", "main", "run_capability", "validation_message"]
 
@@ -87,7 +88,7 @@ def _add_field(parser: argparse.ArgumentParser, cap: Capability, name: str, fiel
     choices = _choices(inner)
     help_text = _help(field)
     if _is_json_typed(inner):
-        help_text += " (JSON)"
+        help_text += " (inline JSON or a JSON file path)"
     if name in cap.positional:
         nargs: str | None = None
         if listy:
@@ -157,12 +158,9 @@ def _coerce(cap: Capability, values: dict[str, Any]) -> dict[str, Any]:
         tp = _unwrap_optional(field.annotation)
         inner = _unwrap_optional(typing.get_args(tp)[0]) if _is_list(tp) and typing.get_args(tp) else tp
         if _is_json_typed(inner):
-            try:
-                value = [json.loads(v) for v in value] if isinstance(value, list) else json.loads(value)
-            except json.JSONDecodeError as exc:
-                raise InvalidArgumentError(
-                    f"{flag(name)} must be JSON: {exc.msg} at position {exc.pos}", "quote a valid JSON value"
-                ) from exc
+            values_in = value if isinstance(value, list) else [value]
+            loaded = [load_json_argument(v, flag(name)) for v in values_in]
+            value = loaded if isinstance(value, list) else loaded[0]
         out[name] = value
     return out
 
