@@ -48,8 +48,16 @@ class InitWorkspaceRequest(Request):
     )
     roofline_args: dict[str, Any] | None = Field(
         default=None,
-        description="Extra arguments for the roofline request (e.g. an op description), merged over the "
-        "platform/dtype/flops/bytes the workspace passes.",
+        description="The op description for the roofline, as the fields of `kernelpilot roofline` "
+        '(e.g. {"op": "softmax", "rows": 32768, "cols": 4096}; gemm: m, n, k; elementwise: numel, inputs, '
+        "outputs), merged over the platform/dtype/flops/bytes the workspace passes. Fills the README's "
+        "Roofline and Stop Conditions.",
+    )
+    allow_tbd: bool = Field(
+        default=False,
+        description="Create the workspace although neither roofline_args nor flops and bytes_moved are "
+        "given (Roofline and Stop Conditions stay TBD, naming the argument that fills them). Without it, "
+        "init refuses.",
     )
     wiki: list[str] = Field(default_factory=list, description="Extra gpu-wiki folders (user wikis).")
     root: str | None = Field(default=None, description=_ROOT_HELP)
