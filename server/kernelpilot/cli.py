@@ -34,7 +34,14 @@ from kernelpilot.capability import (
 from kernelpilot.errors import InvalidArgumentError, KernelpilotError
 from kernelpilot.validation import flag, load_json_argument, validation_message
 
-__all__ = ["build_parser", "main", "run_capability", "validation_message"]
+__all__ = [
+    "build_parser",
+    "command_values",
+    "main",
+    "run_capability",
+    "validate_request",
+    "validation_message",
+]
 
 
 def _unwrap_optional(tp: Any) -> Any:
@@ -165,14 +172,24 @@ def _coerce(cap: Capability, values: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def run_capability(cap: Capability, values: dict[str, Any], progress: Progress = no_progress) -> Any:
+def validate_request(cap: Capability, values: dict[str, Any]) -> Any:
+    """The capability's request model from parsed command-line values (JSON arguments read), without running
+    it: what `tests/skills/test_skill_commands.py` checks for documented commands that need a GPU."""
     try:
-        request = cap.request.model_validate(_coerce(cap, values))
+        return cap.request.model_validate(_coerce(cap, values))
     except ValidationError as exc:
         raise InvalidArgumentError(
             validation_message(exc), f"see `kernelpilot {' '.join(cap.command)} --help`"
         ) from exc
-    return cap.invoke(request, progress)
+
+
+def command_values(args: argparse.Namespace) -> dict[str, Any]:
+    """The request fields argparse parsed (its own `_capability`/`_command`/`json` keys dropped)."""
+    return {k: v for k, v in vars(args).items() if not k.startswith("_") and k != "json"}
+
+
+def run_capability(cap: Capability, values: dict[str, Any], progress: Progress = no_progress) -> Any:
+    return cap.invoke(validate_request(cap, values), progress)
 
 
 def stderr_progress() -> Progress:
@@ -202,7 +219,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return 2
     as_json = bool(getattr(args, "json", False))
-    values = {k: v for k, v in vars(args).items() if not k.startswith("_") and k != "json"}
+    values = command_values(args)
     try:
         result = run_capability(cap, values, stderr_progress() if cap.takes_progress else no_progress)
     except KernelpilotError as exc:

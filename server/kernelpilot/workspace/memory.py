@@ -437,6 +437,12 @@ def memory_summary(req: MemorySummaryRequest) -> MemorySummaryResult:
     return summarize(ws, load_all(ws), req.include_masked)
 
 
+def _dirty(ws: Workspace) -> list[str]:
+    """Uncommitted changes a kernel restore would clobber: a task's own bookkeeping under `.kernelpilot/`
+    (result.json, ledger.jsonl, baseline.json that eval rewrites) is not one of them."""
+    return [d for d in gitops.dirty_entries(ws.path) if not d[3:].strip('"').startswith(".kernelpilot/")]
+
+
 def memory_restart(req: MemoryRestartRequest) -> MemoryRestartResult:
     ws = locate(req.workspace, req.root)
     records = load_all(ws)
@@ -446,7 +452,7 @@ def memory_restart(req: MemoryRestartRequest) -> MemoryRestartResult:
             f"no memory version >= v{req.from_version} in {ws.name}",
             "list versions with `kernelpilot memory summary`",
         )
-    dirty = gitops.dirty_entries(ws.path)
+    dirty = _dirty(ws)
     if dirty:
         shown = "; ".join(d.strip() for d in dirty[:5]) + (" ..." if len(dirty) > 5 else "")
         raise DirtyTreeError(
@@ -547,7 +553,7 @@ def memory_revert(req: MemoryRevertRequest) -> MemoryRecordResult:
         raise InvalidArgumentError(
             f"v{record['version']} has no eval status on record", "pass --status (e.g. neutral, regressed)"
         )
-    dirty = gitops.dirty_entries(ws.path)
+    dirty = _dirty(ws)
     if dirty:
         raise DirtyTreeError(
             f"workspace {ws.name} has uncommitted changes ({'; '.join(d.strip() for d in dirty[:5])}); "
