@@ -180,6 +180,7 @@ class Sandbox:
         default_factory=lambda: [(236.0, "improved"), (236.1, "neutral"), (251.0, "regressed")]
     )
     ran: list[str] = field(default_factory=list)
+    requests: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)  # (where, tool, arguments)
 
     def kp(self, argv: list[str]) -> tuple[int, str, str]:
         from kernelpilot.cli import main
@@ -325,13 +326,14 @@ def _run_kernelpilot(
             return f"{where}: {problem}" if problem else None
         return f"{where}: does not parse: {err.getvalue().strip()[-400:]}"
     cap = ns._capability
+    try:
+        with contextlib.chdir(sb.root):
+            request = validate_request(cap, command_values(ns))
+    except KernelpilotError as exc:
+        return f"{where}: arguments rejected: {exc.message}"
+    sb.requests.append((where, cap.tool, request.model_dump(mode="json", exclude_unset=True)))
     tool = NEEDS_TOOL.get(cap.command)
     if cap.command in GPU_COMMANDS or (tool and find_tool(tool) is None):
-        try:
-            with contextlib.chdir(sb.root):
-                request = validate_request(cap, command_values(ns))
-        except KernelpilotError as exc:
-            return f"{where}: arguments rejected: {exc.message}"
         _stand_in(sb, cap.command, request, redirect)
         sb.ran.append("(parsed) kernelpilot " + " ".join(argv))
         return None
@@ -463,3 +465,51 @@ def test_extract_steps_joins_continuations_and_skips_other_languages() -> None:
         (3, "WS=ws  # a variable", True),
         (4, "kernelpilot eval $WS      --refresh-baseline  # comment", True),
     ]
+
+
+def test_documented_commands_are_valid_calls_of_their_mcp_tools(campaign: tuple[Sandbox, list[str]]) -> None:
+    """The MCP side of each documented command: the tool of the same capability, listed by the real `mcp`
+    client, accepts the arguments the command gave (its input schema validates them)."""
+    import anyio
+    import jsonschema
+    from mcp import Client
+
+    from kernelpilot.mcp_server import build_server
+
+    sb, _ = campaign
+
+    async def schemas() -> dict[str, Any]:
+        async with Client(build_server("all")) as client:
+            return {t.name: t.input_schema for t in (await client.list_tools()).tools}
+
+    tools = anyio.run(schemas)
+    assert len(sb.requests) >= 30
+    for where, tool, args in sb.requests:
+        try:
+            jsonschema.validate(args, tools[tool])
+        except jsonschema.ValidationError as exc:
+            pytest.fail(f"{where}: mcp: {tool} rejects {args}: {exc.message}")
+
+
+_PAIR = re.compile(r"`mcp: ([a-z0-9_]+)` \(`kernelpilot ([^`]+)`\)")
+
+
+def test_mcp_and_cli_names_side_by_side_are_the_same_capability() -> None:
+    """`mcp: x` (`kernelpilot y ...`) in a skill names one capability twice: x must be y's tool."""
+    from kernelpilot.capability import all_capabilities
+
+    reg = live_registry()
+    tool_of = {c.command: c.tool for c in all_capabilities()}
+    pairs, wrong = 0, []
+    for rel in [CLI_MD, *_docs()]:
+        text = (REPO / rel).read_text(encoding="utf-8")
+        for m in _PAIR.finditer(" ".join(text.split())):
+            command = command_of(m.group(2).split(), reg)
+            if command is None:
+                continue
+            pairs += 1
+            if tool_of[command] != m.group(1):
+                wrong.append(
+                    f"{rel}: mcp: {m.group(1)} beside kernelpilot {' '.join(command)} = {tool_of[command]}"
+                )
+    assert pairs >= 40 and not wrong, wrong
