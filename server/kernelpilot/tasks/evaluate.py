@@ -103,7 +103,10 @@ def _excluded(workdir: Path, task_dir: Path) -> list[str]:
     # every task's own bookkeeping (result.json, ledger.jsonl, baseline.json of a second task beside this one)
     if (workdir / ".kernelpilot").is_dir():
         out.append(".kernelpilot")
-    listed = _git(workdir, ["ls-files", "--cached", "--others", "--exclude-standard", "--", "*task.json"])
+    try:
+        listed = _git(workdir, ["ls-files", "--cached", "--others", "--exclude-standard", "--", "*task.json"])
+    except StateError:  # not a git tree: there is no scope check to feed (the caller reports it)
+        listed = ""
     out += [Path(f).parent.as_posix() for f in listed.splitlines() if _is_task_file(workdir / f)]
     return out
 
