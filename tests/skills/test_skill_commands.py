@@ -12,8 +12,9 @@ the block's shell variables (`WS=...`, `$WS`) and runs it in a sandbox folder, i
 - Commands that need a GPU (`time`, `eval`, `profile run`, `ceilings measure`, `sweep run`) are parsed and
   their request validated exactly as the CLI would, then replaced by recorded output: `eval` writes a
   baseline.json or result.json + ledger line built with the real models (timings shaped like the issue 27
-  trial: 1106 us baseline, 236 us after the fix), `profile run` the parse of a real ncu capture of the same
-  softmax kernel (`tests/fixtures/profile/ncu/softmax_rows_raw.csv`, its cubin built from the same source).
+  trial: 1106 us baseline, 236 us after the fix), `profile run` the output of the same documented line run
+  on an H100 on a Triton softmax (`tests/fixtures/skills/h100-cli/profile.json`, where every Step 0, Baseline
+  and Bottleneck line of cli.md ran as written with exit 0: `steps.txt`).
 - Shell lines of a block other than `kernelpilot` run too when they are file or git plumbing (`cp`, `git`).
 - An inline span of just a command and some flags (`kernelpilot eval --refresh-baseline`) names an option;
   its flags are checked as in `test_skill_names.py`. A bare command name in prose names the command. A span
@@ -205,11 +206,8 @@ def _stand_in(sb: Sandbox, command: tuple[str, ...], request: Any, redirect: Pat
     if command == ("eval",):
         _eval_stand_in(sb, request)
     elif command == ("profile", "run") and redirect is not None:
-        from kernelpilot.profile.core import profile_parse
-        from kernelpilot.profile.models import ProfileParseRequest
-
-        res = profile_parse(ProfileParseRequest(path=str(FIX / "profile" / "ncu" / "softmax_rows_raw.csv")))
-        redirect.write_text(res.model_dump_json(indent=2), encoding="utf-8")
+        # the same documented line, run on an H100 (tests/fixtures/skills/PROVENANCE.md, h100-cli/)
+        shutil.copy(FIX / "skills" / "h100-cli" / "profile.json", redirect)
 
 
 def _eval_stand_in(sb: Sandbox, request: Any) -> None:
