@@ -22,7 +22,7 @@ from kernelpilot.atomic import write_temp
 from kernelpilot.capability import Progress, no_progress
 from kernelpilot.errors import InputFileError, KernelpilotError, StateError, ToolchainError
 from kernelpilot.models import compact_json
-from kernelpilot.tasks.create import command_env, now_iso
+from kernelpilot.tasks.create import command_env, interpreter_argv, now_iso
 from kernelpilot.tasks.errors import CorrectnessFailedError
 from kernelpilot.tasks.models import (
     LEDGER_VERSION,
@@ -100,7 +100,26 @@ def _excluded(workdir: Path, task_dir: Path) -> list[str]:
 
     if (workdir / CONFIG_FILE).is_file():
         out += [*SUBDIRS, "README.md", CONFIG_FILE]
+    # every task's own bookkeeping (result.json, ledger.jsonl, baseline.json of a second task beside this one)
+    if (workdir / ".kernelpilot").is_dir():
+        out.append(".kernelpilot")
+    try:
+        listed = _git(workdir, ["ls-files", "--cached", "--others", "--exclude-standard", "--", "*task.json"])
+    except StateError:  # not a git tree: there is no scope check to feed (the caller reports it)
+        listed = ""
+    out += [Path(f).parent.as_posix() for f in listed.splitlines() if _is_task_file(workdir / f)]
     return out
+
+
+def _is_task_file(path: Path) -> bool:
+    """A kernelpilot task.json (not some other file of that name)."""
+    if path.name != "task.json" or path.parent == path.parent.parent:
+        return False
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return False
+    return isinstance(doc, dict) and {"eval_command", "allowed_files", "metric"} <= set(doc)
 
 
 def changed_files(workdir: Path, base_commit: str, exclude: list[str]) -> list[str]:
@@ -119,7 +138,11 @@ def _run_checks(task: Task, workdir: Path, env: dict[str, str]) -> tuple[bool, s
     for i, argv in enumerate(task.correctness_commands, 1):
         try:
             run_command(
-                argv, cwd=workdir, env=env, timeout_s=task.timeout_s, field=f"correctness_command[{i}]"
+                interpreter_argv(argv),
+                cwd=workdir,
+                env=env,
+                timeout_s=task.timeout_s,
+                field=f"correctness_command[{i}]",
             )
         except ToolchainError as exc:
             tail = getattr(exc, "stderr_tail", "") or ""
@@ -131,7 +154,7 @@ def _measure(
     task: Task, workdir: Path, env: dict[str, str], runs: int, progress: Progress
 ) -> tuple[list[float], str]:
     return measure_command(
-        task.eval_command,
+        interpreter_argv(task.eval_command),
         cwd=workdir,
         env=env,
         runs=runs,
