@@ -57,8 +57,9 @@ def render_task_md(task: Task) -> str:
         f"- eval command (argv, run in `{task.workdir}` relative to this folder): {argv(task.eval_command)}",
         *(
             [
-                f"- timing: **{task.timing_mode}** GPU time (`kernelpilot time`; cold = L2 flushed before "
-                "every launch, warm = back-to-back launches) is what the verdict uses"
+                f"- timing: **{task.timing_mode}** GPU time (cold = L2 flushed before every launch, warm = "
+                "back-to-back launches); each eval times the candidate and the baseline commit together, "
+                "interleaved (`kernelpilot compare`), and judges the per-pair ratio"
             ]
             if task.timing_mode
             else []
@@ -180,6 +181,7 @@ def create_task(req: CreateTaskRequest) -> CreateTaskResult:
         correctness_commands=checks,
         metric=Metric(**metric_kw),
         timing_mode=timing_mode,
+        time_spec=req.time_spec,
         allowed_files=list(req.allowed_file),
         runs=req.runs,
         warmup=req.warmup,

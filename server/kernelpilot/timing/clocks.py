@@ -258,6 +258,14 @@ def open_source(torch: Any | None) -> ClockSource | None:
     return NvmlSource.open(str(uuid) if uuid is not None else None, index)
 
 
+def open_visible(env: dict[str, str]) -> ClockSource | None:
+    """NVML for the first GPU a command started with `env` sees (CUDA_VISIBLE_DEVICES: index or UUID)."""
+    first = env.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0].strip()
+    if first.isdigit():
+        return NvmlSource.open(None, int(first))
+    return NvmlSource.open(first, 0) if first.startswith("GPU-") else None
+
+
 class ClockSampler:
     """A daemon thread reading `source` every `period_s` while timed work runs (a context manager).
 
