@@ -332,8 +332,8 @@ class LedgerResult(Result):
             )
         ]
         lines.append(
-            f"{'created':<26} {'status':<19} {'speedup':>8} {'CI':>17} {'method':<8} {'ratio':>7} {'pairs':>5} "
-            f"{'SM MHz':>9} {'commit':<12} changed"
+            f"{'created':<26} {'status':<19} {'speedup':>8} {'CI':>17} {'method':<8} {'ratio':>7} "
+            f"{'pairs':>5} {'SM MHz':>9} {'commit':<12} changed"
         )
         for e in self.entries:
             sp, ci, ratio = e.get("speedup"), e.get("speedup_ci"), e.get("ratio_median")
@@ -352,6 +352,7 @@ class LedgerResult(Result):
                 ",".join(e.get("changed_files", [])),
             ]
             lines.append(" ".join(cells))
+        return "\n".join(lines)
 
 
 def _num(value: Any, fmt: str) -> str:
