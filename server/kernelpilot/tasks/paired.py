@@ -132,11 +132,12 @@ def paired_spec(task: Task, spec: str, base_root: Path, workdir: Path, env: dict
         tail = res.stdout[-OUTPUT_TAIL_CHARS:]
         return Timed({"status": "failed", "output_tail": tail}, f"unreadable compare output: {exc}")
     lo, hi = cmp.ratio_ci
+    claim = cmp.verdict != "unstable"  # an unresolved ratio claims no speed-up (the ratio is still recorded)
     fields = {
         "status": cmp.verdict,
         "method": "paired",
-        "speedup": cmp.speedup,
-        "speedup_ci": [1.0 / hi, 1.0 / lo],
+        "speedup": cmp.speedup if claim else None,
+        "speedup_ci": [1.0 / hi, 1.0 / lo] if claim else None,
         "ratio_median": cmp.ratio_median,
         "ratio_ci": [lo, hi],
         "pairs": cmp.pairs,
@@ -219,11 +220,12 @@ def _command_fields(
     med, lo, hi = paired_ratio_ci(ratios)
     status = ratio_verdict(med, lo, hi, task.metric.direction, task.min_effect, task.cv_threshold)
     lower = task.metric.direction == "lower"
+    claim = status != "unstable"  # an unresolved ratio claims no speed-up (the ratio is still recorded)
     fields = {
         "status": status,
         "method": "paired",
-        "speedup": 1.0 / med if lower else med,
-        "speedup_ci": [1.0 / hi, 1.0 / lo] if lower else [lo, hi],
+        "speedup": (1.0 / med if lower else med) if claim else None,
+        "speedup_ci": ([1.0 / hi, 1.0 / lo] if lower else [lo, hi]) if claim else None,
         "ratio_median": med,
         "ratio_ci": [lo, hi],
         "pairs": len(ratios),
