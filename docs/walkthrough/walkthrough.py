@@ -87,7 +87,9 @@ def iteration(version: int, src: str, change: str, hypothesis: str, expected: fl
     v = (verdict.get("verdicts") or [{}])[0] if isinstance(verdict, dict) else {}
     rec = ev.get("record") or {} if isinstance(ev, dict) else {}
     SUMMARY[f"v{version}"] = {"eval": {k: rec.get(k) for k in ("status", "speedup", "speedup_ci",
-                                                                 "baseline_median", "candidate_median")},
+                                                                 "baseline_median", "candidate_median",
+                                                                 "method", "ratio_median", "ratio_ci", "pairs",
+                                                                 "clocks")},
                               "verdict": v.get("verdict"), "memory_level": v.get("memory_level")}
     check = json.loads(sh(PY, str(W / "check_rmsnorm.py"), str(WS / "rmsnorm.py")).strip() or "{}")
     args = ["memory", "create", "--workspace", str(WS), "--change", change, "--parent", str(parent),
