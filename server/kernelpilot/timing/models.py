@@ -11,6 +11,43 @@ from kernelpilot.timing.commands import coerce_argv
 from kernelpilot.timing.stats import DEFAULT_CV_THRESHOLD, SampleStats
 
 
+class ClockEvidence(Result):
+    """What the GPU's clocks did while the work was timed (`timing.clocks`): readings, reasons, drops."""
+
+    source: str = Field(description="nvml | amdsmi | replay | none (clocks not readable here).")
+    device: str | None = None
+    note: str = Field("", description="One readable line: clocks seen, reasons, drops, whether it held.")
+    period_ms: float | None = Field(None, description="Sampling period of the reader thread.")
+    readings: int = Field(0, description="Readings taken inside the timed work.")
+    sm_mhz_rated_max: float | None = Field(None, description="The GPU's maximum SM clock (NVML/amdsmi).")
+    power_limit_w: float | None = Field(None, description="Enforced power limit (read, never set).")
+    sm_mhz_min: float | None = None
+    sm_mhz_median: float | None = None
+    sm_mhz_max: float | None = None
+    power_w_median: float | None = None
+    power_w_max: float | None = None
+    temp_c_max: float | None = None
+    reasons_seen: dict[str, float] = Field(
+        default_factory=dict, description="Clock-event reason -> share of the readings it was active in."
+    )
+    slowdown_fraction: float | None = Field(
+        None, description="Share of readings with a power or thermal slowdown reason active."
+    )
+    clock_held: bool | None = Field(
+        None,
+        description="True: no slowdown reason and the median SM clock within 3 % of the rated maximum; "
+        "False: the GPU could not hold its clock for this work; None: not readable.",
+    )
+    threshold: float = Field(description="Drop a timed window whose SM clock fell under this x rated max.")
+    dropped: int = Field(0, description="Timed windows dropped (and redone) for throttling.")
+    dropped_why: list[str] = Field(default_factory=list)
+    recovery_waits: int = 0
+    recovery_wait_s: float = 0.0
+    persistent_slowdown: bool = Field(
+        False, description="The slowdown outlasted the bounded recovery waits; windows after it were kept."
+    )
+
+
 class TimeRequest(Request):
     """Time either a Python launch closure (`spec`) or a whole command (`command`)."""
 
@@ -160,6 +197,9 @@ class TimeResult(Result):
         None, description="GPU: what an empty event pair queued the same way reads (the timer's floor)."
     )
     machine: MachineState = Field(default_factory=MachineState)
+    clocks: ClockEvidence | None = Field(
+        None, description="GPU: SM clock, power, temperature and throttle reasons read while it was timed."
+    )
     environment: dict[str, Any]
 
     def render_text(self) -> str:
@@ -196,6 +236,8 @@ class TimeResult(Result):
                 )
             if len(k.kernels) > 8:
                 lines.append(f"    ... {len(k.kernels) - 8} more (see --json)")
+        if self.clocks is not None and self.clocks.readings:
+            lines.append(f"  clocks while timed: {self.clocks.note}")
         for w in self.machine.warnings:
             lines.append(f"  WARNING: {w}")
         env = self.environment
@@ -228,43 +270,6 @@ def _mode_line(m: ModeResult, unit: str) -> str:
         + (f" x {m.launches_per_sample} launches" if m.launches_per_sample > 1 else "")
         + ("" if m.gap_free else ", GAPS POSSIBLE")
         + "]"
-    )
-
-
-class ClockEvidence(Result):
-    """What the GPU's clocks did while the work was timed (`timing.clocks`): readings, reasons, drops."""
-
-    source: str = Field(description="nvml | amdsmi | replay | none (clocks not readable here).")
-    device: str | None = None
-    note: str = Field("", description="One readable line: clocks seen, reasons, drops, whether it held.")
-    period_ms: float | None = Field(None, description="Sampling period of the reader thread.")
-    readings: int = Field(0, description="Readings taken inside the timed work.")
-    sm_mhz_rated_max: float | None = Field(None, description="The GPU's maximum SM clock (NVML/amdsmi).")
-    power_limit_w: float | None = Field(None, description="Enforced power limit (read, never set).")
-    sm_mhz_min: float | None = None
-    sm_mhz_median: float | None = None
-    sm_mhz_max: float | None = None
-    power_w_median: float | None = None
-    power_w_max: float | None = None
-    temp_c_max: float | None = None
-    reasons_seen: dict[str, float] = Field(
-        default_factory=dict, description="Clock-event reason -> share of the readings it was active in."
-    )
-    slowdown_fraction: float | None = Field(
-        None, description="Share of readings with a power or thermal slowdown reason active."
-    )
-    clock_held: bool | None = Field(
-        None,
-        description="True: no slowdown reason and the median SM clock within 3 % of the rated maximum; "
-        "False: the GPU could not hold its clock for this work; None: not readable.",
-    )
-    threshold: float = Field(description="Drop a timed window whose SM clock fell under this x rated max.")
-    dropped: int = Field(0, description="Timed windows dropped (and redone) for throttling.")
-    dropped_why: list[str] = Field(default_factory=list)
-    recovery_waits: int = 0
-    recovery_wait_s: float = 0.0
-    persistent_slowdown: bool = Field(
-        False, description="The slowdown outlasted the bounded recovery waits; windows after it were kept."
     )
 
 
