@@ -354,3 +354,73 @@ def test_workspace_bookkeeping_is_not_out_of_scope(tmp_path: Path) -> None:
     (ws / "extra.py").write_text("x = 1\n")
     out = candidate(task_dir)
     assert out["status"] == "out_of_scope" and out["changed_files"] == ["extra.py", "kernel.py"]
+
+
+SPEC_KERNEL = """import helper
+
+EXTRA = {extra}
+
+
+def make():
+    def run():
+        s = 0
+        for i in range(helper.N + EXTRA):
+            s += i
+
+    return run
+"""
+
+
+def test_time_spec_task_is_timed_paired_against_the_baseline_commit(tmp_path: Path) -> None:
+    """Both trees hold kern.py importing helper.py; the baseline side must run the baseline commit's code."""
+    repo = tmp_path / "spec"
+    repo.mkdir()
+    (repo / "kern.py").write_text(SPEC_KERNEL.format(extra=0))
+    (repo / "helper.py").write_text("N = 3000\n")
+    git(repo, "init", "-q")
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "base")
+    made = create_task(
+        CreateTaskRequest(name="spec", time_spec="kern.py:make", allowed_file=["kern.py"], workdir=str(repo))
+    )
+    task_dir = repo / made.task_dir
+    assert json.loads((task_dir / "task.json").read_text())["time_spec"] == "kern.py:make"
+    evaluate(EvaluateRequest(task=str(task_dir), refresh_baseline=True))
+    (repo / "kern.py").write_text(SPEC_KERNEL.format(extra=600))  # 20 % more work
+    r = candidate(task_dir)
+    assert r["method"] == "paired" and r["status"] == "regressed", r["output_tail"]
+    assert r["ratio_median"] == pytest.approx(1.2, rel=0.08)
+    assert r["pairs"] >= 16 and r["clocks"]["source"] == "none"  # type: ignore[index,operator]
+    assert "EXTRA = 0" in (task_dir / ".baseline-tree" / "kern.py").read_text()
+    assert r["changed_files"] == ["kern.py"]  # the baseline tree inside the task folder is not a change
+    shown = ledger_show(LedgerRequest(task=str(task_dir))).render_text()
+    assert "paired" in shown and f"{r['ratio_median']:.4f}" in shown
+
+
+def test_a_dirty_baseline_falls_back_to_unpaired_and_says_why(repo: Path) -> None:
+    task_dir = make_task(repo)
+    set_kernel(repo, cost=100.0)
+    (repo / "kernel.py").write_text((repo / "kernel.py").read_text() + "# dirty\n")
+    evaluate(EvaluateRequest(task=str(task_dir), refresh_baseline=True, allow_dirty_baseline=True))
+    set_kernel(repo, cost=80.0)
+    r = candidate(task_dir)
+    assert r["method"] == "unpaired" and r["status"] == "improved" and r["ratio_median"] is None
+    assert "uncommitted changes" in r["output_tail"]  # type: ignore[operator]
+    assert not (task_dir / ".baseline-tree").exists()
+
+
+def test_a_command_that_cannot_run_in_the_baseline_tree_falls_back_to_unpaired(repo: Path) -> None:
+    """The eval command needs an untracked file (a build product) the baseline commit does not hold."""
+    (repo / ".gitignore").write_text("build/\n")
+    git(repo, "add", ".gitignore")
+    git(repo, "commit", "-qm", "ignore build")
+    (repo / "build").mkdir()
+    here = "os.path.dirname(os.path.abspath(__file__))"
+    up = f"os.path.dirname({here})"  # build/bench.py imports kernel.py from the repository root
+    (repo / "build" / "bench.py").write_text((repo / "bench.py").read_text().replace(here, up))
+    task_dir = make_task(repo, eval_command=[sys.executable, "build/bench.py"])
+    baseline(task_dir)
+    set_kernel(repo, cost=80.0)
+    r = candidate(task_dir)
+    assert r["method"] == "unpaired" and r["status"] == "improved"
+    assert "does not run in the baseline tree" in r["output_tail"]  # type: ignore[operator]
