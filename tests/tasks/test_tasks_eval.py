@@ -317,6 +317,8 @@ def test_candidate_eval_is_recorded_in_the_experiment_database(repo: Path, tmp_p
     assert rec.status == "success" and rec.operator == "toy"
     assert rec.score == pytest.approx(out.record.speedup)
     assert rec.summary.startswith("cost 100 -> 60")
+    assert rec.raw_result["method"] == "paired" and rec.raw_result["pairs"] == out.record.pairs
+    assert "paired" in (rec.description.result or "")
 
 
 def test_workspace_bookkeeping_is_not_out_of_scope(tmp_path: Path) -> None:
