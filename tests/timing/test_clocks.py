@@ -162,3 +162,38 @@ def test_nvml_source_maps_fields_and_survives_an_unsupported_one() -> None:
     old = clocks.NvmlSource(FakeNvml(False), object(), "A100")  # drivers before "clocks event reasons"
     assert old.read().reasons == HW_THERMAL
     assert clocks.reason_names(POWER_CAP | HW_THERMAL) == ["software power cap", "hardware thermal slowdown"]
+
+
+class FakeAmdSmi:
+    """The amdsmi calls AmdSmiSource makes (names and dict keys of ROCm's amdsmi Python binding)."""
+
+    class AmdSmiException(Exception):
+        pass
+
+    class AmdSmiClkType:
+        GFX = "gfx"
+
+    class AmdSmiTemperatureType:
+        HOTSPOT = "hotspot"
+
+    class AmdSmiTemperatureMetric:
+        CURRENT = "current"
+
+    def amdsmi_get_clock_info(self, h: Any, clk: str) -> dict[str, int]:
+        return {"clk": 1650, "min_clk": 500, "max_clk": 2100}
+
+    def amdsmi_get_power_info(self, h: Any) -> dict[str, int]:
+        return {"current_socket_power": 610, "average_socket_power": 600, "power_limit": 750}
+
+    def amdsmi_get_temp_metric(self, h: Any, kind: str, metric: str) -> int:
+        return 71
+
+    def amdsmi_shut_down(self) -> None:
+        return None
+
+
+def test_amdsmi_source_maps_clock_power_and_temperature_and_leaves_reasons_unknown() -> None:
+    src = clocks.AmdSmiSource(FakeAmdSmi(), object(), "MI300X")
+    assert src.max_sm_mhz == 2100 and src.power_limit_w == 750
+    r = src.read()
+    assert (r.sm_mhz, r.power_w, r.temp_c, r.reasons) == (1650, 610, 71, None)
