@@ -153,3 +153,62 @@ def test_time_compare_of_a_missing_side_is_typed(tmp_path: Path) -> None:
 
     with pytest.raises(InputFileError, match="side B"):
         time_compare(CompareRequest(a="a.py:make", b="nope.py:make", workdir=str(tmp_path), device="cpu"))
+
+
+class FakeObserver:
+    """The seam of kernelpilot.guard.observe (docs/eval-design.md): observe each side, findings into B's."""
+
+    def __init__(self) -> None:
+        self.calls: list[int] = []
+
+    def observe(self, torch: Any, closures: list[Any], calls: int) -> dict[str, Any]:
+        self.calls.append(calls)
+        return {"observed": True, "calls": calls, "closures": len(closures)}
+
+    def with_findings(self, obs: dict[str, Any], watch: Any) -> dict[str, Any]:
+        return {**obs, "watch_findings": watch.findings()}
+
+
+class FakeWatch:
+    def __init__(self) -> None:
+        self.asked = 0
+
+    def findings(self) -> list[str]:
+        self.asked += 1
+        return ["thread started: x"]
+
+
+def test_each_side_is_observed_after_timing_and_the_watch_findings_go_to_the_candidate() -> None:
+    t = FakeTorch(Sim())
+    obs, watch = FakeObserver(), FakeWatch()
+    a = paired.Side("baseline", [t.kernel(10.0)])
+    b = paired.Side("candidate", [t.kernel(10.0), t.kernel(10.0)])
+    r = compare_sides(a, b, CompareRequest(a="a", b="b", warmup_min_ms=0), t, watch=watch, observer=obs)
+    assert obs.calls == [10, 10] and watch.asked == 1
+    assert r.observations is not None and r.observations["baseline"]["closures"] == 1
+    assert r.observations["candidate"]["watch_findings"] == ["thread started: x"]
+    assert r.watch_findings == ["thread started: x"]
+
+
+def test_a_factory_with_a_root_keyword_is_told_its_sides_root(tmp_path: Path) -> None:
+    for side in ("base", "cand"):
+        (tmp_path / side).mkdir()
+        (tmp_path / side / "k.py").write_text(
+            "import os\nSEEN = []\n\ndef make(root=None):\n    SEEN.append(root)\n    return lambda: None\n"
+        )
+    r = time_compare(
+        CompareRequest(
+            a="k.py:make", b="k.py:make", root_a=str(tmp_path / "base"), root_b=str(tmp_path / "cand"),
+            device="cpu", max_wall_s=1, min_pairs=2,
+        )
+    )  # fmt: skip
+    import sys
+
+    seen = {
+        name: mod.SEEN
+        for name, mod in sys.modules.items()
+        if name.startswith("_kernelpilot_side_")
+        and str(getattr(mod, "__file__", "")).startswith(str(tmp_path))
+    }
+    assert sorted(v[0] for v in seen.values()) == [str(tmp_path / "base"), str(tmp_path / "cand")]
+    assert r.pairs >= 2

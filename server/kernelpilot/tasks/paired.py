@@ -103,24 +103,24 @@ def _cli_error(stderr: str) -> str:
     return stderr[-OUTPUT_TAIL_CHARS:]
 
 
-def compare_argv(task: Task, spec: str, base_root: Path, workdir: Path) -> list[str]:
+def compare_argv(task: Task, spec: str, base_root: Path, workdir: Path, rotate: int = 1) -> list[str]:
     return [
         sys.executable, "-m", "kernelpilot.cli", "--json", "compare", spec, spec,
         "--root-a", str(base_root), "--root-b", str(workdir), "--label-a", "baseline",
         "--label-b", "candidate", "--timing", task.timing_mode or "cold",
-        "--min-effect", repr(task.min_effect), "--observe",
+        "--min-effect", repr(task.min_effect), "--rotate", str(rotate), "--observe",
     ]  # fmt: skip
 
 
-def paired_spec(task: Task, spec: str, base_root: Path, workdir: Path, env: dict[str, str]) -> Timed:
-    """`kernelpilot compare` of the spec under both roots, in its own process; the record's fields."""
-    res = toolchain.run(
-        compare_argv(task, spec, base_root, workdir),
-        cwd=workdir,
-        env=env,
-        timeout_s=task.timeout_s,
-        check=False,
-    )
+def paired_spec(
+    task: Task, spec: str, base_root: Path, workdir: Path, env: dict[str, str], rotate: int = 1
+) -> Timed:
+    """`kernelpilot compare` of the spec under both roots, in its own process; the record's fields.
+
+    A factory with a `root` keyword (contract tasks' `kernelpilot.guard.timed:make`) is called with its
+    side's root, so one spec loads each tree's own candidate; `rotate` goes to both sides."""
+    argv = compare_argv(task, spec, base_root, workdir, rotate)
+    res = toolchain.run(argv, cwd=workdir, env=env, timeout_s=task.timeout_s, check=False)
     if res.returncode != 0:
         why = _cli_error(res.stderr)
         return Timed(

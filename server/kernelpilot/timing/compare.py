@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import importlib.util
+import inspect
 import os
 import sys
 import time
@@ -43,7 +44,8 @@ def load_side(spec: str, root: Path, label: str, rotate: int) -> list[Callable[[
     entry = str(root)
     sys.path.insert(0, entry)
     try:
-        closures = build_closures(load_factory(spec, root), rotate)
+        factory = load_factory(spec, root)
+        closures = build_closures(factory, rotate, {"root": entry} if _takes_root(factory) else None)
     except KernelpilotError as exc:
         exc.message = f"side {label}: {exc.message}"
         raise
@@ -52,6 +54,14 @@ def load_side(spec: str, root: Path, label: str, rotate: int) -> list[Callable[[
             sys.path.remove(entry)
         _set_aside(before, root, label)
     return closures
+
+
+def _takes_root(factory: Callable[..., Any]) -> bool:
+    """A factory with a `root` keyword (kernelpilot.guard.timed:make) is told its side's root."""
+    try:
+        return "root" in inspect.signature(factory).parameters
+    except (TypeError, ValueError):
+        return False  # a builtin or C callable without a signature: no keywords passed
 
 
 def _set_aside(before: set[str], root: Path, label: str) -> None:
@@ -131,17 +141,33 @@ def compare_sides(
     finally:
         if source is not None:
             source.close()
-    observations = None
-    if observer is not None and torch is not None:
-        observations = {s.label: _as_dict(observer.observe(torch, s.closures, 10)) for s in (a, b)}
+    observations, findings = _observe(observer, watch, torch, a, b)
     return _result(req, a, b, timer, run, sig, clocks.evidence(sampler, run.spans, run.log, opt.policy),
-                   torch, started, observations, watch)  # fmt: skip
+                   torch, started, observations, findings)  # fmt: skip
+
+
+def _observe(
+    observer: Any | None, watch: Any | None, torch: Any | None, a: paired.Side, b: paired.Side
+) -> tuple[dict[str, dict[str, Any]] | None, list[str] | None]:
+    """Each side's observation right after the timed pairs (guard.observe), the watch's findings put into
+    the candidate's (B's) with `with_findings`, which ends the watch."""
+    if observer is None or torch is None:
+        return None, (list(watch.findings()) if watch is not None else None)
+    obs_a = observer.observe(torch, a.closures, 10)
+    obs_b = observer.observe(torch, b.closures, 10)
+    if watch is not None and hasattr(observer, "with_findings"):
+        obs_b = observer.with_findings(obs_b, watch)
+        out_b = _as_dict(obs_b)
+        found = out_b.get("watch_findings")
+        return {a.label: _as_dict(obs_a), b.label: out_b}, list(found) if isinstance(found, list) else None
+    findings = list(watch.findings()) if watch is not None else None
+    return {a.label: _as_dict(obs_a), b.label: _as_dict(obs_b)}, findings
 
 
 def _result(
     req: CompareRequest, a: paired.Side, b: paired.Side, timer: paired.BlockTimer, run: paired.PairedRun,
     sig: Any, ev: Any, torch: Any | None, started: float, observations: dict[str, dict[str, Any]] | None,
-    watch: Any | None,
+    findings: list[str] | None,
 ) -> CompareResult:  # fmt: skip
     if not run.blocks:
         raise DeviceUnavailableError(
@@ -172,7 +198,7 @@ def _result(
         stop_reason=run.stop_reason, a_stats=summarize(a_s), b_stats=summarize(b_s), a_samples=a_s,
         b_samples=b_s, ratios=run.ratios, launches_per_sample=list(timer.launches), gap_free=timer.gap_free,
         output_signature=str(sig), clocks=ev, wall_s=time.perf_counter() - started,
-        observations=observations, watch_findings=list(watch.findings()) if watch is not None else None,
+        observations=observations, watch_findings=findings,
         environment=env,
     )  # fmt: skip
 
