@@ -4,7 +4,9 @@ shaped as NVML returns them. No GPU here: NVML itself is replaced by a stand-in 
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -197,3 +199,46 @@ def test_amdsmi_source_maps_clock_power_and_temperature_and_leaves_reasons_unkno
     assert src.max_sm_mhz == 2100 and src.power_limit_w == 750
     r = src.read()
     assert (r.sm_mhz, r.power_w, r.temp_c, r.reasons) == (1650, 610, 71, None)
+
+
+FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "timing" / "nvml_gemm_h100.json"
+
+
+def _recorded() -> tuple[list[Reading], dict[str, Any]]:
+    doc = json.loads(FIXTURE.read_text())
+    return [Reading.from_list(row) for row in doc["readings"]], doc
+
+
+def test_recorded_h100_gemm_trace_reaches_the_power_cap_and_the_evidence_says_so() -> None:
+    rs, doc = _recorded()
+    assert doc["sm_mhz_rated_max"] == 1980.0 and doc["power_limit_w"] == 700.0
+    ev = clocks.evidence(_sampler(rs), [(0.0, 4.0)], clocks.DropLog(), clocks.ThrottlePolicy())
+    assert ev.clock_held is False and ev.sm_mhz_min == 1065 and ev.sm_mhz_max == 1980
+    assert ev.reasons_seen["software power cap"] == pytest.approx(0.94, abs=0.02)
+    assert ev.power_w_max is not None and ev.power_w_max > 690  # at the 700 W enforced limit
+    # before the GEMM's power ramped (first 0.2 s): full clock, no reason -> not dropped
+    policy = clocks.ThrottlePolicy()
+    assert policy.why_dropped(clocks.tag(rs, 0.0, 0.2), MAX) is None
+    # the first dip (1065 MHz at ~0.93 s) and the steady state at the cap (1230-1455 MHz) are under 75 %
+    dip = policy.why_dropped(clocks.tag(rs, 0.94, 0.95), MAX)
+    assert dip is not None and "1065 MHz" in dip and "software power cap" in dip
+    assert policy.why_dropped(clocks.tag(rs, 3.0, 3.01), MAX) is not None
+    # ... while a 60 % threshold keeps the steady state and drops only the dip
+    loose = clocks.ThrottlePolicy(threshold=0.6)
+    assert loose.why_dropped(clocks.tag(rs, 3.0, 3.01), MAX) is None
+    assert loose.why_dropped(clocks.tag(rs, 0.94, 0.95), MAX) is not None
+
+
+def test_replayed_trace_through_the_paired_schedule_drops_blocks_at_the_cap_then_keeps_them() -> None:
+    """The recorded readings replayed under blocks of 40 ms from 0 to 4 s: blocks before the cap are kept,
+    the first throttled ones dropped; the slowdown cannot be waited out (budget 0), so later ones are kept."""
+    rs, _ = _recorded()
+    spans = [(k * 0.05, k * 0.05 + 0.04) for k in range(80)]
+    timer = ScriptedTimer(spans)
+    opt = paired.Options(min_pairs=80, max_pairs=80, round_s=0.5, target_halfwidth=1e-9, max_wall_s=60)
+    opt.policy.recovery_budget_s = 0.0
+    run = paired.run_blocks(timer, _sampler(rs), opt, MAX)
+    assert run.log.dropped and all("software power cap" in d for d in run.log.dropped)
+    assert run.log.persistent and len(run.blocks) == 80
+    kept_starts = [b.t0 for b in run.blocks]
+    assert 0.0 in kept_starts and not any(0.9 < t < 1.0 for t in kept_starts[:20])
