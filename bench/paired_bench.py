@@ -55,15 +55,16 @@ def gemm_factory(torch: Any, extra_elems: int = 0, seed: int = 0) -> Callable[[]
     return make
 
 
-def mem_factory(torch: Any, extra_elems: int = 0, seed: int = 0) -> Callable[[], Callable[[], Any]]:
-    def make() -> Callable[[], Any]:
-        g = torch.Generator(device="cuda").manual_seed(seed)
-        n = N_MEM + extra_elems
-        x = torch.randn(n, device="cuda", dtype=torch.float32, generator=g)
+def mem_factory(
+    torch: Any, extra_elems: int = 0, seed: int = 0, rotate: int = 1, base: int = N_MEM
+) -> Callable[[], list[Callable[[], Any]]]:
+    """y = 2x over `base` fp32 elements (+ `extra_elems` more written: the slower variant), on `rotate`
+    input sets of their own (each its own allocation)."""
+
+    def one(g: Any) -> Callable[[], Any]:
+        x = torch.randn(base + extra_elems, device="cuda", dtype=torch.float32, generator=g)
         y = torch.empty_like(x)
-        if extra_elems <= 0:
-            return lambda: torch.mul(x, 2.0, out=y)
-        head = y[:N_MEM]  # same output shape as the base variant; the extra elements are the extra work
+        head = y[:base]  # same output shape as the base variant; the extra elements are the extra work
 
         def run() -> Any:
             torch.mul(x, 2.0, out=y)
@@ -71,13 +72,21 @@ def mem_factory(torch: Any, extra_elems: int = 0, seed: int = 0) -> Callable[[],
 
         return run
 
+    def make() -> list[Callable[[], Any]]:
+        g = torch.Generator(device="cuda").manual_seed(seed)
+        return [one(g) for _ in range(rotate)]
+
     return make
+
+
+def _closures(made: Any) -> list[Callable[[], Any]]:
+    return list(made) if isinstance(made, list) else [made]
 
 
 def compare(torch: Any, fa: Callable[[], Any], fb: Callable[[], Any], max_wall_s: float) -> dict[str, Any]:
     t0 = time.perf_counter()
-    a = paired.Side("A", [fa()])
-    b = paired.Side("B", [fb()])
+    a = paired.Side("A", _closures(fa()))
+    b = paired.Side("B", _closures(fb()))
     req = CompareRequest(a="A", b="B", timing="cold", max_wall_s=max_wall_s, device="cuda")
     res = compare_sides(a, b, req, torch, started=t0)
     del a, b
@@ -130,6 +139,35 @@ def record_trace(torch: Any, seconds: float, path: Path) -> dict[str, Any]:
     return {"launches": launches, "seconds": t1 - t0, "evidence": ev.model_dump(mode="json")}
 
 
+def allocation_study(torch: Any, reps: int, max_wall_s: float, out: dict[str, Any]) -> None:
+    """Is a self-comparison's offset the method's (position in A,B,B,A) or the two allocations'? The same
+    closure on both sides; two allocations X, Y compared both ways (a position bias keeps its sign, an
+    allocation difference flips); then 8 allocations per side (rotation averages allocation effects)."""
+    rows = out.setdefault("study", [])
+
+    def run(case: str, kernel: str, fa: Any, fb: Any) -> None:
+        r = compare(torch, fa, fb, max_wall_s)
+        r.pop("a_samples"), r.pop("b_samples")
+        rows.append({"kernel": kernel, "case": case, **r})
+        print(row_line(f"{kernel} {case}", len(rows), r), flush=True)
+
+    for kernel, base in (("mem5us", N_MEM), ("mem4m", 4 * N_MEM)):
+        shared = mem_factory(torch, 0, 100, base=base)()
+        for _ in range(reps):
+            run("same closure", kernel, lambda shared=shared: shared, lambda shared=shared: shared)
+        x, y = mem_factory(torch, 0, 101, base=base)(), mem_factory(torch, 0, 102, base=base)()
+        for _ in range(reps):
+            run("X vs Y", kernel, lambda x=x: x, lambda y=y: y)
+            run("Y vs X", kernel, lambda y=y: y, lambda x=x: x)
+        for rep in range(reps):
+            run(
+                "8 allocs vs 8",
+                kernel,
+                mem_factory(torch, 0, 110 + rep, 8, base),
+                mem_factory(torch, 0, 120 + rep, 8, base),
+            )
+
+
 def row_line(kind: str, rep: int, r: dict[str, Any]) -> str:
     lo, hi = r["ratio_ci"]
     c = r["clocks"]
@@ -150,15 +188,28 @@ def main() -> int:
     ap.add_argument("--trace-s", type=float, default=25.0)
     ap.add_argument("--max-wall-s", type=float, default=10.0, help="per comparison's timing loop")
     ap.add_argument("--deadline-s", type=float, default=480.0, help="stop starting rows after this")
+    ap.add_argument("--kernels", default="gemm,mem5us", help="which kernels' rows (gemm, mem5us)")
+    ap.add_argument("--rotate", type=int, default=1, help="mem5us rows: input sets (allocations) per side")
+    ap.add_argument("--study", action="store_true", help="run the allocation study (allocation_study)")
     args = ap.parse_args()
     import torch
 
     start = time.perf_counter()
     out: dict[str, Any] = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "rows": []}
+    out["args"] = vars(args) | {"out": str(args.out), "trace": str(args.trace)}
+    if args.study:
+        allocation_study(torch, 3, args.max_wall_s, out)
+        args.out.write_text(json.dumps(out, indent=1) + "\n")
     if args.trace is not None:
         out["trace"] = record_trace(torch, args.trace_s, args.trace)
         print("trace:", out["trace"].get("evidence", {}).get("note", out["trace"]), flush=True)
-    kinds = [("gemm", gemm_factory, 16 << 20), ("mem5us", mem_factory, N_MEM // 5)]
+    rot = args.rotate
+
+    def mem(torch: Any, extra: int = 0, seed: int = 0) -> Any:
+        return mem_factory(torch, extra, seed, rot)
+
+    every = [("gemm", gemm_factory, 16 << 20), ("mem5us", mem, N_MEM // 5)]
+    kinds = [k for k in every if k[0] in args.kernels.split(",")]
     for name, factory, probe in kinds:
         extra, probe_ratio = sized_extra(torch, factory, probe, 4.0)
         out[f"{name}_extra_elems"] = extra
@@ -192,12 +243,13 @@ def main() -> int:
                 )
                 extra_ok = f", CI contains 1 and narrower than +-1 %: {tight}/{len(rows)}"
             print(f"summary {name} {case}: {v} {ok}/{len(rows)}{extra_ok}")
-    walls = [r["wall_s"] for r in out["rows"] if r["kernel"] == "gemm"]
+    first = kinds[0][0] if kinds else ""
+    walls = [r["wall_s"] for r in out["rows"] if r["kernel"] == first]
     out["elapsed_s"] = time.perf_counter() - start
     args.out.write_text(json.dumps(out, indent=1) + "\n")
     if walls:
         print(
-            f"gemm_verdict_wall={statistics.median(walls):.2f} s (median of {len(walls)}, spread "
+            f"{first}_verdict_wall={statistics.median(walls):.2f} s (median of {len(walls)}, spread "
             f"{min(walls):.2f}-{max(walls):.2f} s)"
         )
     return 0
