@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.waiting import wait_until
 
 from kernelpilot.timing import clocks, paired
 from kernelpilot.timing.clocks import Reading
@@ -242,3 +243,20 @@ def test_replayed_trace_through_the_paired_schedule_drops_blocks_at_the_cap_then
     assert run.log.persistent and len(run.blocks) == 80
     kept_starts = [b.t0 for b in run.blocks]
     assert 0.0 in kept_starts and not any(0.9 < t < 1.0 for t in kept_starts[:20])
+
+
+class BrokenSource(clocks.ReplaySource):
+    def read(self) -> Reading:
+        if self.i >= 2:
+            raise OSError("NVML driver went away")
+        return super().read()
+
+
+def test_a_reader_that_fails_mid_run_keeps_its_readings_and_says_why() -> None:
+    src = BrokenSource([Reading(0.0, 1980, 300, 40, 0)], max_sm_mhz=MAX)
+    sampler = clocks.ClockSampler(src, period_s=0.001)
+    with sampler:
+        wait_until(lambda: sampler.failed is not None, "the reader to fail")
+    assert sampler.count() == 2
+    ev = clocks.evidence(sampler, [(0.0, 1e9)], clocks.DropLog(), clocks.ThrottlePolicy())
+    assert ev.readings == 2 and "stopped early (OSError: NVML driver went away)" in ev.note

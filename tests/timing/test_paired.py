@@ -212,3 +212,18 @@ def test_a_factory_with_a_root_keyword_is_told_its_sides_root(tmp_path: Path) ->
     }
     assert sorted(v[0] for v in seen.values()) == [str(tmp_path / "base"), str(tmp_path / "cand")]
     assert r.pairs >= 2
+
+
+class RaisingObserver(FakeObserver):
+    def observe(self, torch: Any, closures: list[Any], calls: int) -> dict[str, Any]:
+        if len(self.calls) == 1:
+            raise ValueError("the candidate failed when observed")
+        return super().observe(torch, closures, calls)
+
+
+def test_a_side_failing_while_observed_is_a_typed_error_naming_it() -> None:
+    t = FakeTorch(Sim())
+    a = paired.Side("baseline", [t.kernel(10.0)])
+    b = paired.Side("candidate", [t.kernel(10.0)])
+    with pytest.raises(SideFailedError, match="side candidate raised ValueError during observation"):
+        compare_sides(a, b, CompareRequest(a="a", b="b", warmup_min_ms=0), t, observer=RaisingObserver())

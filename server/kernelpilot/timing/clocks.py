@@ -280,6 +280,7 @@ class ClockSampler:
         self._stop = threading.Event()
         self._new = threading.Condition(self._lock)
         self._thread: threading.Thread | None = None
+        self.failed: str | None = None  # why the reader stopped early, if it did
 
     @property
     def available(self) -> bool:
@@ -301,7 +302,11 @@ class ClockSampler:
     def _run(self) -> None:
         assert self.source is not None
         while not self._stop.is_set():
-            r = self.source.read()
+            try:
+                r = self.source.read()
+            except Exception as exc:  # a vendor library failing mid-run: keep the readings so far, stop
+                self.failed = f"{type(exc).__name__}: {exc}"
+                return
             with self._new:
                 self._readings.append(r)
                 self._new.notify_all()
@@ -510,6 +515,8 @@ def evidence(
         note="",
     )
     ev.note = _note(ev)
+    if sampler.failed:
+        ev.note += f"; the clock reader stopped early ({sampler.failed})"
     return ev
 
 

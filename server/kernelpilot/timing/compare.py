@@ -146,6 +146,15 @@ def compare_sides(
                    torch, started, observations, findings)  # fmt: skip
 
 
+def _observe_side(observer: Any, torch: Any, side: paired.Side) -> Any:
+    try:
+        return observer.observe(torch, side.closures, 10)
+    except KernelpilotError:
+        raise
+    except Exception as exc:  # the side's closure (or the GPU) failed while being observed: name the side
+        raise paired.side_error(side.label, exc, "observation") from exc
+
+
 def _observe(
     observer: Any | None, watch: Any | None, torch: Any | None, a: paired.Side, b: paired.Side
 ) -> tuple[dict[str, dict[str, Any]] | None, list[str] | None]:
@@ -153,8 +162,7 @@ def _observe(
     the candidate's (B's) with `with_findings`, which ends the watch."""
     if observer is None or torch is None:
         return None, (list(watch.findings()) if watch is not None else None)
-    obs_a = observer.observe(torch, a.closures, 10)
-    obs_b = observer.observe(torch, b.closures, 10)
+    obs_a, obs_b = (_observe_side(observer, torch, side) for side in (a, b))
     if watch is not None and hasattr(observer, "with_findings"):
         obs_b = observer.with_findings(obs_b, watch)
         out_b = _as_dict(obs_b)
