@@ -250,11 +250,18 @@ def record_from_eval(
         "candidate_median": ev.candidate_median,
         "samples": ev.samples,
         "baseline_samples": ev.baseline_samples,
+        # paired timing (tasks.paired): how the verdict was measured and the clocks seen meanwhile
+        **{
+            k: obj[k]
+            for k in ("method", "ratio_median", "ratio_ci", "pairs", "clocks")
+            if obj.get(k) is not None
+        },
     }
     error = ev.output_tail[-2000:].strip() or ev.status if buggy else None
     result_text = (
         f"{ev.metric or 'metric'} median {ev.baseline_median} -> {ev.candidate_median} ({ev.direction} is "
         f"better), speed-up {ev.speedup} CI {ev.speedup_ci}"
+        + (f", paired ({obj.get('pairs')} pairs)" if obj.get("method") == "paired" else "")
         if ev.baseline_median is not None or ev.candidate_median is not None
         else f"eval status {ev.status}"
     )

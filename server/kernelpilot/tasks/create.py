@@ -89,8 +89,9 @@ def render_task_md(task: Task) -> str:
         + (f" (`{PYTHON_TOKEN}` = the Python running kernelpilot at eval time)" if _uses_token(task) else ""),
         *(
             [
-                f"- timing: **{task.timing_mode}** GPU time (`kernelpilot time`; cold = L2 flushed before "
-                "every launch, warm = back-to-back launches) is what the verdict uses"
+                f"- timing: **{task.timing_mode}** GPU time (cold = L2 flushed before every launch, warm = "
+                "back-to-back launches); each eval times the candidate and the baseline commit together, "
+                "interleaved (`kernelpilot compare`), and judges the per-pair ratio"
             ]
             if task.timing_mode
             else []
@@ -213,6 +214,7 @@ def create_task(req: CreateTaskRequest) -> CreateTaskResult:
         correctness_commands=checks,
         metric=Metric(**metric_kw),
         timing_mode=timing_mode,
+        time_spec=req.time_spec,
         allowed_files=list(req.allowed_file),
         runs=req.runs,
         warmup=req.warmup,
