@@ -1,0 +1,253 @@
+"""Per-step breakdown of a `Trace`: the step's time budget, kernels aggregated per step, groups, hot set.
+
+Definitions (the result's fields say the same): a step's wall time is its period on the GPU timeline (first
+activity of step i to first activity of step i+1; the last step ends at its last activity); busy is the
+union of device activity in that window; idle = wall - busy. An idle gap is launch-bound when the launch
+call of the activity after it started only after the GPU had drained (the host was too slow to keep the
+queue full), which a CUDA/HIP graph would remove. Medians over steps; per-kernel times are means over steps
+(`per_step_us` keeps each step's figure for diffs).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+
+from kernelpilot.workload.categories import categorize
+from kernelpilot.workload.errors import NoStepWorkError
+from kernelpilot.workload.models import GroupRow, KernelStats, StepSummary, WorkloadKernel
+from kernelpilot.workload.readers.trace import Activity, Trace
+
+
+@dataclass
+class _Acc:
+    kind: str
+    durs: list[float] = field(default_factory=list)
+    per_step: list[float] = field(default_factory=list)
+    first: float = 0.0
+    ops: Counter[str] = field(default_factory=Counter)
+    top_ops: Counter[str] = field(default_factory=Counter)
+    ranges: Counter[str] = field(default_factory=Counter)
+    modules: Counter[str] = field(default_factory=Counter)
+    phases: Counter[str] = field(default_factory=Counter)
+    shapes: Counter[str] = field(default_factory=Counter)
+    grid: list[int] | None = None
+    block: list[int] | None = None
+    graph: bool = False
+
+
+def _top(c: Counter[str], n: int = 3) -> list[str]:
+    return [k for k, _ in c.most_common(n)]
+
+
+def _accumulate(trace: Trace) -> dict[str, _Acc]:
+    accs: dict[str, _Acc] = {}
+    for a in trace.activities:
+        acc = accs.get(a.name)
+        if acc is None:
+            acc = accs[a.name] = _Acc(
+                a.kind, per_step=[0.0] * trace.steps, first=a.start_us, grid=a.grid, block=a.block
+            )
+        acc.durs.append(a.dur_us)
+        if 0 <= a.step < trace.steps:
+            acc.per_step[a.step] += a.dur_us
+        for counter, key in (
+            (acc.ops, a.op),
+            (acc.top_ops, a.top_op),
+            (acc.ranges, a.range),
+            (acc.modules, a.module),
+            (acc.phases, a.phase),
+            (acc.shapes, a.shapes),
+        ):
+            if key:
+                counter[key] += a.dur_us
+        acc.graph = acc.graph or a.graph
+    if trace.steps == 1:
+        for acc in accs.values():
+            acc.per_step = [sum(acc.durs)]
+    return accs
+
+
+def _kernels(trace: Trace) -> list[WorkloadKernel]:
+    from kernelpilot.workload.names import normalize, short_name
+
+    out: list[WorkloadKernel] = []
+    steps = trace.steps
+    if trace.activities:
+        accs = _accumulate(trace)
+        total = sum(sum(a.durs) for a in accs.values())
+        for name, acc in sorted(accs.items(), key=lambda kv: (-sum(kv[1].durs), kv[1].first)):
+            cat, rule = categorize(name, acc.kind)
+            s = sum(acc.durs)
+            out.append(
+                WorkloadKernel(
+                    name=name,
+                    short_name=short_name(name, 60),
+                    key=normalize(name),
+                    category=cat,
+                    rule=rule,  # type: ignore[arg-type]
+                    launches_per_step=len(acc.durs) / steps,
+                    us_per_step=s / steps,
+                    share=s / total if total > 0 else 0.0,
+                    cumulative_share=0.0,
+                    launch=KernelStats(
+                        median_us=statistics.median(acc.durs), min_us=min(acc.durs), max_us=max(acc.durs)
+                    ),
+                    per_step_us=acc.per_step,
+                    ops=_top(acc.top_ops) or _top(acc.ops),
+                    ranges=_top(acc.ranges),
+                    modules=_top(acc.modules),
+                    phases=_top(acc.phases),
+                    grid=acc.grid,
+                    block=acc.block,
+                    input_shapes=_top(acc.shapes, 1)[0] if acc.shapes else None,
+                    graph_launched=acc.graph,
+                )
+            )
+    else:
+        total = sum(g.total_us for g in trace.aggregates)
+        for g in sorted(trace.aggregates, key=lambda g: -g.total_us):
+            cat, rule = categorize(g.name)
+            out.append(
+                WorkloadKernel(
+                    name=g.name,
+                    short_name=short_name(g.name, 60),
+                    key=normalize(g.name),
+                    category=cat,
+                    rule=rule,  # type: ignore[arg-type]
+                    launches_per_step=g.calls / steps,
+                    us_per_step=g.total_us / steps,
+                    share=g.total_us / total if total > 0 else 0.0,
+                    cumulative_share=0.0,
+                    launch=KernelStats(
+                        median_us=g.median_us if g.median_us is not None else g.total_us / max(g.calls, 1),
+                        min_us=g.min_us,
+                        max_us=g.max_us,
+                    ),
+                )
+            )
+    cum = 0.0
+    for k in out:
+        cum += k.share
+        k.cumulative_share = min(cum, 1.0)
+    return out
+
+
+def _union(acts: list[Activity]) -> float:
+    busy, end = 0.0, float("-inf")
+    for a in acts:
+        s, e = a.start_us, a.start_us + a.dur_us
+        if e <= end:
+            continue
+        busy += e - max(s, end)
+        end = e
+    return busy
+
+
+def _gaps(acts: list[Activity], until: float) -> float:
+    """Launch-bound idle in one step window: gaps whose next launch call began after the GPU drained."""
+    bound, end = 0.0, float("-inf")
+    for a in acts:
+        if end > float("-inf") and a.start_us > end and a.launch_ts_us is not None and a.launch_ts_us >= end:
+            bound += min(a.start_us, until) - end
+        end = max(end, a.start_us + a.dur_us)
+    return bound
+
+
+def _steps(trace: Trace, kernel_us: float, launches: float) -> StepSummary:
+    n = trace.steps
+    if not trace.timeline or not trace.activities:
+        return StepSummary(
+            steps=n, wall_us=None, busy_us=None, idle_us=None, kernel_us=kernel_us, launches=launches
+        )
+    by_step: dict[int, list[Activity]] = defaultdict(list)
+    for a in trace.activities:
+        by_step[a.step if a.step >= 0 else 0].append(a)
+    keys = sorted(by_step)
+    walls, busys, bounds = [], [], []
+    if len(keys) == 1 and n > 1:  # no markers: the whole timeline is n steps
+        acts = sorted(by_step[keys[0]], key=lambda a: a.start_us)
+        span = max(a.start_us + a.dur_us for a in acts) - acts[0].start_us
+        walls, busys, bounds = [span / n], [_union(acts) / n], [_gaps(acts, float("inf")) / n]
+    else:
+        for i, k in enumerate(keys):
+            acts = sorted(by_step[k], key=lambda a: a.start_us)
+            last_end = max(a.start_us + a.dur_us for a in acts)
+            nxt = min(a.start_us for a in by_step[keys[i + 1]]) if i + 1 < len(keys) else last_end
+            walls.append(
+                max(nxt, last_end) - acts[0].start_us if i + 1 == len(keys) else nxt - acts[0].start_us
+            )
+            busys.append(_union(acts))
+            bounds.append(_gaps(acts, nxt))
+    calls = [a.launch_dur_us for a in trace.activities if a.launch_dur_us is not None and not a.graph]
+    wall, busy = statistics.median(walls), statistics.median(busys)
+    return StepSummary(
+        steps=n,
+        wall_us=wall,
+        busy_us=busy,
+        idle_us=max(wall - busy, 0.0),
+        kernel_us=kernel_us,
+        launches=launches,
+        launch_bound_gap_us=statistics.median(bounds)
+        if any(a.launch_ts_us is not None for a in trace.activities)
+        else None,
+        host_wait_us=statistics.median(trace.host_sync_us) if trace.host_sync_us else None,
+        launch_call_us=statistics.median(calls) if calls else None,
+        per_step_wall_us=walls,
+    )
+
+
+def _groups(kernels: list[WorkloadKernel]) -> list[GroupRow]:
+    total = sum(k.us_per_step for k in kernels) or 1.0
+    rows: list[GroupRow] = []
+    levels = {
+        "category": lambda k: [k.category],
+        "op": lambda k: k.ops[:1],
+        "range": lambda k: k.ranges[:1],
+        "module": lambda k: k.modules[:1],
+        "phase": lambda k: k.phases[:1],
+    }
+    for level, keyf in levels.items():
+        agg: dict[str, list[float]] = {}
+        for k in kernels:
+            for key in keyf(k):
+                v = agg.setdefault(key, [0.0, 0.0, 0.0])
+                v[0] += k.us_per_step
+                v[1] += k.launches_per_step
+                v[2] += 1
+        for key, (us, launches, n) in sorted(agg.items(), key=lambda kv: -kv[1][0]):
+            rows.append(
+                GroupRow(
+                    level=level,
+                    key=key,
+                    us_per_step=us,
+                    share=us / total,  # type: ignore[arg-type]
+                    launches_per_step=launches,
+                    kernels=int(n),
+                )
+            )
+    return rows
+
+
+def mark_hot(kernels: list[WorkloadKernel], share: float, cap: int) -> list[WorkloadKernel]:
+    """The hot set: largest first until `share` of kernel time is covered, at most `cap` kernels."""
+    hot: list[WorkloadKernel] = []
+    for k in kernels:
+        if len(hot) >= cap or (hot and hot[-1].cumulative_share >= share):
+            break
+        k.hot = True
+        hot.append(k)
+    return hot
+
+
+def breakdown(trace: Trace) -> tuple[StepSummary, list[WorkloadKernel], list[GroupRow]]:
+    kernels = _kernels(trace)
+    if not kernels:
+        raise NoStepWorkError(
+            f"{trace.source}: the captured steps ran no kernel, copy or fill on the GPU",
+            "check that the step launches GPU work (inputs on the device) and that the region was entered",
+        )
+    kernel_us = sum(k.us_per_step for k in kernels)
+    launches = sum(k.launches_per_step for k in kernels)
+    return _steps(trace, kernel_us, launches), kernels, _groups(kernels)

@@ -1,0 +1,30 @@
+"""`read_trace`: pick the reader by the content (JSON object/array vs a CSV header) or by a named format."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kernelpilot.errors import InputFileError
+from kernelpilot.workload.errors import TraceFormatError
+from kernelpilot.workload.readers.trace import Trace
+
+
+def read_trace(path: str | Path, fmt: str = "auto", steps: int | None = None) -> Trace:
+    p = Path(path)
+    if not p.is_file():
+        raise InputFileError(f"trace {str(path)!r} does not exist", "give the path of a recorded trace")
+    if p.stat().st_size == 0:
+        raise TraceFormatError(f"trace {str(path)!r} is empty", "record it again")
+    if fmt == "kineto" or (fmt == "auto" and _looks_json(p)):
+        from kernelpilot.workload.readers.kineto import read_kineto
+
+        return read_kineto(p, steps)
+    from kernelpilot.workload.readers.tables import read_table
+
+    return read_table(p, fmt, steps)
+
+
+def _looks_json(p: Path) -> bool:
+    with p.open("rb") as fh:
+        head = fh.read(64).lstrip()
+    return head[:1] in (b"{", b"[")

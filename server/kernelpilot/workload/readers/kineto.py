@@ -1,0 +1,245 @@
+"""PyTorch profiler (Kineto) Chrome-trace JSON: device activity with its launch call, op, ranges and step.
+
+What the export carries (torch 2.x, `prof.export_chrome_trace`): complete events (`ph: "X"`) whose `cat`
+says what they are: `kernel` / `gpu_memcpy` / `gpu_memset` on the device (args: `correlation`,
+`External id`, grid, block, stream), `cuda_runtime` / `cuda_driver` launch calls on the host (same
+`correlation`; `cudaGraphLaunch` for graph replays, whose kernels carry the replay's correlation),
+`cpu_op` ATen ops (`External id`, `Input Dims` with `record_shapes`), `user_annotation` for
+`record_function` ranges (the runner's `kernelpilot.step#<i>` steps and `nn.Module: <Class>` modules;
+`ProfilerStep#<i>` from `prof.step()`), and `python_function` events named `nn.Module: X_0` with
+`with_stack`. Ranges and ops around a kernel are found at the host time of its launch call, on the
+launching thread.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import re
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from kernelpilot.workload.errors import TraceFormatError
+from kernelpilot.workload.readers.trace import Activity, Trace
+
+_DEVICE = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
+_RUNTIME = ("cuda_runtime", "cuda_driver")
+_STEP = re.compile(r"^(?:kernelpilot\.step#|ProfilerStep#)(\d+)$")
+_MODULE = "nn.Module: "
+_SYNC = re.compile(r"(?:Synchronize|^(?:cuda|hip)Memcpy(?!Async)|^cuMemcpy(?!Async)|^cuStreamSynchronize)")
+_PHASES = ("prefill", "decode", "backward", "forward", "optimizer")
+
+Interval = tuple[float, float, str]
+
+
+def load_json(path: Path) -> Any:
+    """Parse the file, turning a truncated or non-JSON file into a typed error naming where it broke."""
+    try:
+        text = path.read_bytes()
+    except OSError as exc:
+        raise TraceFormatError(f"cannot read trace {str(path)!r}: {exc}", "check the path") from exc
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        where = "ends early (truncated)" if exc.pos >= len(text) - 2 else f"is not JSON at byte {exc.pos}"
+        raise TraceFormatError(
+            f"trace {str(path)!r} {where}: {exc.msg}",
+            "record it again and let the profiler finish writing (export_chrome_trace)",
+        ) from exc
+
+
+class _Enclosing:
+    """Innermost intervals around increasing query times (one sweep; intervals must nest, as ranges on one
+    thread do)."""
+
+    def __init__(self, intervals: list[Interval]) -> None:
+        self.items = sorted(intervals, key=lambda i: (i[0], -i[1]))
+        self.pos = 0
+        self.stack: list[Interval] = []
+
+    def at(self, t: float) -> list[Interval]:
+        while self.pos < len(self.items) and self.items[self.pos][0] <= t:
+            self.stack.append(self.items[self.pos])
+            self.pos += 1
+        while self.stack and self.stack[-1][1] < t:
+            self.stack.pop()
+        return [iv for iv in self.stack if iv[1] >= t]
+
+
+def _events(doc: Any, source: str) -> list[dict[str, Any]]:
+    if isinstance(doc, list):
+        events = doc
+    elif isinstance(doc, dict) and isinstance(doc.get("traceEvents"), list):
+        events = doc["traceEvents"]
+    else:
+        raise TraceFormatError(
+            f"{source} is JSON but not a Chrome trace (no traceEvents list)",
+            "give the file torch.profiler's export_chrome_trace wrote (or tensorboard_trace_handler)",
+        )
+    return events
+
+
+class _Buckets:
+    """Events sorted by category in one pass."""
+
+    def __init__(self, events: Iterable[Any]) -> None:
+        self.device: list[dict[str, Any]] = []
+        self.runtime: dict[Any, dict[str, Any]] = {}
+        self.sync: list[tuple[float, float]] = []
+        self.ops: dict[int, dict[str, Any]] = {}
+        self.op_iv: dict[Any, list[Interval]] = {}
+        self.ranges: dict[Any, list[Interval]] = {}
+        self.modules: dict[Any, list[Interval]] = {}
+        self.steps: list[tuple[int, float, float]] = []
+        for ev in events:
+            if isinstance(ev, dict) and ev.get("ph") == "X":
+                self._add(ev)
+
+    def _add(self, ev: dict[str, Any]) -> None:
+        cat = ev.get("cat")
+        if cat in _DEVICE:
+            self.device.append(ev)
+            return
+        ts, dur, name = float(ev.get("ts", 0.0)), float(ev.get("dur", 0.0) or 0.0), str(ev.get("name", ""))
+        tid = ev.get("tid")
+        if cat in _RUNTIME:
+            corr = (ev.get("args") or {}).get("correlation")
+            if corr is not None:
+                self.runtime[corr] = ev
+            if _SYNC.search(name):
+                self.sync.append((ts, dur))
+        elif cat == "cpu_op":
+            ext = (ev.get("args") or {}).get("External id")
+            if ext is not None:
+                self.ops[ext] = ev
+            self.op_iv.setdefault(tid, []).append((ts, ts + dur, name))
+        elif cat == "user_annotation" or (cat == "python_function" and name.startswith(_MODULE)):
+            m = _STEP.match(name)
+            if m:
+                self.steps.append((int(m.group(1)), ts, ts + dur))
+            elif name.startswith(_MODULE):
+                self.modules.setdefault(tid, []).append(
+                    (ts, ts + dur, re.sub(r"_\d+$", "", name[len(_MODULE) :]))
+                )
+            else:
+                self.ranges.setdefault(tid, []).append((ts, ts + dur, name))
+
+
+def _dims(v: Any) -> list[int] | None:
+    return (
+        [int(x) for x in v] if isinstance(v, list) and all(isinstance(x, (int, float)) for x in v) else None
+    )
+
+
+def _activity(ev: dict[str, Any], b: _Buckets) -> Activity:
+    args = ev.get("args") or {}
+    act = Activity(
+        name=str(ev.get("name", "?")),
+        start_us=float(ev.get("ts", 0.0)),
+        dur_us=float(ev.get("dur", 0.0) or 0.0),
+        kind=_DEVICE[ev["cat"]],
+        grid=_dims(args.get("grid")),
+        block=_dims(args.get("block")),
+        stream=args.get("stream"),
+    )
+    rt = b.runtime.get(args.get("correlation"))
+    if rt is not None:
+        act.launch_ts_us = float(rt.get("ts", 0.0))
+        act.launch_dur_us = float(rt.get("dur", 0.0) or 0.0)
+        act.graph = "GraphLaunch" in str(rt.get("name", ""))
+    op = b.ops.get(args.get("External id")) if "External id" in args else None
+    if op is not None:
+        act.op = str(op.get("name"))
+        dims = (op.get("args") or {}).get("Input Dims")
+        act.shapes = json.dumps(dims, separators=(",", ":")) if dims else None
+    return act
+
+
+def _context(acts: list[Activity], b: _Buckets) -> None:
+    """Ranges, modules, outer op and phase around each launch call (one sweep in launch-time order)."""
+    items = sorted((a for a in acts if a.launch_ts_us is not None), key=lambda a: a.launch_ts_us or 0.0)
+    rng = _Enclosing([iv for ivs in b.ranges.values() for iv in ivs])
+    mod = _Enclosing([iv for ivs in b.modules.values() for iv in ivs])
+    ops = _Enclosing([iv for ivs in b.op_iv.values() for iv in ivs])
+    for a in items:
+        t = a.launch_ts_us or 0.0
+        r, m, o = rng.at(t), mod.at(t), ops.at(t)
+        if r:
+            a.range = r[-1][2]
+        if m:
+            a.module = "/".join(iv[2] for iv in m)
+        if o:
+            a.top_op = o[0][2]
+            a.op = a.op or o[-1][2]
+        a.phase = _phase([iv[2] for iv in r], [iv[2] for iv in o])
+
+
+def _phase(ranges: list[str], ops: list[str]) -> str | None:
+    for name in reversed(ranges):
+        low = name.lower()
+        for p in _PHASES:
+            if p in low:
+                return p
+    if any(o.startswith("autograd::engine::evaluate_function") for o in ops):
+        return "backward"
+    return None
+
+
+def _assign_steps(acts: list[Activity], steps: list[tuple[int, float, float]]) -> None:
+    """Each activity to the step whose host range holds its launch call; else the previous activity's."""
+    starts = [s[1] for s in steps]
+    prev = -1
+    for a in sorted(acts, key=lambda x: x.start_us):
+        idx = -1
+        if a.launch_ts_us is not None:
+            i = bisect.bisect_right(starts, a.launch_ts_us) - 1
+            if i >= 0 and a.launch_ts_us <= steps[i][2]:
+                idx = i
+        a.step = idx if idx >= 0 else prev
+        prev = a.step
+
+
+def read_kineto(path: Path, steps: int | None = None) -> Trace:
+    """Read a Kineto Chrome trace; steps come from step ranges, else `steps` (whole trace = that many)."""
+    doc = load_json(path)
+    b = _Buckets(_events(doc, str(path)))
+    acts = [_activity(ev, b) for ev in b.device]
+    _context(acts, b)
+    marks = sorted(b.steps)
+    step_host: list[tuple[float, float]] = []
+    notes: list[str] = []
+    if marks:
+        _assign_steps(acts, marks)
+        step_host = [(s, e) for _, s, e in marks]
+        acts = [a for a in acts if a.step >= 0]
+        n = len(marks)
+    else:
+        n = steps or 1
+        notes.append(f"no step ranges in the trace: its whole device activity is taken as {n} step(s)")
+    sync = [0.0] * len(step_host)
+    starts = [s for s, _ in step_host]
+    for ts, dur in b.sync:
+        i = bisect.bisect_right(starts, ts) - 1
+        if 0 <= i < len(step_host) and ts <= step_host[i][1]:
+            sync[i] += dur
+    gpu = None
+    if isinstance(doc, dict):
+        props = doc.get("deviceProperties")
+        if isinstance(props, list) and props and isinstance(props[0], dict):
+            gpu = props[0].get("name")
+    if any(a.graph for a in acts):
+        notes.append(
+            "kernels launched by CUDA/HIP graph replays are counted (their launch call is the replay)"
+        )
+    return Trace(
+        format="kineto",
+        source=str(path),
+        method="PyTorch profiler activity trace (CUPTI on NVIDIA, roctracer on AMD), Chrome-trace export",
+        steps=n,
+        activities=acts,
+        step_host=step_host,
+        host_sync_us=sync,
+        gpu=str(gpu) if gpu else None,
+        notes=notes,
+    )
