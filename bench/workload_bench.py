@@ -89,27 +89,31 @@ def bench_read(trace: Path) -> None:
     )
 
 
-def bench_join(trace: Path) -> None:
+def bench_join(traces: list[Path]) -> None:
     import torch  # the join bench needs torch's libraries on a GPU machine
 
-    from kernelpilot.workload.join import join_names
+    from kernelpilot.workload.join import join_bench
 
     lib = Path(torch.__file__).parent / "lib"
     objects = sorted(lib.glob("libtorch_cuda*.so")) + sorted(
-        p for d in sys.path for p in Path(d).glob("nvidia/cu*/lib/libcublasLt.so*") if Path(d).is_dir()
+        {
+            p.resolve()
+            for d in sys.path
+            if Path(d).is_dir()
+            for p in Path(d).glob("nvidia/*/lib/libcublasLt.so*")
+        }
     )
-    doc = json.loads(trace.read_text())
-    names = list(dict.fromkeys(e["name"] for e in doc["traceEvents"] if e.get("cat") == "kernel"))[:50]
-    times, matched = [], 0
-    for _ in range(RUNS):
-        t0 = time.perf_counter()
-        joined = join_names(names, objects)
-        times.append(time.perf_counter() - t0)
-        matched = sum(1 for j in joined if j.matched)
+    names: list[str] = []
+    for trace in traces:
+        doc = json.loads(trace.read_text())
+        names += [e["name"] for e in doc["traceEvents"] if e.get("cat") == "kernel"]
+    names = list(dict.fromkeys(names))[:50]
+    major, minor = torch.cuda.get_device_capability(0)
+    times, matched = join_bench(objects, names, f"sm_{major}{minor}", runs=RUNS)
     med = statistics.median(times)
-    print(f"objects={[p.name for p in objects]} names={len(names)} matched={matched}")
+    print(f"objects={[str(p) for p in objects]} names={len(names)} matched={matched}")
     print(
-        f"figure={med:.2f} s (median of {RUNS}, spread {min(times):.2f}-{max(times):.2f} s) to join "
+        f"figure={med:.2f} s (median of {len(times)}, spread {min(times):.2f}-{max(times):.2f} s) to join "
         f"{len(names)} names against {len(objects)} code objects"
     )
 
@@ -117,9 +121,12 @@ def bench_join(trace: Path) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--mode", choices=["read", "join"], default="read")
-    ap.add_argument("--trace", type=Path, default=DEFAULT_TRACE)
+    ap.add_argument("--trace", type=Path, nargs="+", default=[DEFAULT_TRACE])
     a = ap.parse_args()
-    (bench_read if a.mode == "read" else bench_join)(a.trace)
+    if a.mode == "read":
+        bench_read(a.trace[0])
+    else:
+        bench_join(a.trace)
 
 
 if __name__ == "__main__":

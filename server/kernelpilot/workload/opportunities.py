@@ -94,10 +94,10 @@ def _headroom(k: WorkloadKernel, step: StepSummary, gpu: str | None) -> Opportun
 
 
 def _launch(step: StepSummary) -> Opportunity | None:
-    if step.wall_us is None or step.idle_us is None:
-        return None
     bound = step.launch_bound_gap_us
-    saving = bound if bound is not None else step.idle_us
+    if step.wall_us is None or step.idle_us is None or bound is None:
+        return None  # without launch calls (rocprofv3, nsys, ncu tables) idle cannot be told from host work
+    saving = bound
     if saving < MIN_SAVING_US:
         return None
     formula = (

@@ -1,0 +1,103 @@
+"""Readers on real tool output: rocprofv3 kernel trace vs its own stats, Kineto traces; bad input is typed."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from kernelpilot.errors import InputFileError
+from kernelpilot.workload.core import read_workload
+from kernelpilot.workload.errors import TraceFormatError
+from kernelpilot.workload.models import WorkloadReadRequest
+from kernelpilot.workload.readers.detect import read_trace
+from tests.conftest import FIXTURES
+
+WL = FIXTURES / "workload"
+TRACE = WL / "mi350x_flash_attn_kernel_trace.csv"
+STATS = WL / "mi350x_flash_attn_kernel_stats.csv"
+
+
+def test_mi350x_trace_equals_rocprofv3_own_stats_per_kernel():
+    res = read_workload(WorkloadReadRequest(path=str(TRACE)))
+    with STATS.open() as fh:
+        stats = {r["Name"]: r for r in csv.DictReader(fh)}
+    assert len(res.kernels) == len(stats) == 19
+    for k in res.kernels:
+        row = stats[k.name]
+        assert k.launches_per_step == int(row["Calls"])
+        assert round(k.us_per_step * 1000) == int(row["TotalDurationNs"])
+        assert round(k.launch.min_us * 1000) == int(row["MinNs"])
+        assert round(k.launch.max_us * 1000) == int(row["MaxNs"])
+        assert k.share == pytest.approx(float(row["Percentage"]) / 100, abs=6e-5)
+    assert res.kernels[0].name == "flash_attn_func_kernel_0" and res.kernels[0].category == "attention"
+    assert res.kernels[-1].cumulative_share == pytest.approx(1.0)
+    assert res.format == "rocprof_trace" and res.step.steps == 1
+
+
+def test_stats_table_reads_into_the_same_model():
+    a = read_workload(WorkloadReadRequest(path=str(TRACE)))
+    b = read_workload(WorkloadReadRequest(path=str(STATS)))
+    assert b.format == "rocprof_stats" and b.step.wall_us is None
+    assert [(k.name, k.launches_per_step) for k in a.kernels] == [(k.name, k.launches_per_step) for k in b.kernels]
+    for x, y in zip(a.kernels, b.kernels, strict=True):
+        assert x.us_per_step == pytest.approx(y.us_per_step, abs=1e-6)
+
+
+def test_rocprof_trace_without_launch_calls_claims_no_launch_overhead():
+    res = read_workload(WorkloadReadRequest(path=str(TRACE)))
+    assert all(o.kind != "launch_overhead" for o in res.opportunities)
+    assert res.step.launch_bound_gap_us is None
+
+
+def test_kineto_device_only_trace_with_declared_steps():
+    res = read_workload(WorkloadReadRequest(path=str(FIXTURES / "timing/three_kernels_trace.json"), steps=10))
+    assert res.step.steps == 10 and len(res.kernels) == 3
+    assert [k.launches_per_step for k in res.kernels] == [1.0, 1.0, 1.0]
+    assert [k.category for k in res.kernels] == ["normalization", "attention", "elementwise"]
+    assert res.gpu == "NVIDIA H100 80GB HBM3"
+    assert any("no step ranges" in n for n in res.notes)
+
+
+def test_truncated_kineto_trace_is_a_typed_error(tmp_path: Path):
+    text = (FIXTURES / "timing/three_kernels_trace.json").read_text()
+    bad = tmp_path / "cut.json"
+    bad.write_text(text[: len(text) // 2])
+    with pytest.raises(TraceFormatError, match="truncated"):
+        read_trace(bad)
+
+
+def test_foreign_json_and_csv_are_typed_errors(tmp_path: Path):
+    j = tmp_path / "other.json"
+    j.write_text(json.dumps({"kernels": []}))
+    with pytest.raises(TraceFormatError, match="not a Chrome trace"):
+        read_trace(j)
+    c = tmp_path / "other.csv"
+    c.write_text("a,b,c\n1,2,3\n")
+    with pytest.raises(TraceFormatError, match="not a trace kernelpilot reads"):
+        read_trace(c)
+    e = tmp_path / "empty.csv"
+    e.write_text("")
+    with pytest.raises(TraceFormatError, match="empty"):
+        read_trace(e)
+    with pytest.raises(InputFileError):
+        read_trace(tmp_path / "missing.json")
+
+
+def test_truncated_rocprof_csv_is_a_typed_error(tmp_path: Path):
+    text = TRACE.read_text()
+    bad = tmp_path / "cut_kernel_trace.csv"
+    bad.write_text(text[: len(text) - 40])
+    with pytest.raises(TraceFormatError, match="truncated|cells"):
+        read_trace(bad)
+
+
+def test_kineto_trace_with_no_device_activity_is_a_typed_error(tmp_path: Path):
+    from kernelpilot.workload.errors import NoStepWorkError
+
+    p = tmp_path / "cpu_only.json"
+    p.write_text(json.dumps({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::add", "ts": 1, "dur": 2}]}))
+    with pytest.raises(NoStepWorkError):
+        read_workload(WorkloadReadRequest(path=str(p)))
