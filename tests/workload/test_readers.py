@@ -13,7 +13,8 @@ from kernelpilot.workload.core import read_workload
 from kernelpilot.workload.errors import TraceFormatError
 from kernelpilot.workload.models import WorkloadReadRequest
 from kernelpilot.workload.readers.detect import read_trace
-from tests.conftest import FIXTURES
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
 WL = FIXTURES / "workload"
 TRACE = WL / "mi350x_flash_attn_kernel_trace.csv"
@@ -41,7 +42,9 @@ def test_stats_table_reads_into_the_same_model():
     a = read_workload(WorkloadReadRequest(path=str(TRACE)))
     b = read_workload(WorkloadReadRequest(path=str(STATS)))
     assert b.format == "rocprof_stats" and b.step.wall_us is None
-    assert [(k.name, k.launches_per_step) for k in a.kernels] == [(k.name, k.launches_per_step) for k in b.kernels]
+    assert [(k.name, k.launches_per_step) for k in a.kernels] == [
+        (k.name, k.launches_per_step) for k in b.kernels
+    ]
     for x, y in zip(a.kernels, b.kernels, strict=True):
         assert x.us_per_step == pytest.approx(y.us_per_step, abs=1e-6)
 
@@ -90,7 +93,7 @@ def test_truncated_rocprof_csv_is_a_typed_error(tmp_path: Path):
     text = TRACE.read_text()
     bad = tmp_path / "cut_kernel_trace.csv"
     bad.write_text(text[: len(text) - 40])
-    with pytest.raises(TraceFormatError, match="truncated|cells"):
+    with pytest.raises(TraceFormatError, match=r"truncated|cells"):
         read_trace(bad)
 
 
@@ -98,6 +101,8 @@ def test_kineto_trace_with_no_device_activity_is_a_typed_error(tmp_path: Path):
     from kernelpilot.workload.errors import NoStepWorkError
 
     p = tmp_path / "cpu_only.json"
-    p.write_text(json.dumps({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::add", "ts": 1, "dur": 2}]}))
+    p.write_text(
+        json.dumps({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::add", "ts": 1, "dur": 2}]})
+    )
     with pytest.raises(NoStepWorkError):
         read_workload(WorkloadReadRequest(path=str(p)))

@@ -25,7 +25,7 @@ from typing import Any
 
 STEP_RANGE = "kernelpilot.step#"
 MODULE_RANGE = "nn.Module: "
-EXIT_NO_GPU = 3  # torch without a GPU: capture.py turns this into DeviceUnavailableError
+EXIT_NO_GPU = 3  # no torch, or torch without a GPU: capture.py turns this into DeviceUnavailableError
 EXIT_USER = 4  # the factory or closure raised: capture.py turns this into CallableError
 
 
@@ -117,7 +117,11 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     """Run the capture; exit codes EXIT_NO_GPU / EXIT_USER say which typed error the parent raises."""
     a = _args(argv)
-    import torch  # the child exists to run torch
+    try:
+        import torch  # the child exists to run torch
+    except ImportError:
+        print("kernelpilot-runner: torch is not installed in this Python", file=sys.stderr)
+        return EXIT_NO_GPU
 
     from kernelpilot.errors import KernelpilotError
     from kernelpilot.timing.callables import build_closures, load_factory
