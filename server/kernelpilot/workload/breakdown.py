@@ -181,7 +181,8 @@ def _steps(trace: Trace, kernel_us: float, launches: float) -> StepSummary:
             busys.append(_union(acts))
             bounds.append(_gaps(acts, nxt))
     calls = [a.launch_dur_us for a in trace.activities if a.launch_dur_us is not None and not a.graph]
-    wall, busy = statistics.median(walls), statistics.median(busys)
+    # the last step has no next step to end its period: its span only, so it is left out of the median
+    wall, busy = statistics.median(walls[:-1] if len(walls) > 1 else walls), statistics.median(busys)
     return StepSummary(
         steps=n,
         wall_us=wall,
