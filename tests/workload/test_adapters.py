@@ -61,7 +61,9 @@ def test_mcp_workload_read_and_report(tmp_path: Path):
         async with Client(build_server("workload")) as client:
             r = await client.call_tool("workload_read", {"path": str(TRACE), "out": str(out)})
             assert not r.is_error, r.content
-            rep = await client.call_tool("workload_report", {"path": str(out), "out": str(tmp_path / "r.html")})
+            rep = await client.call_tool(
+                "workload_report", {"path": str(out), "out": str(tmp_path / "r.html")}
+            )
             bad = await client.call_tool("workload_read", {"path": str(tmp_path / "missing.csv")})
             return r.structured_content, rep.structured_content, bad.is_error
 

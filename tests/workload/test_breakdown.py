@@ -31,19 +31,43 @@ def _trace(tmp_path: Path) -> Path:
         ev.append(_x("cpu_op", "aten::linear", base + 2, 5.0, **{"External id": 10 + step}))
         corr += 1
         ev.append(_x("cuda_runtime", "cudaLaunchKernel", base + 3, 2.0, correlation=corr))
-        ev.append(_x("kernel", "sm90_xmma_gemm_bf16", base + 10, 20.0, correlation=corr,
-                     **{"External id": 10 + step, "stream": 7, "block": [128, 1, 1]}))
+        ev.append(
+            _x(
+                "kernel",
+                "sm90_xmma_gemm_bf16",
+                base + 10,
+                20.0,
+                correlation=corr,
+                **{"External id": 10 + step, "stream": 7, "block": [128, 1, 1]},
+            )
+        )
         # op 2: an add launched at +40, after the GEMM ended at +30: a launch-bound gap 30..42
         ev.append(_x("cpu_op", "aten::add", base + 39, 5.0, **{"External id": 20 + step}))
         corr += 1
         ev.append(_x("cuda_runtime", "cudaLaunchKernel", base + 40, 2.0, correlation=corr))
-        ev.append(_x("kernel", "vectorized_elementwise_kernel<AddFunctor>", base + 42, 4.0, correlation=corr,
-                     **{"External id": 20 + step, "stream": 7}))
+        ev.append(
+            _x(
+                "kernel",
+                "vectorized_elementwise_kernel<AddFunctor>",
+                base + 42,
+                4.0,
+                correlation=corr,
+                **{"External id": 20 + step, "stream": 7},
+            )
+        )
         # a graph replay at +45 launching a mul right after the add (no gap)
         corr += 1
         ev.append(_x("cuda_runtime", "cudaGraphLaunch", base + 45, 3.0, correlation=corr))
-        ev.append(_x("kernel", "vectorized_elementwise_kernel<MulFunctor>", base + 46, 4.0, correlation=corr,
-                     **{"stream": 7}))
+        ev.append(
+            _x(
+                "kernel",
+                "vectorized_elementwise_kernel<MulFunctor>",
+                base + 46,
+                4.0,
+                correlation=corr,
+                **{"stream": 7},
+            )
+        )
         ev.append(_x("cuda_runtime", "cudaStreamSynchronize", base + 50, 5.0, correlation=900 + step))
     p = tmp_path / "t.json"
     p.write_text(json.dumps({"traceEvents": ev, "deviceProperties": [{"name": "test GPU"}]}))
@@ -70,7 +94,11 @@ def test_kernels_carry_op_module_range_phase_and_graph(tmp_path: Path):
     assert add.category == "elementwise" and add.ops == ["aten::add"] and not add.graph_launched
     assert mul.graph_launched and mul.launches_per_step == 1.0
     assert gemm.hot and gemm.cumulative_share == pytest.approx(20 / 28)
-    assert {(g.level, g.key) for g in r.groups} >= {("category", "gemm"), ("op", "aten::linear"), ("phase", "decode")}
+    assert {(g.level, g.key) for g in r.groups} >= {
+        ("category", "gemm"),
+        ("op", "aten::linear"),
+        ("phase", "decode"),
+    }
 
 
 def test_opportunities_rank_launch_gap_then_fusion_with_formulas(tmp_path: Path):

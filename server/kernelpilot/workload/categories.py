@@ -28,7 +28,7 @@ RULES: tuple[tuple[str, str, str], ...] = (
         "GEMM library / MMA",
         "gemm",
         r"gemm|cutlass|cublas|sm\d+_xmma|xmma_|\bmatmul|_mm_|hgemm|sgemm|wgmma|nvjet|ck::.*gemm|"
-        r"Cijk_|_mfma|hipblaslt|conv|implicit_?gemm|triton_.*mm",
+        r"Cijk_|_mfma|hipblaslt|convolution|conv[123]d|implicit_?gemm|triton_.*mm",
     ),
     (
         "copy / fill",
