@@ -11,7 +11,8 @@ queue full), which a CUDA/HIP graph would remove. Medians over steps; per-kernel
 from __future__ import annotations
 
 import statistics
-from collections import Counter, defaultdict
+from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kernelpilot.workload.categories import categorize
@@ -26,19 +27,19 @@ class _Acc:
     durs: list[float] = field(default_factory=list)
     per_step: list[float] = field(default_factory=list)
     first: float = 0.0
-    ops: Counter[str] = field(default_factory=Counter)
-    top_ops: Counter[str] = field(default_factory=Counter)
-    ranges: Counter[str] = field(default_factory=Counter)
-    modules: Counter[str] = field(default_factory=Counter)
-    phases: Counter[str] = field(default_factory=Counter)
-    shapes: Counter[str] = field(default_factory=Counter)
+    ops: dict[str, float] = field(default_factory=dict)  # values: µs
+    top_ops: dict[str, float] = field(default_factory=dict)
+    ranges: dict[str, float] = field(default_factory=dict)
+    modules: dict[str, float] = field(default_factory=dict)
+    phases: dict[str, float] = field(default_factory=dict)
+    shapes: dict[str, float] = field(default_factory=dict)
     grid: list[int] | None = None
     block: list[int] | None = None
     graph: bool = False
 
 
-def _top(c: Counter[str], n: int = 3) -> list[str]:
-    return [k for k, _ in c.most_common(n)]
+def _top(c: dict[str, float], n: int = 3) -> list[str]:
+    return sorted(c, key=lambda k: -c[k])[:n]
 
 
 def _accumulate(trace: Trace) -> dict[str, _Acc]:
@@ -61,7 +62,7 @@ def _accumulate(trace: Trace) -> dict[str, _Acc]:
             (acc.shapes, a.shapes),
         ):
             if key:
-                counter[key] += a.dur_us
+                counter[key] = counter.get(key, 0.0) + a.dur_us
         acc.graph = acc.graph or a.graph
     if trace.steps == 1:
         for acc in accs.values():
@@ -86,7 +87,7 @@ def _kernels(trace: Trace) -> list[WorkloadKernel]:
                     short_name=short_name(name, 60),
                     key=normalize(name),
                     category=cat,
-                    rule=rule,  # type: ignore[arg-type]
+                    rule=rule,
                     launches_per_step=len(acc.durs) / steps,
                     us_per_step=s / steps,
                     share=s / total if total > 0 else 0.0,
@@ -115,7 +116,7 @@ def _kernels(trace: Trace) -> list[WorkloadKernel]:
                     short_name=short_name(g.name, 60),
                     key=normalize(g.name),
                     category=cat,
-                    rule=rule,  # type: ignore[arg-type]
+                    rule=rule,
                     launches_per_step=g.calls / steps,
                     us_per_step=g.total_us / steps,
                     share=g.total_us / total if total > 0 else 0.0,
@@ -202,7 +203,7 @@ def _steps(trace: Trace, kernel_us: float, launches: float) -> StepSummary:
 def _groups(kernels: list[WorkloadKernel]) -> list[GroupRow]:
     total = sum(k.us_per_step for k in kernels) or 1.0
     rows: list[GroupRow] = []
-    levels = {
+    levels: dict[str, Callable[[WorkloadKernel], list[str]]] = {
         "category": lambda k: [k.category],
         "op": lambda k: k.ops[:1],
         "range": lambda k: k.ranges[:1],
@@ -223,7 +224,7 @@ def _groups(kernels: list[WorkloadKernel]) -> list[GroupRow]:
                     level=level,
                     key=key,
                     us_per_step=us,
-                    share=us / total,  # type: ignore[arg-type]
+                    share=us / total,
                     launches_per_step=launches,
                     kernels=int(n),
                 )

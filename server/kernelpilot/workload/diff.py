@@ -45,7 +45,7 @@ def _row(
             key=key,
             short_name=short,
             a_us_per_step=ma,
-            b_us_per_step=mb,  # type: ignore[arg-type]
+            b_us_per_step=mb,
             delta_us=(mb or 0.0) - (ma or 0.0),
             delta_pct=None,
             ci_low_us=None,
@@ -67,12 +67,12 @@ def _row(
         short_name=short,
         a_us_per_step=ma,
         b_us_per_step=mb,
-        delta_us=delta,  # type: ignore[arg-type]
+        delta_us=delta,
         delta_pct=pct,
         ci_low_us=lo,
         ci_high_us=hi,
         verdict=verdict,
-    )  # type: ignore[arg-type]
+    )
 
 
 def _per_step(k: Any, steps: int) -> list[float]:

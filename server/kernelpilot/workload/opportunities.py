@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from collections.abc import Mapping
 from typing import Any
 
 from kernelpilot.workload.models import Opportunity, StepSummary, WorkloadKernel
@@ -126,7 +127,7 @@ def _launch(step: StepSummary) -> Opportunity | None:
     )
 
 
-def _chains(trace: Trace, cats: dict[str, str]) -> dict[tuple[str, ...], list[list[Activity]]]:
+def _chains(trace: Trace, cats: Mapping[str, str]) -> dict[tuple[str, ...], list[list[Activity]]]:
     """Runs of back-to-back small fusable activities per (step, stream), keyed by their names."""
     runs: dict[tuple[str, ...], list[list[Activity]]] = defaultdict(list)
     by_lane: dict[tuple[int, Any], list[Activity]] = defaultdict(list)
@@ -135,9 +136,9 @@ def _chains(trace: Trace, cats: dict[str, str]) -> dict[tuple[str, ...], list[li
     for acts in by_lane.values():
         acts.sort(key=lambda a: a.start_us)
         cur: list[Activity] = []
-        for a in [*acts, None]:
-            if a is not None and cats.get(a.name) in FUSABLE and a.dur_us <= SMALL_LAUNCH_US:
-                cur.append(a)
+        for item in [*acts, None]:
+            if item is not None and cats.get(item.name) in FUSABLE and item.dur_us <= SMALL_LAUNCH_US:
+                cur.append(item)
                 continue
             if len(cur) >= 2:
                 runs[tuple(x.name for x in cur)].append(cur)

@@ -118,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the capture; exit codes EXIT_NO_GPU / EXIT_USER say which typed error the parent raises."""
     a = _args(argv)
     try:
-        import torch  # the child exists to run torch
+        import torch  # type: ignore[import-not-found,unused-ignore]  # the child exists to run torch
     except ImportError:
         print("kernelpilot-runner: torch is not installed in this Python", file=sys.stderr)
         return EXIT_NO_GPU

@@ -87,7 +87,7 @@ class _Buckets:
         self.device: list[dict[str, Any]] = []
         self.runtime: dict[Any, dict[str, Any]] = {}
         self.sync: list[tuple[float, float]] = []
-        self.ops: dict[int, dict[str, Any]] = {}
+        self.ops: dict[Any, dict[str, Any]] = {}
         self.op_iv: dict[Any, list[Interval]] = {}
         self.ranges: dict[Any, list[Interval]] = {}
         self.modules: dict[Any, list[Interval]] = {}
