@@ -38,6 +38,13 @@ class _Acc:
     graph: bool = False
 
 
+def dims(v: object) -> list[int] | None:
+    """Grid/block dims as a trace gave them, when they are a list of numbers."""
+    if isinstance(v, list) and v and all(isinstance(x, (int, float)) for x in v):
+        return [int(x) for x in v]
+    return None
+
+
 def _top(c: dict[str, float], n: int = 3) -> list[str]:
     return sorted(c, key=lambda k: -c[k])[:n]
 
@@ -48,7 +55,7 @@ def _accumulate(trace: Trace) -> dict[str, _Acc]:
         acc = accs.get(a.name)
         if acc is None:
             acc = accs[a.name] = _Acc(
-                a.kind, per_step=[0.0] * trace.steps, first=a.start_us, grid=a.grid, block=a.block
+                a.kind, per_step=[0.0] * trace.steps, first=a.start_us, grid=dims(a.grid), block=dims(a.block)
             )
         acc.durs.append(a.dur_us)
         if 0 <= a.step < trace.steps:

@@ -21,6 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from kernelpilot.workload.errors import TraceFormatError
+
+try:
+    from orjson import loads as _loads
+except ImportError:  # orjson is a declared dependency; a bare environment (a GPU box's copy) parses slower
+    from json import loads as _loads
 from kernelpilot.workload.readers.trace import Activity, Trace
 
 _DEVICE = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
@@ -40,7 +45,7 @@ def load_json(path: Path) -> Any:
     except OSError as exc:
         raise TraceFormatError(f"cannot read trace {str(path)!r}: {exc}", "check the path") from exc
     try:
-        return json.loads(text)
+        return _loads(text)
     except json.JSONDecodeError as exc:
         where = "ends early (truncated)" if exc.pos >= len(text) - 2 else f"is not JSON at byte {exc.pos}"
         raise TraceFormatError(
@@ -139,8 +144,8 @@ def _activity(ev: dict[str, Any], b: _Buckets) -> Activity:
         start_us=float(ev.get("ts", 0.0)),
         dur_us=float(ev.get("dur", 0.0) or 0.0),
         kind=_DEVICE[ev["cat"]],
-        grid=_dims(args.get("grid")),
-        block=_dims(args.get("block")),
+        grid=args.get("grid"),  # checked once per kernel name (breakdown.dims), not per launch
+        block=args.get("block"),
         stream=args.get("stream"),
     )
     rt = b.runtime.get(args.get("correlation"))
