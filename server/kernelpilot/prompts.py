@@ -102,7 +102,7 @@ PROMPTS: tuple[PromptSpec, ...] = (
             PromptArg(
                 "target",
                 "<file.py:factory | trace file>",
-                "a step factory whose closure runs one step, or a recorded trace (Kineto, rocprofv3, nsys, ncu)",
+                "a step factory whose closure runs one step, or a recorded trace (Kineto/rocprofv3/nsys/ncu)",
             ),
             _GPU,
             PromptArg("steps", "[--steps N]", "steps to capture (default 10)"),

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import anyio
 import pytest
+from tests.browser import screenshot
 
 from kernelpilot.workload.core import diff_workload, read_workload
 from kernelpilot.workload.models import WorkloadDiffRequest, WorkloadReadRequest
-from tests.browser import screenshot
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 TRACE = FIXTURES / "workload/mi350x_flash_attn_kernel_trace.csv"

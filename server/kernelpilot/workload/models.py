@@ -174,7 +174,8 @@ class WorkloadRunRequest(Request):
     spec: str | None = Field(None, description="Step factory 'file.py:function': one call = one step.")
     command: list[str] | None = Field(
         None,
-        description="Instead of spec: a program (argv list, or one JSON list); `region` or cudaProfilerStart/Stop "
+        description="Instead of spec: a program (argv list, or one JSON list); `region` or "
+        "cudaProfilerStart/Stop "
         "marks its steps.",
     )
     region: str | None = Field(None, description="Command: NVTX range name that marks one step.")

@@ -73,7 +73,8 @@ def _headroom(k: WorkloadKernel, step: StepSummary, gpu: str | None) -> Opportun
     isa = k.isa or {}
     if isa.get("matched"):
         evidence.append(
-            f"registers {isa.get('registers')}, spills {isa.get('spills_bytes')} B, shared {isa.get('shared_bytes')} B, "
+            f"registers {isa.get('registers')}, spills {isa.get('spills_bytes')} B, "
+            f"shared {isa.get('shared_bytes')} B, "
             f"occupancy {isa.get('occupancy')} (limiter {isa.get('limiter')})"
         )
     shape = f" --shape '{k.input_shapes}'" if k.input_shapes else ""
@@ -102,11 +103,8 @@ def _launch(step: StepSummary) -> Opportunity | None:
     if saving < MIN_SAVING_US:
         return None
     formula = (
-        f"launch-bound idle {bound:.1f} µs/step of {step.idle_us:.1f} µs idle (wall {step.wall_us:.1f} − busy "
-        f"{step.busy_us:.1f}) = {saving:.1f} µs/step"
-        if bound is not None
-        else f"idle = wall {step.wall_us:.1f} − busy {step.busy_us:.1f} = {saving:.1f} µs/step (no launch calls in "
-        "the trace to tell launch-bound gaps apart)"
+        f"launch-bound idle {bound:.1f} µs/step of {step.idle_us:.1f} µs idle "
+        f"(wall {step.wall_us:.1f} − busy {step.busy_us or 0.0:.1f}) = {saving:.1f} µs/step"
     )
     evidence = [f"{step.launches:g} launches/step"]
     if step.launch_call_us is not None:
@@ -166,7 +164,8 @@ def _fusion(trace: Trace, kernels: list[WorkloadKernel], step: StepSummary) -> l
                 saving_us_per_step=saving,
                 share_of_step=_share(saving, step),
                 formula=(
-                    f"chain time {chain_us:.1f} µs/step − longest member per occurrence = {saving:.1f} µs/step; "
+                    f"chain time {chain_us:.1f} µs/step − longest member per occurrence = "
+                    f"{saving:.1f} µs/step; "
                     f"launches saved {(len(names) - 1) * per_step:g}/step"
                 ),
                 evidence=[
@@ -174,7 +173,8 @@ def _fusion(trace: Trace, kernels: list[WorkloadKernel], step: StepSummary) -> l
                     *([f"inside {sorted(mods)[0]}"] if mods else []),
                 ],
                 kernels=[short.get(n, n) for n in names],
-                next_command="playbooks/cuda.md L5 (fuse small kernels): write the chain as one Triton/CUDA kernel or "
+                next_command="playbooks/cuda.md L5 (fuse small kernels): write the chain as one "
+                "Triton/CUDA kernel or "
                 "try torch.compile on the module; then `kernelpilot workload diff` before/after",
             )
         )

@@ -1,15 +1,15 @@
 """The child process that runs a step closure in steady state and records it (`python -m ...runner`).
 
 Why a child process: the user's code, its CUDA context and the profiler run apart from kernelpilot (a crash
-or a hang kills only the child; `toolchain.run` bounds it), and the child can save what it loaded
-(`workload.join.loaded_code_objects`) for the join to code objects before it exits. The closure protocol is `kernelpilot
-time`'s (`timing.callables`): a factory that builds inputs once and returns a zero-argument step closure.
+or a hang kills only the child; `toolchain.run` bounds it), and the child lists the code objects it loaded
+(`workload.join.loaded_code_objects`) before it exits. The closure protocol is `kernelpilot time`'s
+(`timing.callables`): a factory that builds inputs once and returns a zero-argument step closure.
 
 What it does: warm-up, then CUDA-event timing of N steps without the tracer, then N steps under
-  `torch.profiler` (CPU + CUDA activity: CUPTI on NVIDIA, roctracer on AMD), each step inside a
-  `record_function("kernelpilot.step#<i>")` range and every `nn.Module` forward inside a
-  `record_function("nn.Module: <Class>")` range, exported as Chrome-trace JSON; then the GPU code objects the
-  process has mapped (`workload.join.loaded_code_objects`) and the device's ISA name go to meta.json.
+`torch.profiler` (CPU + CUDA activity: CUPTI on NVIDIA, roctracer on AMD), each step inside a
+`record_function("kernelpilot.step#<i>")` range and every `nn.Module` forward inside a
+`record_function("nn.Module: <Class>")` range, exported as Chrome-trace JSON; then the GPU code objects the
+process has mapped and the device's ISA name go to meta.json.
 """
 
 from __future__ import annotations

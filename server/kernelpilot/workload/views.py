@@ -151,7 +151,8 @@ def _bars_svg(r: WorkloadResult, rows: int = 20) -> str:
         y = 5 + i * h
         bw = max(1.0, w * k.us_per_step / top)
         parts.append(
-            f'<text x="{label - 6}" y="{y + 13}" text-anchor="end" font-size="11">{escape(k.short_name[:55])}</text>'
+            f'<text x="{label - 6}" y="{y + 13}" text-anchor="end" font-size="11">'
+            f"{escape(k.short_name[:55])}</text>"
         )
         parts.append(
             f'<rect x="{label}" y="{y + 2}" width="{bw:.1f}" height="{h - 5}" fill="{colours[k.category]}">'
@@ -178,10 +179,13 @@ def _cumulative_svg(r: WorkloadResult) -> str:
         f'aria-label="cumulative share of kernel time">'
         f'<line x1="{pad}" y1="{h - pad}" x2="{w - pad}" y2="{h - pad}" stroke="#444"/>'
         f'<line x1="{pad}" y1="{pad}" x2="{pad}" y2="{h - pad}" stroke="#444"/>'
-        f'<line x1="{pad}" y1="{y80:.1f}" x2="{w - pad}" y2="{y80:.1f}" stroke="#d62728" stroke-dasharray="4 3"/>'
-        f'<text x="{w - pad}" y="{y80 - 4:.1f}" text-anchor="end" font-size="11">hot set {r.hot_share:.0%}</text>'
+        f'<line x1="{pad}" y1="{y80:.1f}" x2="{w - pad}" y2="{y80:.1f}" stroke="#d62728" '
+        f'stroke-dasharray="4 3"/>'
+        f'<text x="{w - pad}" y="{y80 - 4:.1f}" text-anchor="end" font-size="11">'
+        f"hot set {r.hot_share:.0%}</text>"
         f'<polyline fill="none" stroke="#1f77b4" stroke-width="2" points="{path}"/>'
-        f'<text x="{w / 2}" y="{h - 8}" text-anchor="middle" font-size="11">kernels, most time first ({n})</text>'
+        f'<text x="{w / 2}" y="{h - 8}" text-anchor="middle" font-size="11">'
+        f"kernels, most time first ({n})</text>"
         f'<text x="10" y="{pad - 10}" font-size="11">cumulative share</text></svg>'
     )
 

@@ -25,7 +25,7 @@ from kernelpilot.workload.errors import TraceFormatError
 try:
     from orjson import loads as _loads
 except ImportError:  # orjson is a declared dependency; a bare environment (a GPU box's copy) parses slower
-    from json import loads as _loads
+    _loads = json.loads  # type: ignore[assignment]
 from kernelpilot.workload.readers.trace import Activity, Trace
 
 _DEVICE = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}

@@ -214,7 +214,8 @@ def read_table(path: Path, fmt: str, steps: int | None) -> Trace:
         found = sniff(text)
         if found is None:
             raise TraceFormatError(
-                f"{str(path)!r} is not a trace kernelpilot reads (Kineto JSON, rocprofv3 kernel trace/stats CSV, "
+                f"{str(path)!r} is not a trace kernelpilot reads (Kineto JSON, rocprofv3 kernel "
+                "trace/stats CSV, "
                 "nsys stats cuda_gpu_trace/cuda_gpu_kern_sum CSV, ncu raw CSV)",
                 "give one of those, or name the format with --format",
             )

@@ -46,7 +46,7 @@ class Aggregate:
 
 @dataclass
 class Trace:
-    """What a reader found: activities on a timeline, or per-name aggregates when the format has no timeline."""
+    """What a reader found: activities on a timeline, or per-name aggregates (formats without a timeline)."""
 
     format: str
     source: str
