@@ -106,3 +106,14 @@ def test_kineto_trace_with_no_device_activity_is_a_typed_error(tmp_path: Path):
     )
     with pytest.raises(NoStepWorkError):
         read_workload(WorkloadReadRequest(path=str(p)))
+
+
+def test_ncu_raw_csv_reads_per_launch_durations_without_a_timeline():
+    """Real ncu output (tests/fixtures/profile/PROVENANCE.md): 50 launches of 8 kernels, minimal metric set."""
+    res = read_workload(WorkloadReadRequest(path=str(FIXTURES / "profile/ncu/minimal/launches50_min.csv")))
+    assert res.format == "ncu_csv" and res.step.wall_us is None
+    assert sum(k.launches_per_step for k in res.kernels) == 50 and len(res.kernels) == 8
+    assert "idle time is lost" in res.method
+    cats = {k.name: k.category for k in res.kernels}
+    assert cats["gemm_tiled"] == "gemm" and cats["vector_add"] == "elementwise"
+    assert cats["transpose_naive"] == "copy_memset" and cats["sync_reduce"] == "reduction"

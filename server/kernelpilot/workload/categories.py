@@ -33,7 +33,7 @@ RULES: tuple[tuple[str, str, str], ...] = (
     (
         "copy / fill",
         "copy_memset",
-        r"memcpy|memset|copybuffer|fillbuffer|copy_kernel|fillfunctor|\bcopy_|_copy\b|cat_?array|index_?put|scatter_?gather|unrolled_elementwise_kernel.*copy",
+        r"memcpy|memset|copybuffer|fillbuffer|copy_kernel|fillfunctor|transpose|\bcopy_|_copy\b|cat_?array|index_?put|scatter_?gather|unrolled_elementwise_kernel.*copy",
     ),
     (
         "reduction",
@@ -43,7 +43,7 @@ RULES: tuple[tuple[str, str, str], ...] = (
     (
         "elementwise",
         "elementwise",
-        r"elementwise|vectorized|functor|pointwise|triton_poi|activation|silu|gelu|relu|add_kernel|mul_kernel|distribution|rand|fill|clamp",
+        r"elementwise|vectorized|functor|pointwise|triton_poi|activation|silu|gelu|relu|add_kernel|vector_add|mul_kernel|distribution|rand|fill|clamp",
     ),
 )
 _COMPILED = tuple((rule, cat, re.compile(pat, re.I)) for rule, cat, pat in RULES)
