@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kernelpilot.workload.categories import categorize
@@ -207,35 +206,58 @@ def _steps(trace: Trace, kernel_us: float, launches: float) -> StepSummary:
     )
 
 
-def _groups(kernels: list[WorkloadKernel]) -> list[GroupRow]:
-    total = sum(k.us_per_step for k in kernels) or 1.0
-    rows: list[GroupRow] = []
-    levels: dict[str, Callable[[WorkloadKernel], list[str]]] = {
-        "category": lambda k: [k.category],
-        "op": lambda k: k.ops[:1],
-        "range": lambda k: k.ranges[:1],
-        "module": lambda k: k.modules[:1],
-        "phase": lambda k: k.phases[:1],
-    }
-    for level, keyf in levels.items():
-        agg: dict[str, list[float]] = {}
-        for k in kernels:
-            for key in keyf(k):
-                v = agg.setdefault(key, [0.0, 0.0, 0.0])
-                v[0] += k.us_per_step
-                v[1] += k.launches_per_step
-                v[2] += 1
-        for key, (us, launches, n) in sorted(agg.items(), key=lambda kv: -kv[1][0]):
-            rows.append(
-                GroupRow(
-                    level=level,
-                    key=key,
-                    us_per_step=us,
-                    share=us / total,
-                    launches_per_step=launches,
-                    kernels=int(n),
-                )
+def _group_keys(
+    trace: Trace, kernels: list[WorkloadKernel]
+) -> list[tuple[str, float, float, dict[str, str | None]]]:
+    """(name, µs, launches, level -> key) per activity; per kernel name for formats of aggregates only."""
+    cat = {k.name: k.category for k in kernels}
+    if trace.activities:
+        return [
+            (
+                a.name,
+                a.dur_us,
+                1.0,
+                {
+                    "category": cat[a.name],
+                    "op": a.top_op or a.op,
+                    "range": a.range,
+                    "module": a.module,
+                    "phase": a.phase,
+                },
             )
+            for a in trace.activities
+        ]
+    n = trace.steps
+    return [(k.name, k.us_per_step * n, k.launches_per_step * n, {"category": k.category}) for k in kernels]
+
+
+def _groups(trace: Trace, kernels: list[WorkloadKernel]) -> list[GroupRow]:
+    """Time per step by category, ATen op, range, nn.Module path and phase, summed over the launches under
+    each key (a kernel launched from two modules counts in both, for the launches of each)."""
+    steps = trace.steps
+    total = sum(k.us_per_step for k in kernels) or 1.0
+    agg: dict[tuple[str, str], list[float]] = {}
+    names: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for name, us, launches, keys in _group_keys(trace, kernels):
+        for level, key in keys.items():
+            if key:
+                v = agg.setdefault((level, key), [0.0, 0.0])
+                v[0] += us
+                v[1] += launches
+                names[(level, key)].add(name)
+    rows = [
+        GroupRow(
+            level=level,
+            key=key,
+            us_per_step=us / steps,
+            share=us / steps / total,
+            launches_per_step=n / steps,
+            kernels=len(names[(level, key)]),
+        )
+        for (level, key), (us, n) in agg.items()
+    ]
+    order = {"category": 0, "op": 1, "range": 2, "module": 3, "phase": 4}
+    rows.sort(key=lambda r: (order[r.level], -r.us_per_step))
     return rows
 
 
@@ -259,4 +281,4 @@ def breakdown(trace: Trace) -> tuple[StepSummary, list[WorkloadKernel], list[Gro
         )
     kernel_us = sum(k.us_per_step for k in kernels)
     launches = sum(k.launches_per_step for k in kernels)
-    return _steps(trace, kernel_us, launches), kernels, _groups(kernels)
+    return _steps(trace, kernel_us, launches), kernels, _groups(trace, kernels)
