@@ -159,6 +159,13 @@ def run_workload(req: WorkloadRunRequest, progress: Progress = no_progress) -> W
     if req.drill:
         _join(res, hot, cap.meta, progress)
         _drill(res, hot, req, gpu, progress)
+    if req.drill:
+        hot_us = sum(k.us_per_step for k in hot) or 1.0
+        res.isa_joined_share = sum(k.us_per_step for k in hot if (k.isa or {}).get("matched")) / hot_us
+        res.drilled_share = (
+            sum(k.us_per_step for k in hot if (k.drill or {}).get("ok") and (k.drill or {}).get("bound"))
+            / hot_us
+        )
     res.opportunities = opportunities(cap.trace, res.step, res.kernels, gpu)
     res.wall_s = time.perf_counter() - t0
     progress(4, 4, "done")

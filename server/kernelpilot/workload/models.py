@@ -139,6 +139,12 @@ class WorkloadResult(Result):
     groups: list[GroupRow] = Field(default_factory=list)
     hot_share: float = Field(0.8, description="The hot set covers this share of kernel time.")
     unmatched: list[str] = Field(default_factory=list, description="Hot kernels the ISA join did not match.")
+    isa_joined_share: float | None = Field(
+        None, description="Share of the hot set's GPU time whose kernels got ISA facts from the join."
+    )
+    drilled_share: float | None = Field(
+        None, description="Share of the hot set's GPU time whose kernels got a roofline position."
+    )
     drill_failures: list[str] = Field(
         default_factory=list, description="'kernel: why' per failed drill-down."
     )

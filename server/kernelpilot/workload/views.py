@@ -88,6 +88,11 @@ def render_result(r: WorkloadResult) -> str:
             out.append(
                 f"by {level}: " + "; ".join(f"{x.key} {x.us_per_step:.1f} µs ({x.share:.0%})" for x in g)
             )
+    if r.isa_joined_share is not None or r.drilled_share is not None:
+        out.append(
+            f"hot set: ISA facts joined for {_f((r.isa_joined_share or 0) * 100, '.0f')}% of its GPU time, "
+            f"roofline position for {_f((r.drilled_share or 0) * 100, '.0f')}%"
+        )
     if r.unmatched:
         out.append("ISA join unmatched: " + "; ".join(r.unmatched))
     if r.drill_failures:
