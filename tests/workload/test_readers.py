@@ -109,7 +109,7 @@ def test_kineto_trace_with_no_device_activity_is_a_typed_error(tmp_path: Path):
 
 
 def test_ncu_raw_csv_reads_per_launch_durations_without_a_timeline():
-    """Real ncu output (tests/fixtures/profile/PROVENANCE.md): 50 launches of 8 kernels, minimal metric set."""
+    """Real ncu output (tests/fixtures/profile/PROVENANCE.md): 50 launches of 8 kernels, minimal metrics."""
     res = read_workload(WorkloadReadRequest(path=str(FIXTURES / "profile/ncu/minimal/launches50_min.csv")))
     assert res.format == "ncu_csv" and res.step.wall_us is None
     assert sum(k.launches_per_step for k in res.kernels) == 50 and len(res.kernels) == 8

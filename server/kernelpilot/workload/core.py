@@ -163,8 +163,7 @@ def run_workload(req: WorkloadRunRequest, progress: Progress = no_progress) -> W
         hot_us = sum(k.us_per_step for k in hot) or 1.0
         res.isa_joined_share = sum(k.us_per_step for k in hot if (k.isa or {}).get("matched")) / hot_us
         res.drilled_share = (
-            sum(k.us_per_step for k in hot if (k.drill or {}).get("ok") and (k.drill or {}).get("bound"))
-            / hot_us
+            sum(k.us_per_step for k in hot if (k.drill or {}).get("pct_of_attainable") is not None) / hot_us
         )
     res.opportunities = opportunities(cap.trace, res.step, res.kernels, gpu)
     res.wall_s = time.perf_counter() - t0

@@ -51,15 +51,9 @@ def _headroom(k: WorkloadKernel, step: StepSummary, gpu: str | None) -> Opportun
         return None
     ratio = min(pct / 100.0, 1.0)
     saving = k.us_per_step * (1.0 - ratio)
-    formula = (
-        f"{k.us_per_step:.1f} µs/step × (1 − {ratio:.2f} achieved/attainable"
-        + (
-            f", roof {attainable:.2f} µs vs {_fnum(d, 'duration_us') or 0:.2f} µs per launch"
-            if attainable
-            else ""
-        )
-        + f") = {saving:.1f} µs/step"
-    )
+    formula = f"{k.us_per_step:.1f} µs/step × (1 − {ratio:.2f} achieved/attainable) = {saving:.1f} µs/step"
+    if attainable:
+        formula += f"; roof {attainable:.2f} µs vs measured {_fnum(d, 'duration_us') or 0:.2f} µs per launch"
     evidence = [f"bound: {d.get('bound', '?')}"]
     for key, scale, unit in (
         ("achieved_flop_per_s", 1e12, "TFLOP/s"),
