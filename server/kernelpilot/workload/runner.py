@@ -5,7 +5,7 @@ or a hang kills only the child; `toolchain.run` bounds it), and the child lists 
 (`workload.join.loaded_code_objects`) before it exits. The closure protocol is `kernelpilot time`'s
 (`timing.callables`): a factory that builds inputs once and returns a zero-argument step closure.
 
-What it does: warm-up, then CUDA-event timing of N steps without the tracer, then N steps under
+What it does: warm-up (at least `--warmup` steps and 0.5 s), then CUDA-event timing of N steps without the tracer, then N steps under
 `torch.profiler` (CPU + CUDA activity: CUPTI on NVIDIA, roctracer on AMD), each step inside a
 `record_function("kernelpilot.step#<i>")` range and every `nn.Module` forward inside a
 `record_function("nn.Module: <Class>")` range, exported as Chrome-trace JSON; then the GPU code objects the
@@ -19,6 +19,7 @@ import json
 import os
 import statistics
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -51,6 +52,19 @@ def _module_ranges(torch: Any) -> Callable[[], None]:
         h2.remove()
 
     return remove
+
+
+def _warm(torch: Any, step: Callable[[], Any], steps: int, min_s: float) -> None:
+    """`steps` untimed steps, and more until `min_s` of wall time has passed, so an idle GPU's clocks have
+    ramped up before anything is measured (as `kernelpilot time`'s warmup_min_ms)."""
+    t0 = time.perf_counter()
+    done = 0
+    while done < steps or time.perf_counter() - t0 < min_s:
+        step()
+        done += 1
+        if done % 8 == 0:
+            torch.cuda.synchronize()
+    torch.cuda.synchronize()
 
 
 def _event_times(torch: Any, step: Callable[[], Any], steps: int) -> list[float]:
@@ -108,6 +122,7 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("spec", help="factory spec, 'file.py:function' or 'module:function'")
     ap.add_argument("--workdir", default=".")
     ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--warmup-min-s", type=float, default=0.5, help="keep warming up this long (clock ramp)")
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--out", default=".", help="folder for trace.json and meta.json")
     ap.add_argument("--kwargs", default="{}", help="JSON object passed to the factory")
@@ -134,9 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         closures = build_closures(load_factory(a.spec, Path(a.workdir)), 1, json.loads(a.kwargs))
         step = closures[0]
-        for _ in range(a.warmup):
-            step()
-        torch.cuda.synchronize()
+        _warm(torch, step, a.warmup, a.warmup_min_s)
         event_us = _event_times(torch, step, a.steps)
         _trace(torch, step, a.steps, out / "trace.json")
     except KernelpilotError as exc:
