@@ -5,9 +5,9 @@ or a hang kills only the child; `toolchain.run` bounds it), and the child lists 
 (`workload.join.loaded_code_objects`) before it exits. The closure protocol is `kernelpilot time`'s
 (`timing.callables`): a factory that builds inputs once and returns a zero-argument step closure.
 
-What it does: warm-up (at least `--warmup` steps and 0.5 s), then CUDA-event timing of N steps without the tracer, then N steps under
-`torch.profiler` (CPU + CUDA activity: CUPTI on NVIDIA, roctracer on AMD), each step inside a
-`record_function("kernelpilot.step#<i>")` range and every `nn.Module` forward inside a
+What it does: warm-up (at least `--warmup` steps and 0.5 s), then CUDA-event timing of N steps without the
+tracer, then N steps under `torch.profiler` (CPU + CUDA activity: CUPTI on NVIDIA, roctracer on AMD), each
+step inside a `record_function("kernelpilot.step#<i>")` range and every `nn.Module` forward inside a
 `record_function("nn.Module: <Class>")` range, exported as Chrome-trace JSON; then the GPU code objects the
 process has mapped and the device's ISA name go to meta.json.
 """
