@@ -173,7 +173,7 @@ def _steps(trace: Trace, kernel_us: float, launches: float) -> StepSummary:
         by_step[a.step if a.step >= 0 else 0].append(a)
     keys = sorted(by_step)
     walls, busys, bounds = [], [], []
-    if len(keys) == 1 and n > 1:  # no markers: the whole timeline is n steps
+    if not trace.step_host:  # no step ranges: the whole timeline is n steps
         acts = sorted(by_step[keys[0]], key=lambda a: a.start_us)
         span = max(a.start_us + a.dur_us for a in acts) - acts[0].start_us
         walls, busys, bounds = [span / n], [_union(acts) / n], [_gaps(acts, float("inf")) / n]
@@ -190,8 +190,14 @@ def _steps(trace: Trace, kernel_us: float, launches: float) -> StepSummary:
     calls = [a.launch_dur_us for a in trace.activities if a.launch_dur_us is not None and not a.graph]
     # the last step has no next step to end its period: its span only, so it is left out of the median
     wall, busy = statistics.median(walls[:-1] if len(walls) > 1 else walls), statistics.median(busys)
+    if not trace.step_host:
+        trace.notes.append(
+            "wall time is the trace's span / steps (no step ranges): it includes whatever ran between the "
+            "kernels, host work outside a region too; shares of the step use kernel time instead"
+        )
     return StepSummary(
         steps=n,
+        marked=bool(trace.step_host),
         wall_us=wall,
         busy_us=busy,
         idle_us=max(wall - busy, 0.0),

@@ -85,8 +85,9 @@ class StepSummary(_Model):
     """The step's time budget (medians over steps), µs."""
 
     steps: int
+    marked: bool = Field(False, description="Steps were told apart by step ranges in the trace.")
     wall_us: float | None = Field(
-        description="GPU-timeline step period; None when the trace has no timeline."
+        description="GPU-timeline step period; no step ranges: the trace's span / steps; None: no timeline"
     )
     busy_us: float | None = Field(description="Union of device activity in the step.")
     idle_us: float | None = Field(description="wall - busy: gaps where the GPU ran nothing.")

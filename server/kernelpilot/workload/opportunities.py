@@ -25,7 +25,7 @@ MIN_SAVING_US = 0.5  # opportunities below this per step are noise next to step-
 
 
 def _share(us: float, step: StepSummary) -> float | None:
-    base = step.wall_us or step.kernel_us
+    base = (step.wall_us if step.marked else None) or step.kernel_us
     return us / base if base else None
 
 
