@@ -54,3 +54,13 @@ def test_opportunities_rank_launch_gap_then_fusion_with_formulas(built_trace: Pa
 def test_step_wall_median_leaves_out_the_last_steps_span(built_trace: Path):
     r = read_workload(WorkloadReadRequest(path=str(built_trace)))
     assert r.step.wall_us == 100.0 and r.step.idle_us == 72.0
+
+
+def test_enclosing_sweep_drops_closed_siblings():
+    """Ranges that closed before the next one opened leave the sweep's stack (it stayed O(n) per query)."""
+    from kernelpilot.workload.readers.kineto import _Enclosing
+
+    sweep = _Enclosing([(i * 10.0, i * 10.0 + 5.0, f"r{i}") for i in range(1000)] + [(0.0, 1e9, "outer")])
+    for i in range(1000):
+        assert [iv[2] for iv in sweep.at(i * 10.0 + 1.0)] == ["outer", f"r{i}"]
+    assert len(sweep.stack) <= 2

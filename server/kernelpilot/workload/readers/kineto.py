@@ -65,7 +65,10 @@ class _Enclosing:
 
     def at(self, t: float) -> list[Interval]:
         while self.pos < len(self.items) and self.items[self.pos][0] <= t:
-            self.stack.append(self.items[self.pos])
+            item = self.items[self.pos]
+            while self.stack and self.stack[-1][1] < item[0]:  # closed before this one opened
+                self.stack.pop()
+            self.stack.append(item)
             self.pos += 1
         while self.stack and self.stack[-1][1] < t:
             self.stack.pop()
