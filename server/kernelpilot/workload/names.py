@@ -1,0 +1,237 @@
+"""Kernel names across tools: demangling, the join key, and a short readable name.
+
+Why: one kernel is spelled differently by each tool that reports it. The runtime's activity trace (CUPTI
+through Kineto, roctracer, rocprofv3) prints a demangled name with its return type (`void at::native::
+foo<float>(float*, int)`), some tools print `<unnamed>` where GNU's demangler prints `(anonymous
+namespace)`, rocprofv3 drops the parameter list by default, AMD tools may keep the `.kd` suffix of the
+kernel-descriptor symbol, and tables cut long names. The code object holds the mangled symbol.
+`normalize` maps every spelling of one kernel to one key; `name_keys` also gives the looser keys (no
+parameter list, no template arguments, the kernel's own identifier) that `workload.join` falls back to.
+
+This module does not read code objects or traces (`workload.join` does).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import NamedTuple
+
+from kernelpilot.isa.demangle import demangle_all
+
+ANON = "(anonymous namespace)"
+_ANON_SPELLINGS = ("(anonymous namespace)", "<unnamed>", "{anonymous}", "(anonymous)")
+_ANON_MARK = "\x01"  # stands for the anonymous namespace while brackets are matched (it holds parentheses)
+_CUT_MARKS = ("...", "…")
+_IDENT = re.compile(r"[A-Za-z0-9_$]")
+_RETURN_TYPES = ("void ",)  # what CUPTI prints before a kernel's qualified name (kernels return void)
+_OPERATOR = re.compile(r"operator(?:\(\)|\[\]|<<=?|>>=?|<=>|->\*?|[-+*/%^&|~!=<>,]=?|&&|\|\||\+\+|--)")
+
+
+def demangle(name: str) -> str:
+    """The demangled spelling of an Itanium symbol (`_Z...`, also with a `.kd` suffix); other names as given.
+
+    Uses `isa.demangle.demangle_all`: GNU's demangler through `c++filt` (the toolchain seam), else
+    libstdc++'s `__cxa_demangle` in-process. Both are the GNU `cp-demangle` code that also prints the
+    names CUPTI reports, so the two sides of a join are spelled alike. (PyPI demanglers were not taken:
+    `cxxfilt` wraps the same `__cxa_demangle`; `itanium-demangler`, pure Python, prints another spelling
+    and has had no release since 2022.)"""
+    return demangle_many([name]).get(name, name)
+
+
+def demangle_many(names: list[str]) -> dict[str, str]:
+    """name -> demangled, for every name given (one demangler call for all mangled ones)."""
+    bare = {n: _strip_kd(n.strip()) for n in names}
+    mangled = [b for b in bare.values() if b.startswith("_Z")]
+    table = _cached(tuple(sorted(set(mangled)))) if mangled else {}
+    return {n: table.get(b, b if b.startswith("_Z") else n) for n, b in bare.items()}
+
+
+@functools.lru_cache(maxsize=64)
+def _cached(mangled: tuple[str, ...]) -> dict[str, str]:
+    return demangle_all(list(mangled))
+
+
+def _strip_kd(name: str) -> str:
+    """AMD kernel-descriptor symbols are the kernel's symbol plus `.kd`."""
+    return name[:-3] if name.endswith(".kd") else name
+
+
+class NameKeys(NamedTuple):
+    """The join keys of one name, strictest first."""
+
+    full: str  # demangled, return type dropped, anonymous namespace and spacing unified
+    no_params: str  # `full` without the trailing parameter list (and `const` of a member)
+    base: str  # `no_params` without any template arguments: `at::native::vectorized_elementwise_kernel`
+    own: str  # the kernel's own identifier: `vectorized_elementwise_kernel`
+    cut: bool  # the name was cut by the tool that printed it (ends in `...`): compare as a prefix
+
+
+def normalize(name: str) -> str:
+    """The join key of a kernel name: demangled, `void ` dropped, `(anonymous namespace)` for every
+    spelling of it, `.kd` dropped, spacing canonical (`> >` -> `>>`, no space after commas)."""
+    return name_keys(name).full
+
+
+def name_keys(name: str, demangled: str | None = None) -> NameKeys:
+    """All join keys of `name`; pass `demangled` when it is already known (saves a demangler call)."""
+    text = name.strip()
+    cut = text.endswith(_CUT_MARKS)
+    for mark in _CUT_MARKS:
+        text = text.removesuffix(mark)
+    text = _strip_kd(text)
+    if text.startswith("_Z"):
+        text = demangled if demangled is not None else demangle(text)
+    text = _canonical(text)
+    for rt in _RETURN_TYPES:
+        if text.startswith(rt) and len(text) > len(rt):
+            text = text[len(rt) :]
+    no_params = _drop_params(text)
+    base = _drop_templates(no_params)
+    own = _own(base)
+    return NameKeys(_unmark(text), _unmark(no_params), _unmark(base), _unmark(own), cut)
+
+
+def _unmark(s: str) -> str:
+    return s.replace(_ANON_MARK, ANON)
+
+
+def _canonical(text: str) -> str:
+    """One spelling of spacing and the anonymous namespace (as a one-character mark until the end)."""
+    for spelling in _ANON_SPELLINGS:
+        text = text.replace(spelling, _ANON_MARK)
+    out: list[str] = []
+    prev = ""
+    for i, ch in enumerate(text):
+        if ch.isspace():
+            nxt = text[i + 1] if i + 1 < len(text) else ""
+            # keep one space only between two identifier characters (`unsigned int`, `void foo`)
+            if prev and nxt and _IDENT.match(prev) and _IDENT.match(nxt) and out and out[-1] != " ":
+                out.append(" ")
+            continue
+        out.append(ch)
+        prev = ch
+    return "".join(out)
+
+
+def _shielded(text: str) -> str:
+    """`text` with operator names (`operator()`, `operator<`) blanked, so bracket matching skips them."""
+    return _OPERATOR.sub(lambda m: "operator" + "_" * (len(m.group(0)) - 8), text)
+
+
+def _drop_params(text: str) -> str:
+    """Remove the trailing top-level `(...)` parameter list (and a trailing ` const`)."""
+    s = _shielded(text)
+    end = len(s)
+    for suffix in (" const", " volatile"):
+        if s[:end].endswith(suffix):
+            end -= len(suffix)
+    if end == 0 or s[end - 1] != ")":
+        return text[:end] if end < len(text) else text
+    depth = 0
+    for i in range(end - 1, -1, -1):
+        c = s[i]
+        if c in ")>}]":
+            depth += 1
+        elif c in "(<{[":
+            depth -= 1
+            if depth == 0:
+                return text[:i] if c == "(" and i > 0 else text
+    return text
+
+
+def _drop_templates(text: str) -> str:
+    """Remove every `<...>` group (nesting aware; operator names kept)."""
+    s = _shielded(text)
+    out: list[str] = []
+    depth = 0
+    for i, c in enumerate(s):
+        if c == "<":
+            depth += 1
+            continue
+        if c == ">" and depth:
+            depth -= 1
+            continue
+        if depth == 0:
+            out.append(text[i])
+    return "".join(out)
+
+
+def _own(base: str) -> str:
+    """The last `::` component outside braces and parentheses (lambdas, anonymous namespaces kept whole)."""
+    depth = 0
+    start = 0
+    i = 0
+    s = _shielded(base)
+    while i < len(s):
+        c = s[i]
+        if c in "({[":
+            depth += 1
+        elif c in ")}]":
+            depth -= 1
+        elif c == ":" and depth == 0 and s.startswith("::", i):
+            start = i + 2
+            i += 1
+        i += 1
+    own = base[start:]
+    return own.rsplit(" ", 1)[-1] if " " in own and "operator" not in own else own
+
+
+def short_name(name: str, width: int = 60) -> str:
+    """A readable name within `width` characters: namespaces, return type and parameter list dropped,
+    template arguments kept while they fit (deepest dropped first), the kernel's own name always kept
+    (cut in the middle only when it alone is longer than `width`)."""
+    keys = name_keys(name)
+    text = _strip_namespaces(keys.no_params)
+    while len(text.replace(",", ", ")) > width and "<" in text:
+        shorter = _drop_deepest_template(text)
+        if shorter == text:
+            break
+        text = shorter
+    if len(text.replace(",", ", ")) > width and "<" in text:
+        text = _drop_templates(text) + "<…>"
+    text = text.replace(",", ", ")
+    if len(text) > width:
+        keep = max(width - 1, 2)
+        head = (keep + 1) // 2
+        text = text[:head] + "…" + text[len(text) - (keep - head) :]
+    return text
+
+
+_QUALIFIER = re.compile(r"(?:(?:[A-Za-z_$][A-Za-z0-9_$]*|\(anonymous namespace\))::)+")
+
+
+def _strip_namespaces(text: str) -> str:
+    """`at::native::foo<at::native::Bar<float>>` -> `foo<Bar<float>>` (every qualifier prefix dropped)."""
+    return _QUALIFIER.sub("", text)
+
+
+def _drop_deepest_template(text: str) -> str:
+    """Replace the contents of the most deeply nested `<...>` groups with `…`."""
+    s = _shielded(text)
+    depth = 0
+    best = 0
+    for c in s:
+        if c == "<":
+            depth += 1
+            best = max(best, depth)
+        elif c == ">" and depth:
+            depth -= 1
+    if best == 0:
+        return text
+    out: list[str] = []
+    depth = 0
+    for i, c in enumerate(s):
+        if c == "<":
+            depth += 1
+            if depth == best:
+                out.append("<…")
+                continue
+        elif c == ">" and depth:
+            depth -= 1
+            if depth == best - 1:
+                out.append(">")
+                continue
+        if depth < best:
+            out.append(text[i])
+    return "".join(out)
