@@ -68,13 +68,18 @@ def _open(path: Path) -> memoryview:
 
 
 def arch_matches(arch: str | None, wanted: str | None) -> bool:
+    """Whether a code object's target is the wanted one; `wanted` may list several, comma-separated
+    (`sm_90,sm_90a`: an H100 runs both)."""
     if not wanted:
         return True
     if arch is None:
         return False
-    w = wanted.lower().replace("compute_", "sm_")
     a = arch.lower().replace("compute_", "sm_")
-    return a == w or a.split(":")[0] == w
+    for w in wanted.lower().replace("compute_", "sm_").split(","):
+        w = w.strip()
+        if a == w or a.split(":")[0] == w:
+            return True
+    return False
 
 
 def load(

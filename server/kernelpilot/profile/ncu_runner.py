@@ -24,9 +24,12 @@ PERM_FIX = (
 _PASSES = re.compile(r"==PROF== Profiling .* - (\d+) pass(?:es)?", re.M)
 
 
-def build_ncu_argv(req: ProfileRunRequest, ncu: str = "ncu", csv_stdout: bool = True) -> list[str]:
+def build_ncu_argv(
+    req: ProfileRunRequest, ncu: str = "ncu", csv_stdout: bool = True, extra: Sequence[str] = ()
+) -> list[str]:
     """ncu argv for a request. With `csv_stdout` the raw page goes to stdout; with `req.export` a report is
-    written instead (read it back with `import_argv`)."""
+    written instead (read it back with `import_argv`). `extra` ncu options (filters the request has no
+    field for, such as `--kernel-id`) go just before the command."""
     if not req.command:
         raise InvalidArgumentError("command is empty", "give the program to profile and its arguments")
     argv = [ncu, "--clock-control", req.clock_control]
@@ -62,7 +65,7 @@ def build_ncu_argv(req: ProfileRunRequest, ncu: str = "ncu", csv_stdout: bool = 
         argv += ["--export", req.export, "--force-overwrite"]
     elif csv_stdout:
         argv += ["--csv", "--page", "raw"]
-    return [*argv, *req.command]
+    return [*argv, *extra, *req.command]
 
 
 def import_argv(

@@ -52,6 +52,11 @@ def _cached(mangled: tuple[str, ...]) -> dict[str, str]:
     return demangle_all(list(mangled))
 
 
+def clear_demangle_cache() -> None:
+    """Forget demangled names (a benchmark times the demangler afresh on each run)."""
+    _cached.cache_clear()
+
+
 def _strip_kd(name: str) -> str:
     """AMD kernel-descriptor symbols are the kernel's symbol plus `.kd`."""
     return name[:-3] if name.endswith(".kd") else name

@@ -1,0 +1,408 @@
+"""Drill into the hot kernels of a workload: one profiler process, one steady-state launch of each.
+
+Why: a breakdown says where the time goes; whether a kernel can get faster needs its position on the
+roofline (achieved FLOP/s and bytes/s against the cited roofs) and its bound class. Profiling every launch
+of a step costs minutes (ncu replays each launch ~17 times), so each hot kernel gets exactly one launch:
+
+- ncu's `--kernel-id ::regex:<names>:<N>` profiles the N-th invocation *of each* kernel the regex matches
+  (Nsight Compute "Training", Filter Options, example "Profile only 2nd invocation of all kernels which
+  have Bar in name"). N is chosen past the warm-up of every hot kernel: N = max(warm-up steps x launches per
+  step) + 1, and a closure target runs enough steps for the least frequent kernel to reach it.
+- names are matched on their mangled form (`--kernel-name-base mangled`) when `workload.join` found every
+  hot kernel's symbol: exact, and free of the `::` that the kernel-id syntax splits on; else on the
+  demangled form with `:` as a wildcard.
+- metrics: `profile.metrics.roofline_metrics` (duration, DRAM bytes, FLOPs by precision, SOL %).
+
+Each profiled launch goes through `profile.normalize` and `bottleneck.classify_profile`; the roofs are the
+wiki's cited peaks for the GPU. A kernel that got no profiled launch (never reached, replay failed, the
+program died) gets a result with `ok=False` naming it and why; the others keep theirs.
+
+The closure runner (`python -m kernelpilot.workload.drill --spec ...`) lives here too: it is what ncu runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from kernelpilot.capability import Progress, no_progress
+from kernelpilot.errors import InvalidArgumentError, KernelpilotError, ToolFailedError
+from kernelpilot.profile.models import KernelProfile
+from kernelpilot.workload.names import name_keys
+
+# flop_count key (profile.normalize) -> the wiki metric of the roof that precision runs against
+PEAK_OF_PRECISION = {
+    "fp32": "fp32_vector_tflops",
+    "fp16": "fp16_vector_tflops",
+    "fp64": "fp64_vector_tflops",
+    "tensor_bf16": "bf16_dense_tflops",
+    "tensor_fp16": "fp16_dense_tflops",
+    "tensor_tf32": "tf32_dense_tflops",
+    "tensor_fp8": "fp8_dense_tflops",
+    "tensor_fp64": "fp64_matrix_tflops",
+    "tensor_int8": "int8_dense_tops",
+}
+MEMORY_PEAK = "memory_bandwidth_tb_s"
+DEVICE_NAME = "device__attribute_display_name"  # the GPU's name, for its wiki peaks
+_REGEX_SPECIAL = re.compile(r"([\\^$.|?*+()\[\]{}])")  # ECMAScript regex metacharacters (ncu's regex)
+_MANGLED_SAFE = re.compile(r"^[A-Za-z0-9_$.]+$")
+
+
+class DrillTarget(BaseModel):
+    """What to run under the profiler: a closure factory (as `kernelpilot time` takes it) or a command."""
+
+    spec: str | None = Field(None, description="closure factory 'module:function' or 'path/file.py:function'")
+    command: list[str] | None = Field(None, description="instead of spec: the program as an argv list")
+    workdir: str = Field(".", description="where the program runs / the spec is resolved from")
+    region: str | None = Field(
+        None, description="command only: 'nvtx:<range name>' or 'profiler' (cudaProfilerStart/Stop)"
+    )
+    warmup_steps: int = Field(2, ge=0, description="steps (closure calls) before the profiled launches")
+    timeout_s: float = Field(300.0, gt=0, description="kill the profiler after this many seconds")
+
+
+class HotKernel(BaseModel):
+    name: str = Field(description="the kernel name as the trace spelled it")
+    launches_per_step: float = Field(gt=0)
+    us_per_step: float | None = None
+    symbol: str | None = Field(None, description="the code object's (mangled) symbol, from workload.join")
+
+
+class DrillResult(BaseModel):
+    """One hot kernel's profiled launch and its roofline position (None = not measured)."""
+
+    name: str
+    ok: bool
+    error: str = Field("", description="when not ok: which kernel and why")
+    launch_id: int | None = None
+    duration_us: float | None = None
+    flop: float | None = Field(None, description="FLOPs of the launch, all precisions")
+    dram_bytes: float | None = None
+    achieved_flop_per_s: float | None = None
+    achieved_bytes_per_s: float | None = None
+    arithmetic_intensity: float | None = Field(None, description="FLOP per DRAM byte")
+    roof: str | None = Field(None, description="compute | memory: the roof that applies at this intensity")
+    bound: str | None = Field(None, description="bottleneck verdict (compute_bound, memory_bound, ...)")
+    attainable_flop_per_s: float | None = Field(None, description="min(compute peak, bandwidth x intensity)")
+    attainable_us: float | None = Field(
+        None, description="time at the roofs: max(FLOPs_p / peak_p over precisions, bytes / bandwidth)"
+    )
+    pct_of_attainable: float | None = Field(None, description="100 x attainable_us / duration_us")
+    citations: list[str] = Field(default_factory=list, description="the wiki peaks used")
+    note: str = ""
+    profile: KernelProfile | None = None
+
+
+def drill_hot(
+    target: DrillTarget, hot: list[HotKernel], gpu: str | None = None, progress: Progress = no_progress
+) -> list[DrillResult]:
+    """Profile one steady-state launch of each hot kernel in one ncu process; one result per kernel, in
+    order. Raises typed errors for a missing profiler, refused counters or a bad target."""
+    if not hot:
+        return []
+    _check_target(target)
+    plan = plan_filters(target, hot)
+    progress(0, 3, f"ncu: one launch of each of {len(hot)} hot kernels")
+    text, failure = _run_ncu(target, plan)
+    progress(2, 3, "reading the profiles")
+    profiles = _profiles(text)
+    results = [_result(h, plan, profiles, failure) for h in hot]
+    _add_roofline(results, gpu)
+    progress(3, 3, "drill-down done")
+    return results
+
+
+def _check_target(t: DrillTarget) -> None:
+    if (t.spec is None) == (t.command is None):
+        raise InvalidArgumentError(
+            "give exactly one of spec (module:function) or command (argv list)",
+            "e.g. spec='step.py:make_step' or command=['python3', 'step.py']",
+        )
+    if t.command is not None and not t.command:
+        raise InvalidArgumentError("command is empty", "give the program and its arguments")
+    if t.region is not None and t.spec is not None:
+        raise InvalidArgumentError(
+            "region applies to a command; a closure's steps are its calls",
+            "drop region, or use warmup_steps to skip steps",
+        )
+    if t.region is not None and not (t.region == "profiler" or t.region.startswith("nvtx:")):
+        raise InvalidArgumentError(
+            f"region {t.region!r} is not 'nvtx:<range name>' or 'profiler'",
+            "name the NVTX range the step runs in, or use cudaProfilerStart/Stop",
+        )
+
+
+class FilterPlan(BaseModel):
+    """How ncu picks one launch per hot kernel; `key` maps a profiled row's printed name to a hot kernel."""
+
+    base: str  # "mangled" | "demangled"
+    pattern: str  # regex over the names in that base
+    invocation: int  # N: profile the N-th invocation of each matching kernel
+    steps: int  # closure target: calls to run in all
+    keys: dict[str, int]  # printed name (mangled) or normalized name -> index into hot
+
+
+def plan_filters(target: DrillTarget, hot: list[HotKernel]) -> FilterPlan:
+    """The ncu filter for one steady-state launch of each hot kernel (see the module docstring)."""
+    mangled = all(h.symbol or _MANGLED_SAFE.match(h.name) for h in hot)
+    names = [(h.symbol or h.name) if mangled else h.name for h in hot]
+    if mangled:
+        parts = [_escape(n) for n in names]
+        keys = {n: i for i, n in enumerate(names)}
+    else:
+        parts = [_demangled_regex(n) for n in names]
+        keys = {name_keys(n).full: i for i, n in enumerate(names)}
+    pattern = "^(" + "|".join(parts) + ")$"
+    if target.region is not None:
+        invocation, steps = 1, 1
+    else:
+        invocation = max(math.floor(target.warmup_steps * h.launches_per_step) for h in hot) + 1
+        steps = max(math.ceil(invocation / h.launches_per_step) for h in hot)
+    return FilterPlan(
+        base="mangled" if mangled else "demangled",
+        pattern=pattern,
+        invocation=invocation,
+        steps=steps,
+        keys=keys,
+    )
+
+
+def _demangled_regex(name: str) -> str:
+    """A regex for a demangled name in ncu's spelling: `:` (split by the kernel-id syntax) and the anonymous
+    namespace (spelled two ways) as wildcards; a cut name as a prefix."""
+    keys = name_keys(name)
+    text = name.strip().rstrip(".…")
+    out = _escape(text).replace(":", ".")
+    for anon in ("(anonymous namespace)", "<unnamed>"):
+        out = out.replace(_escape(anon), "(?:.{21}|.{9})")
+    return out + (".*" if keys.cut else "")
+
+
+def _escape(text: str) -> str:
+    """`text` as a literal in ncu's (ECMAScript) regex: only metacharacters get a backslash."""
+    return _REGEX_SPECIAL.sub(r"\\\1", text)
+
+
+def ncu_filter_args(plan: FilterPlan, region: str | None) -> list[str]:
+    args = [
+        "--kernel-name-base",
+        plan.base,
+        "--print-kernel-base",
+        plan.base,
+        "--kernel-id",
+        f"::regex:{plan.pattern}:{plan.invocation}",
+        "--launch-count",
+        str(len(plan.keys)),
+    ]
+    if region is not None and region.startswith("nvtx:"):
+        args += ["--nvtx", "--nvtx-include", region[len("nvtx:") :] + "/"]
+    return args
+
+
+def _command(target: DrillTarget, plan: FilterPlan) -> list[str]:
+    if target.command is not None:
+        return list(target.command)
+    return [
+        sys.executable,
+        "-m",
+        "kernelpilot.workload.drill",
+        "--spec",
+        target.spec or "",
+        "--workdir",
+        str(Path(target.workdir).resolve()),
+        "--steps",
+        str(target.warmup_steps + plan.steps),
+    ]
+
+
+def _run_ncu(target: DrillTarget, plan: FilterPlan) -> tuple[str, str]:
+    """(raw-page CSV text, failure) — failure names why the run ended early ("" when it did not)."""
+    from kernelpilot.profile.errors import ProfilerError
+    from kernelpilot.profile.models import ProfileRunRequest
+    from kernelpilot.profile.ncu_runner import build_ncu_argv, check_messages
+    from kernelpilot.toolchain import require_tool, run
+
+    ncu = str(require_tool("ncu"))
+    from kernelpilot.profile.metrics import roofline_metrics
+
+    req = ProfileRunRequest(
+        command=_command(target, plan),
+        mode="metrics",
+        metrics=[*roofline_metrics(), DEVICE_NAME],
+        launch_count=None,
+        profile_from_start=target.region != "profiler",
+        timeout_s=target.timeout_s,
+        workdir=target.workdir,
+    )
+    argv = build_ncu_argv(req, ncu, extra=ncu_filter_args(plan, target.region))
+    env = _child_env()
+    res = run(argv, timeout_s=target.timeout_s, cwd=target.workdir, env=env, check=False)
+    try:
+        check_messages(res)  # PermissionDeniedError (counters refused) propagates: nothing was profiled
+    except ToolFailedError as exc:  # the program died: keep what was profiled before
+        return res.stdout, f"{exc.message}: {(exc.stderr_tail or '')[-400:]}"
+    except ProfilerError as exc:  # ncu's own ==ERROR== lines (e.g. one kernel's replay failed)
+        return res.stdout, exc.message
+    return res.stdout, ""
+
+
+def _child_env() -> dict[str, str]:
+    """The profiled closure runner must import this kernelpilot: its package root goes on PYTHONPATH."""
+    import os
+
+    root = str(Path(__file__).resolve().parents[2])
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([root, *filter(None, [env.get("PYTHONPATH")])])
+    return env
+
+
+def _profiles(text: str) -> list[KernelProfile]:
+    from kernelpilot.profile.errors import NoKernelsProfiledError, ProfileFormatError
+    from kernelpilot.profile.ncu_csv import parse_raw
+    from kernelpilot.profile.normalize import profile_from_raw
+
+    try:
+        page = parse_raw(text, "ncu raw page (drill)")
+    except (NoKernelsProfiledError, ProfileFormatError):
+        return []
+    return [profile_from_raw(k, True, "ncu raw page (workload drill)") for k in page.kernels]
+
+
+def _result(h: HotKernel, plan: FilterPlan, profiles: list[KernelProfile], failure: str) -> DrillResult:
+    mine = [p for p in profiles if _row_key(p.kernel, plan) == _key_of(h, plan)]
+    if not mine:
+        why = failure or (
+            f"no launch was profiled: its invocation {plan.invocation} was never reached "
+            f"({plan.steps} step(s) after the warm-up) or ncu's name filter did not match"
+        )
+        return DrillResult(name=h.name, ok=False, error=f"{h.name}: {why}")
+    p = mine[0]
+    flop = sum(p.flop_count.values()) if p.flop_count else None
+    dram = p.bytes_dram()
+    dur_us = p.duration_ns / 1e3 if p.duration_ns else None
+    secs = p.duration_ns * 1e-9 if p.duration_ns else None
+    return DrillResult(
+        name=h.name,
+        ok=True,
+        launch_id=p.launch_id,
+        duration_us=dur_us,
+        flop=flop,
+        dram_bytes=dram,
+        achieved_flop_per_s=flop / secs if flop is not None and secs else None,
+        achieved_bytes_per_s=dram / secs if dram is not None and secs else None,
+        arithmetic_intensity=(flop / dram) if flop is not None and dram else None,
+        profile=p,
+    )
+
+
+def _key_of(h: HotKernel, plan: FilterPlan) -> str:
+    if plan.base == "mangled":
+        return h.symbol or h.name
+    return name_keys(h.name).full
+
+
+def _row_key(printed: str, plan: FilterPlan) -> str:
+    return printed if plan.base == "mangled" else name_keys(printed).full
+
+
+def _add_roofline(results: list[DrillResult], gpu: str | None) -> None:
+    """Roofline position and bound class of every profiled kernel, from the wiki's cited peaks."""
+    from kernelpilot.wiki.core import load_wiki
+
+    done = [r for r in results if r.ok and r.profile is not None]
+    if not done:
+        return
+    wiki = load_wiki()
+    name = gpu or next(
+        (
+            str(r.profile.raw_metrics[DEVICE_NAME])
+            for r in done
+            if r.profile and r.profile.raw_metrics.get(DEVICE_NAME)
+        ),
+        None,
+    )
+    try:
+        if name is None:
+            raise InvalidArgumentError("the profile names no device", "pass gpu (e.g. H100)")
+        gpu_id = wiki.resolve_gpu(name)
+    except KernelpilotError as exc:
+        for r in done:
+            r.note = f"no roofline: {exc.message}"
+        return
+    for r in done:
+        _position(r, wiki, gpu_id)
+
+
+def _position(r: DrillResult, wiki: object, gpu_id: str) -> None:
+    from kernelpilot.bottleneck.classify import classify_profile
+    from kernelpilot.bottleneck.models import CitedPeak
+    from kernelpilot.wiki.core import Wiki
+
+    assert isinstance(wiki, Wiki) and r.profile is not None
+    p = r.profile
+    mem = wiki.get(gpu_id, MEMORY_PEAK)
+    if mem is None or not p.duration_ns:
+        r.note = f"no roofline: {MEMORY_PEAK} not in the wiki for {gpu_id}" if mem is None else "no duration"
+        return
+    bw = mem.number() * 1e12
+    times = {"memory": (r.dram_bytes or 0.0) / bw}
+    cites = [mem.citation()]
+    best_peak = 0.0
+    for prec, flops in p.flop_count.items():
+        cv = wiki.get(gpu_id, PEAK_OF_PRECISION.get(prec, ""))
+        if cv is None or flops <= 0:
+            continue
+        peak = cv.number() * 1e12
+        times[prec] = flops / peak
+        cites.append(cv.citation())
+        if times[prec] >= max((t for k, t in times.items() if k != "memory"), default=0.0):
+            best_peak = peak
+    floor = max(times.values())
+    r.citations = cites
+    r.attainable_us = floor * 1e6
+    r.pct_of_attainable = 100.0 * r.attainable_us / (p.duration_ns / 1e3)
+    compute_t = max((t for k, t in times.items() if k != "memory"), default=0.0)
+    r.roof = "compute" if compute_t > times["memory"] else "memory"
+    if r.arithmetic_intensity is not None and best_peak:
+        r.attainable_flop_per_s = min(best_peak, bw * r.arithmetic_intensity)
+    peaks = [CitedPeak(metric=mem.metric, value=mem.number(), unit=mem.unit, citation=mem.citation())]
+    verdict = classify_profile(p, f"ncu launch {p.launch_id}", peaks)
+    r.bound = verdict.verdict
+
+
+def _run_closure(spec: str, workdir: str, steps: int) -> None:
+    """What ncu profiles for a closure target: build the closure, call it `steps` times, synchronize."""
+    from kernelpilot.timing.callables import build_closures, load_factory
+
+    closures = build_closures(load_factory(spec, Path(workdir)), 1)
+    for i in range(steps):
+        closures[i % len(closures)]()
+    import importlib
+
+    torch = importlib.import_module("torch")
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description="run a closure factory N times (the workload drill's target)")
+    ap.add_argument("--spec", required=True)
+    ap.add_argument("--workdir", default=".")
+    ap.add_argument("--steps", type=int, required=True)
+    a = ap.parse_args(argv)
+    try:
+        _run_closure(a.spec, a.workdir, a.steps)
+    except KernelpilotError as exc:
+        print(f"kernelpilot drill target: {exc.message} ({exc.hint})", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,372 @@
+"""Join the kernel names of a trace to the code objects the process loaded, for their ISA facts.
+
+Why: a trace names a kernel (`void at::native::(anonymous namespace)::foo<float>(float*, int)`); its
+registers, shared memory, spills and occupancy limiter live in a cubin/HSACO inside a library the process
+mapped (libtorch_cuda, cuBLASLt, cuDNN, the Triton cache, the user's own `.so`). The two spell the name
+differently (see `workload.names`), so the join goes by keys, strictest first, and says which key matched;
+a name nothing matches is kept with the reason.
+
+How it stays fast on libraries with ~10^5 kernels: the code objects are read for one architecture
+(`isa.loader.load`), but nothing is demangled up front. A trace name is first looked up as a symbol as
+it is (extern "C", Triton, cuBLAS names); otherwise its own identifier `foo` is searched, as the
+length-prefixed `3foo` an Itanium symbol must contain, in one text of all symbol names; only those
+candidates are demangled and compared.
+
+This module does not read traces or run programs (`workload.capture` does) and does not profile
+(`workload.drill`).
+"""
+
+from __future__ import annotations
+
+import bisect
+import difflib
+import os
+import re
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from kernelpilot.errors import InputFileError, KernelpilotError
+from kernelpilot.isa.models import KernelResources
+from kernelpilot.workload.names import NameKeys, demangle_many, name_keys
+
+# how -> what it means; `JoinedKernel.how` holds one of the keys
+HOW = {
+    "exact symbol": "the trace name is the code object's symbol",
+    "same normalized name": "demangled names equal after `workload.names.normalize`",
+    "same name without parameters": "equal once the parameter lists are dropped (rocprofv3 prints none)",
+    "cut name, only prefix match": "the trace cut the name; one symbol starts with what is left",
+    "same qualified name, only candidate": "template arguments differ in spelling; one symbol has that name",
+    "closest of several": "several instantiations share the name; the closest spelling (similarity >= 0.97)",
+}
+CLOSEST_MIN = 0.97  # difflib ratio a "closest of several" match needs, and it must beat the runner-up
+GPU_SECTIONS = (b".nv_fatbin", b"__nv_relfatbin", b".hip_fatbin")
+
+
+class JoinedKernel(BaseModel):
+    """One trace kernel name and the ISA facts of the code-object kernel it joined to (None = unknown)."""
+
+    name: str = Field(description="the kernel name as the trace spelled it")
+    matched: bool
+    how: str = Field("", description="which key matched (see workload.join.HOW); empty when unmatched")
+    code_object: str | None = Field(None, description="'<file>:<entry label>' the kernel was read from")
+    symbol: str | None = Field(None, description="the symbol in the code object (mangled for C++)")
+    arch: str | None = None
+    registers: int | None = Field(None, description="registers per thread (AMD: arch VGPRs)")
+    spills_bytes: int | None = Field(None, description="spill stores+loads when recorded (see note)")
+    shared_bytes: int | None = Field(None, description="static shared memory / LDS per block")
+    occupancy: str | None = Field(None, description="theoretical occupancy from the allocation rules")
+    limiter: str | None = Field(None, description="resource that limits the occupancy")
+    note: str = Field("", description="unmatched: why; matched: ambiguity and caveats")
+
+
+def loaded_code_objects(
+    pid: int | None = None, extra: Sequence[Path] = (), triton_cache: Path | None = None
+) -> list[Path]:
+    """The files whose GPU code a process can run: its mapped shared libraries that carry a fatbin or
+    offload bundle (`/proc/<pid or self>/maps`), the Triton cache's cubins/HSACOs, and `extra` files."""
+    maps = Path(f"/proc/{pid if pid is not None else 'self'}/maps")
+    try:
+        text = maps.read_text()
+    except OSError as exc:
+        raise InputFileError(
+            f"{maps}: cannot read the process's memory map ({exc.strerror})",
+            "give a running process id you may inspect (Linux only)",
+        ) from exc
+    seen: dict[str, None] = {}
+    for line in text.splitlines():
+        parts = line.split(None, 5)
+        if len(parts) == 6 and parts[5].startswith("/") and ".so" in Path(parts[5]).name:
+            seen.setdefault(parts[5], None)
+    out = [Path(p) for p in seen if _has_gpu_code(Path(p))]
+    out += triton_objects(triton_cache)
+    for p in extra:
+        if not Path(p).is_file():
+            raise InputFileError(f"{p}: file not found", "give the path of a .so, cubin, fatbin or HSACO")
+        out.append(Path(p))
+    return list(dict.fromkeys(out))
+
+
+def triton_objects(cache: Path | None = None) -> list[Path]:
+    """Cubins and HSACOs in the Triton cache ($TRITON_CACHE_DIR, else ~/.triton/cache)."""
+    root = cache or Path(os.environ.get("TRITON_CACHE_DIR") or Path.home() / ".triton" / "cache")
+    if not root.is_dir():
+        return []
+    return sorted(p for p in root.glob("*/*") if p.suffix in (".cubin", ".hsaco") and p.is_file())
+
+
+def _has_gpu_code(path: Path) -> bool:
+    """Whether an ELF shared library has a section holding device code (section names only are read)."""
+    from kernelpilot.isa.elf import ElfImage
+    from kernelpilot.isa.errors import CodeObjectError
+
+    try:
+        with path.open("rb") as fh:
+            import mmap
+
+            mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError):
+        return False  # unreadable or empty mapping (deleted file, /dev/...): nothing to join against
+    try:
+        elf = ElfImage(memoryview(mm), str(path))
+        return any(elf.section(n.decode()) is not None for n in GPU_SECTIONS)
+    except CodeObjectError:
+        return False  # not an ELF we can read: it carries no code object we could join to
+
+
+@dataclass
+class _Sym:
+    kernel: KernelResources
+    where: str
+    keys: NameKeys | None = None
+
+
+@dataclass
+class SymbolIndex:
+    """Every kernel symbol of some code objects, by exact name and searchable by own identifier."""
+
+    syms: list[_Sym] = field(default_factory=list)
+    exact: dict[str, list[int]] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    load_s: float = 0.0
+    load_s_by_object: dict[str, float] = field(default_factory=dict)
+    _blob: str = ""
+    _starts: list[int] = field(default_factory=list)
+
+    @classmethod
+    def build(cls, objects: Iterable[Path], arch: str | None) -> SymbolIndex:
+        from kernelpilot.isa.loader import load
+
+        t0 = time.perf_counter()
+        idx = cls()
+        for path in objects:
+            t1 = time.perf_counter()
+            try:
+                loaded = load(Path(path), arch=_arch_family(arch), demangle=False)
+            except KernelpilotError as exc:
+                idx.warnings.append(f"{path}: not read ({exc.message})")
+                continue
+            idx.load_s_by_object[str(path)] = time.perf_counter() - t1
+            base = str(path)
+            for k in loaded.kernels:
+                if k.is_entry:
+                    idx.exact.setdefault(k.name, []).append(len(idx.syms))
+                    idx.syms.append(_Sym(k, f"{base}:{k.entry}"))
+        pos = 0
+        for s in idx.syms:
+            idx._starts.append(pos)
+            pos += len(s.kernel.name) + 1
+        idx._blob = "\n".join(s.kernel.name for s in idx.syms)
+        idx.load_s = time.perf_counter() - t0
+        return idx
+
+    def candidates(self, own: str) -> list[int]:
+        """Symbols that may be a kernel named `own`: that name, or an Itanium symbol holding `<len>own`."""
+        if not own:
+            return []
+        out = list(self.exact.get(own, []))
+        needle = f"{len(own.encode())}{own}"
+        start = self._blob.find(needle)
+        while start >= 0:
+            i = bisect.bisect_right(self._starts, start) - 1
+            if i not in out:
+                out.append(i)
+            nxt = self._starts[i + 1] if i + 1 < len(self._starts) else len(self._blob)
+            start = self._blob.find(needle, max(nxt, start + 1))
+        return out
+
+    def keys_of(self, ids: list[int]) -> None:
+        """Fill the join keys of these symbols (one demangler call for all that lack them)."""
+        todo = [i for i in ids if self.syms[i].keys is None]
+        dem = demangle_many([self.syms[i].kernel.name for i in todo])
+        for i in todo:
+            name = self.syms[i].kernel.name
+            self.syms[i].keys = name_keys(name, dem.get(name))
+
+
+def _arch_family(arch: str | None) -> str | None:
+    """`sm_90` -> `sm_90,sm_90a,sm_90f`: an H100 runs all three; AMD targets as given."""
+    if not arch:
+        return None
+    a = arch.strip().lower()
+    m = re.fullmatch(r"(?:sm_|compute_)(\d+)[af]?", a)
+    return f"sm_{m.group(1)},sm_{m.group(1)}a,sm_{m.group(1)}f" if m else a
+
+
+def join_names(
+    names: list[str],
+    objects: list[Path],
+    arch: str | None = None,
+    block_sizes: dict[str, int] | None = None,
+) -> list[JoinedKernel]:
+    """One `JoinedKernel` per name, in order: matched with its ISA facts, or unmatched with the reason."""
+    index = SymbolIndex.build(objects, arch)
+    return join_with_index(names, index, block_sizes or {}, objects)
+
+
+def join_with_index(
+    names: list[str], index: SymbolIndex, block_sizes: dict[str, int], objects: Sequence[Path] = ()
+) -> list[JoinedKernel]:
+    """`join_names` over an index already built (a caller joining several name lists reuses one)."""
+    keys = {n: name_keys(n) for n in names}
+    cands = {n: _candidates(index, n, keys[n]) for n in names}
+    index.keys_of(sorted({i for ids in cands.values() for i in ids}))
+    out = []
+    for n in names:
+        hit, how, note = _pick(index, keys[n], cands[n], n)
+        if hit is None:
+            out.append(
+                JoinedKernel(name=n, matched=False, note=note or _why_unmatched(index, keys[n], objects))
+            )
+        else:
+            out.append(_facts(n, index.syms[hit], how, note, block_sizes.get(n)))
+    return out
+
+
+def _candidates(index: SymbolIndex, name: str, keys: NameKeys) -> list[int]:
+    if name in index.exact:
+        return index.exact[name]
+    ids = index.candidates(keys.own)
+    if not ids and keys.cut and keys.own:
+        # the cut may fall inside the own identifier: search its start
+        ids = [i for i in range(len(index.syms)) if keys.own in index.syms[i].kernel.name]
+    return ids
+
+
+def _pick(index: SymbolIndex, keys: NameKeys, ids: list[int], name: str) -> tuple[int | None, str, str]:
+    """(symbol index, how, note) by the strictest key that singles out one kernel."""
+    if not ids:
+        return None, "", ""
+    if name in index.exact:
+        return ids[0], "exact symbol", _dup_note(index, ids)
+    syms = index.syms
+    tiers: list[tuple[str, list[int]]] = [
+        ("same normalized name", [i for i in ids if _k(syms[i]).full == keys.full]),
+        ("same name without parameters", [i for i in ids if _k(syms[i]).no_params == keys.no_params]),
+    ]
+    if keys.cut:
+        tiers.append(
+            ("cut name, only prefix match", [i for i in ids if _k(syms[i]).full.startswith(keys.full)])
+        )
+    same_base = [i for i in ids if _k(syms[i]).base == keys.base]
+    for how, hits in tiers:
+        if hits and (how != "cut name, only prefix match" or len(_distinct(index, hits)) == 1):
+            return hits[0], how, _dup_note(index, hits)
+    distinct = _distinct(index, same_base)
+    if len(distinct) == 1:
+        return same_base[0], "same qualified name, only candidate", _dup_note(index, same_base)
+    if len(distinct) > 1:
+        return _closest(index, keys, same_base, len(distinct))
+    return None, "", ""
+
+
+def _k(s: _Sym) -> NameKeys:
+    assert s.keys is not None  # filled by SymbolIndex.keys_of before _pick runs
+    return s.keys
+
+
+def _distinct(index: SymbolIndex, ids: list[int]) -> dict[str, int]:
+    """symbol name -> first index: the same kernel in several code objects (sm_90 and sm_90a) counts once."""
+    out: dict[str, int] = {}
+    for i in ids:
+        out.setdefault(index.syms[i].kernel.name, i)
+    return out
+
+
+def _closest(index: SymbolIndex, keys: NameKeys, ids: list[int], n: int) -> tuple[int | None, str, str]:
+    scored = sorted(
+        (
+            (difflib.SequenceMatcher(None, keys.no_params, _k(index.syms[i]).no_params).ratio(), i)
+            for i in ids
+        ),
+        reverse=True,
+    )
+    best, i = scored[0]
+    runner = next((r for r, j in scored[1:] if index.syms[j].kernel.name != index.syms[i].kernel.name), 0.0)
+    if best >= CLOSEST_MIN and best > runner:
+        return (
+            i,
+            "closest of several",
+            f"{n} instantiations share {keys.base}; similarity {best:.3f} vs {runner:.3f}",
+        )
+    return (
+        None,
+        "",
+        f"ambiguous: {n} instantiations of {keys.base} and none spelled alike (best similarity {best:.2f})",
+    )
+
+
+def _dup_note(index: SymbolIndex, ids: list[int]) -> str:
+    wheres = {index.syms[i].where for i in ids}
+    if len(wheres) <= 1:
+        return ""
+    regs = {index.syms[i].kernel.registers for i in ids}
+    same = "same registers" if len(regs) == 1 else f"registers differ: {sorted(r or 0 for r in regs)}"
+    return f"found in {len(wheres)} code objects ({same}); the first is shown"
+
+
+def _why_unmatched(index: SymbolIndex, keys: NameKeys, objects: Sequence[Path]) -> str:
+    if not index.syms:
+        return "no kernel symbols in the code objects given" + (
+            f" ({len(objects)} file(s))" if objects else ""
+        )
+    return (
+        f"no symbol named {keys.own!r} in {len(index.syms)} kernels of the loaded code objects "
+        "(a library not mapped at capture, a JIT kernel outside the Triton cache, or another architecture)"
+    )
+
+
+def _facts(name: str, sym: _Sym, how: str, note: str, block: int | None) -> JoinedKernel:
+    from kernelpilot.isa.occupancy import occupancy_for
+
+    k = sym.kernel
+    notes = [note] if note else []
+    spills = None
+    if k.spills_recorded and k.spill_store_bytes is not None:
+        spills = k.spill_store_bytes + (k.spill_load_bytes or 0)
+    elif k.vendor == "nvidia":
+        notes.append(f"spills not recorded in a cubin (stack frame {k.stack_frame_bytes} B)")
+    elif k.vgpr_spills or k.sgpr_spills:
+        notes.append(f"spilled registers: {k.vgpr_spills or 0} VGPR, {k.sgpr_spills or 0} SGPR")
+    occ = lim = None
+    try:
+        o = occupancy_for(k, None, block, 0)
+        unit = "warps/SM" if o.waves_per_simd is None else "waves/CU"
+        occ = f"{o.occupancy_pct:.1f}% ({o.resident_warps}/{o.max_warps} {unit}) at block {o.block_size}"
+        lim = o.limiter
+    except KernelpilotError as exc:
+        notes.append(f"no occupancy: {exc.message}")
+    return JoinedKernel(
+        name=name,
+        matched=True,
+        how=how,
+        code_object=sym.where,
+        symbol=k.name,
+        arch=k.arch,
+        registers=k.registers,
+        spills_bytes=spills,
+        shared_bytes=k.static_shared_bytes,
+        occupancy=occ,
+        limiter=lim,
+        note="; ".join(notes),
+    )
+
+
+def join_bench(
+    objects: list[Path], names: list[str], arch: str | None, runs: int = 5
+) -> tuple[list[float], int]:
+    """Wall seconds of `runs` joins of `names` (each builds its index afresh) and the names matched."""
+    times: list[float] = []
+    matched = 0
+    from kernelpilot.workload.names import clear_demangle_cache
+
+    for _ in range(runs):
+        clear_demangle_cache()
+        t0 = time.perf_counter()
+        res = join_names(names, objects, arch)
+        times.append(time.perf_counter() - t0)
+        matched = sum(r.matched for r in res)
+    return times, matched
