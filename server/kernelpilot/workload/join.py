@@ -133,35 +133,43 @@ class SymbolIndex:
     warnings: list[str] = field(default_factory=list)
     load_s: float = 0.0
     load_s_by_object: dict[str, float] = field(default_factory=dict)
+    searched: int = 0  # code objects read before the join stopped
     _blob: str = ""
     _starts: list[int] = field(default_factory=list)
 
     @classmethod
     def build(cls, objects: Iterable[Path], arch: str | None) -> SymbolIndex:
+        """An index of every kernel of `objects` for `arch`."""
+        idx = cls()
+        for path in objects:
+            idx.add(Path(path), arch)
+        return idx
+
+    def add(self, path: Path, arch: str | None) -> None:
+        """Read one more code object into the index (one that cannot be read becomes a warning)."""
         from kernelpilot.isa.loader import load
 
         t0 = time.perf_counter()
-        idx = cls()
-        for path in objects:
-            t1 = time.perf_counter()
-            try:
-                loaded = load(Path(path), arch=_arch_family(arch), demangle=False)
-            except KernelpilotError as exc:
-                idx.warnings.append(f"{path}: not read ({exc.message})")
-                continue
-            idx.load_s_by_object[str(path)] = time.perf_counter() - t1
-            base = str(path)
-            for k in loaded.kernels:
-                if k.is_entry:
-                    idx.exact.setdefault(k.name, []).append(len(idx.syms))
-                    idx.syms.append(_Sym(k, f"{base}:{k.entry}"))
-        pos = 0
-        for s in idx.syms:
-            idx._starts.append(pos)
-            pos += len(s.kernel.name) + 1
-        idx._blob = "\n".join(s.kernel.name for s in idx.syms)
-        idx.load_s = time.perf_counter() - t0
-        return idx
+        try:
+            loaded = load(path, arch=_arch_family(arch), demangle=False)
+        except KernelpilotError as exc:
+            self.warnings.append(f"{path}: not read ({exc.message})")
+            return
+        base = str(path)
+        pos = self._starts[-1] + len(self.syms[-1].kernel.name) + 1 if self.syms else 0
+        names = []
+        for k in loaded.kernels:
+            if k.is_entry:
+                self.exact.setdefault(k.name, []).append(len(self.syms))
+                self.syms.append(_Sym(k, f"{base}:{k.entry}"))
+                self._starts.append(pos)
+                pos += len(k.name) + 1
+                names.append(k.name)
+        if names:
+            self._blob = "\n".join([self._blob, *names]) if self._blob else "\n".join(names)
+        dt = time.perf_counter() - t0
+        self.load_s_by_object[base] = dt
+        self.load_s += dt
 
     def candidates(self, own: str) -> list[int]:
         """Symbols that may be a kernel named `own`: that name, or an Itanium symbol holding `<len>own`."""
@@ -202,9 +210,44 @@ def join_names(
     arch: str | None = None,
     block_sizes: dict[str, int] | None = None,
 ) -> list[JoinedKernel]:
-    """One `JoinedKernel` per name, in order: matched with its ISA facts, or unmatched with the reason."""
-    index = SymbolIndex.build(objects, arch)
-    return join_with_index(names, index, block_sizes or {}, objects)
+    """One `JoinedKernel` per name, in order: matched with its ISA facts, or unmatched with the reason.
+
+    Code objects are read one at a time, most likely first (`search_order`), and reading stops once every
+    name has a strict match (its symbol, or the same normalized name): a step's kernels usually live in
+    two or three of the ~20 GPU libraries a PyTorch process maps."""
+    index = SymbolIndex()
+    blocks = block_sizes or {}
+    todo = list(dict.fromkeys(names))
+    for path in search_order(objects):
+        index.add(path, arch)
+        if all(r.how in STRICT for r in join_with_index(todo, index, {}, objects)):
+            break
+    index.searched = len(index.load_s_by_object)
+    return join_with_index(names, index, blocks, objects)
+
+
+STRICT = ("exact symbol", "same normalized name")
+# file-name prefixes, most likely home of a trace's kernels first (after the user's own files)
+LIKELY = ("libtorch_cuda", "libcublasLt", "libcublas", "libcudnn", "libflash", "libc10_cuda")
+
+
+def search_order(objects: Sequence[Path]) -> list[Path]:
+    """The user's files and the Triton cache first (as given), then PyTorch's and the BLAS/DNN libraries,
+    then the rest smallest first."""
+
+    def rank(p: Path) -> tuple[int, int]:
+        name = p.name
+        if ".so" not in name:
+            return (0, 0)
+        for i, prefix in enumerate(LIKELY):
+            if name.startswith(prefix):
+                return (1 + i, 0)
+        try:
+            return (len(LIKELY) + 1, p.stat().st_size)
+        except OSError:
+            return (len(LIKELY) + 2, 0)
+
+    return sorted(dict.fromkeys(Path(o) for o in objects), key=rank)
 
 
 def join_with_index(
@@ -253,7 +296,7 @@ def _pick(index: SymbolIndex, keys: NameKeys, ids: list[int], name: str) -> tupl
         )
     same_base = [i for i in ids if _k(syms[i]).base == keys.base]
     for how, hits in tiers:
-        if hits and (how != "cut name, only prefix match" or len(_distinct(index, hits)) == 1):
+        if hits and (how == "same normalized name" or len(_distinct(index, hits)) == 1):
             return hits[0], how, _dup_note(index, hits)
     distinct = _distinct(index, same_base)
     if len(distinct) == 1:
@@ -309,12 +352,15 @@ def _dup_note(index: SymbolIndex, ids: list[int]) -> str:
 
 
 def _why_unmatched(index: SymbolIndex, keys: NameKeys, objects: Sequence[Path]) -> str:
+    if not objects:
+        return "no code objects given to join against"
     if not index.syms:
         return "no kernel symbols in the code objects given" + (
             f" ({len(objects)} file(s))" if objects else ""
         )
     return (
-        f"no symbol named {keys.own!r} in {len(index.syms)} kernels of the loaded code objects "
+        f"no symbol named {keys.own!r} among {len(index.syms)} kernels of {len(index.load_s_by_object)} "
+        "code object(s) "
         "(a library not mapped at capture, a JIT kernel outside the Triton cache, or another architecture)"
     )
 

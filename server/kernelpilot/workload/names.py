@@ -188,6 +188,9 @@ def short_name(name: str, width: int = 60) -> str:
     (cut in the middle only when it alone is longer than `width`)."""
     keys = name_keys(name)
     text = _strip_namespaces(keys.no_params)
+    tag = _op_tag(text)
+    if len(text.replace(",", ", ")) > width and tag and len(keys.own) + len(tag) + 2 <= width:
+        return f"{keys.own}<{tag}>"
     while len(text.replace(",", ", ")) > width and "<" in text:
         shorter = _drop_deepest_template(text)
         if shorter == text:
@@ -201,6 +204,32 @@ def short_name(name: str, width: int = 60) -> str:
         head = (keep + 1) // 2
         text = text[:head] + "…" + text[len(text) - (keep - head) :]
     return text
+
+
+_LAMBDA_OWNER = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\([^()]*\)(?:const)?::\{lambda")
+_OP_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:Functor|Ops|Op|Impl|Epilogue|Kernel)$")
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _op_tag(text: str) -> str | None:
+    """What tells one instantiation of a generic kernel from another: the function that owns the lambda
+    it runs (`direct_copy_kernel_cuda(...)::{lambda()#3}`), else the most deeply nested functor or op
+    type among its template arguments (`BinaryFunctor<..., MulFunctor<float>>` -> `MulFunctor`)."""
+    lt = text.find("<")
+    if lt < 0:
+        return None
+    args = text[lt:]
+    owner = _LAMBDA_OWNER.search(args)
+    if owner:
+        return owner.group(1)
+    best: tuple[int, str] | None = None
+    depth = 0
+    shielded = _shielded(args)
+    for m in _WORD.finditer(args):
+        depth = shielded[: m.start()].count("<") - shielded[: m.start()].count(">")
+        if _OP_NAME.match(m.group(0)) and (best is None or depth > best[0]):
+            best = (depth, m.group(0))
+    return best[1] if best else None
 
 
 _QUALIFIER = re.compile(r"(?:(?:[A-Za-z_$][A-Za-z0-9_$]*|\(anonymous namespace\))::)+")
