@@ -100,22 +100,46 @@ class DrillResult(BaseModel):
 
 
 def drill_hot(
-    target: DrillTarget, hot: list[HotKernel], gpu: str | None = None, progress: Progress = no_progress
+    target: DrillTarget,
+    hot: list[HotKernel],
+    gpu: str | None = None,
+    progress: Progress = no_progress,
+    raw_csv: Path | None = None,
 ) -> list[DrillResult]:
     """Profile one steady-state launch of each hot kernel in one ncu process; one result per kernel, in
-    order. Raises typed errors for a missing profiler, refused counters or a bad target."""
+    order. Raises typed errors for a missing profiler, refused counters or a bad target. `raw_csv`: also
+    keep ncu's raw page there (the record of the run)."""
     if not hot:
         return []
     _check_target(target)
-    plan = plan_filters(target, hot)
-    progress(0, 3, f"ncu: one launch of each of {len(hot)} hot kernels")
-    text, failure = _run_ncu(target, plan)
-    progress(2, 3, "reading the profiles")
-    profiles = _profiles(text)
-    results = [_result(h, plan, profiles, failure) for h in hot]
+    kernels = [h for h in hot if not _is_transfer(h.name)]
+    results_by_name: dict[str, DrillResult] = {
+        h.name: DrillResult(
+            name=h.name, ok=False, error=f"{h.name}: a copy or fill, not a kernel: ncu profiles kernels only"
+        )
+        for h in hot
+        if _is_transfer(h.name)
+    }
+    if kernels:
+        plan = plan_filters(target, kernels)
+        progress(0, 3, f"ncu: one launch of each of {len(kernels)} hot kernels")
+        text, failure = _run_ncu(target, plan)
+        if raw_csv is not None:
+            from kernelpilot.atomic import write_text_atomic
+
+            write_text_atomic(raw_csv, text)
+        progress(2, 3, "reading the profiles")
+        profiles = _profiles(text)
+        results_by_name.update((h.name, _result(h, plan, profiles, failure)) for h in kernels)
+    results = [results_by_name[h.name] for h in hot]
     _add_roofline(results, gpu)
     progress(3, 3, "drill-down done")
     return results
+
+
+def _is_transfer(name: str) -> bool:
+    """Kineto names copies and fills `Memcpy HtoD (...)` / `Memset (Device)`: no kernel to profile."""
+    return name.startswith(("Memcpy ", "Memset ", "memcpy", "memset"))
 
 
 def _check_target(t: DrillTarget) -> None:

@@ -338,7 +338,8 @@ def _closest(index: SymbolIndex, keys: NameKeys, ids: list[int], n: int) -> tupl
     return (
         None,
         "",
-        f"ambiguous: {n} instantiations of {keys.base} and none spelled alike (best similarity {best:.2f})",
+        f"ambiguous: {n} symbols named {keys.base} and the trace's spelling does not single one out "
+        f"(best similarity {best:.3f}, runner-up {runner:.3f})",
     )
 
 
