@@ -21,7 +21,12 @@ class IsaFileRequest(Request):
     ptxas_log: str | None = Field(
         None, description="ptxas -v output file: adds NVIDIA spill bytes per kernel"
     )
-    max_kernels: int = Field(2000, ge=1, description="cap on kernels returned (the count is always exact)")
+    max_kernels: int = Field(
+        2000,
+        ge=1,
+        description="cap on kernels returned (the count is always exact; a warning says when it cut the "
+        "list; a manifest file holds them all)",
+    )
 
 
 class IsaResourcesRequest(IsaFileRequest):

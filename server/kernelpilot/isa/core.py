@@ -130,13 +130,21 @@ def isa_resources(req: IsaResourcesRequest) -> IsaResourcesResult:
     res = IsaResourcesResult(
         file=req.file,
         kernel_count=len(ks),
-        kernels=ks[: req.max_kernels],
+        kernels=ks,
         entries=loaded.entries,
-        warnings=loaded.warnings,
+        warnings=list(loaded.warnings),
     )
     if req.manifest:
+        # the manifest is a file, not a reply: it holds every kernel, whatever max_kernels says
         res.manifest_path = req.manifest
         _write_atomic(Path(req.manifest), res.model_dump_json(indent=1))
+    if len(ks) > req.max_kernels:
+        res.kernels = ks[: req.max_kernels]
+        res.warnings.append(
+            f"listing the first {req.max_kernels} of {len(ks)} kernels: narrow with --kernel REGEX or "
+            "--arch, raise --max-kernels, or write them all with --manifest FILE"
+            + (f" (done: {req.manifest})" if req.manifest else "")
+        )
     return res
 
 
