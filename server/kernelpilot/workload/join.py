@@ -64,18 +64,15 @@ class JoinedKernel(BaseModel):
 
 
 def loaded_code_objects(
-    pid: int | None = None, extra: Sequence[Path] = (), triton_cache: Path | None = None
+    pid: int | None = None,
+    extra: Sequence[Path] = (),
+    triton_cache: Path | None = None,
+    maps_text: str | None = None,
 ) -> list[Path]:
     """The files whose GPU code a process can run: its mapped shared libraries that carry a fatbin or
-    offload bundle (`/proc/<pid or self>/maps`), the Triton cache's cubins/HSACOs, and `extra` files."""
-    maps = Path(f"/proc/{pid if pid is not None else 'self'}/maps")
-    try:
-        text = maps.read_text()
-    except OSError as exc:
-        raise InputFileError(
-            f"{maps}: cannot read the process's memory map ({exc.strerror})",
-            "give a running process id you may inspect (Linux only)",
-        ) from exc
+    offload bundle (`/proc/<pid or self>/maps`, or `maps_text` saved from it), the Triton cache's
+    cubins/HSACOs, and `extra` files."""
+    text = maps_text if maps_text is not None else _read_maps(pid)
     seen: dict[str, None] = {}
     for line in text.splitlines():
         parts = line.split(None, 5)
@@ -88,6 +85,17 @@ def loaded_code_objects(
             raise InputFileError(f"{p}: file not found", "give the path of a .so, cubin, fatbin or HSACO")
         out.append(Path(p))
     return list(dict.fromkeys(out))
+
+
+def _read_maps(pid: int | None) -> str:
+    maps = Path(f"/proc/{pid if pid is not None else 'self'}/maps")
+    try:
+        return maps.read_text()
+    except OSError as exc:
+        raise InputFileError(
+            f"{maps}: cannot read the process's memory map ({exc.strerror})",
+            "give a running process id you may inspect (Linux only), or the saved maps text",
+        ) from exc
 
 
 def triton_objects(cache: Path | None = None) -> list[Path]:
@@ -134,6 +142,7 @@ class SymbolIndex:
     load_s: float = 0.0
     load_s_by_object: dict[str, float] = field(default_factory=dict)
     searched: int = 0  # code objects read before the join stopped
+    arch: str | None = None
     _blob: str = ""
     _starts: list[int] = field(default_factory=list)
 
@@ -150,6 +159,7 @@ class SymbolIndex:
         from kernelpilot.isa.loader import load
 
         t0 = time.perf_counter()
+        self.arch = arch
         try:
             loaded = load(path, arch=_arch_family(arch), demangle=False)
         except KernelpilotError as exc:
@@ -356,8 +366,9 @@ def _why_unmatched(index: SymbolIndex, keys: NameKeys, objects: Sequence[Path]) 
     if not objects:
         return "no code objects given to join against"
     if not index.syms:
-        return "no kernel symbols in the code objects given" + (
-            f" ({len(objects)} file(s))" if objects else ""
+        return (
+            f"no kernel for {index.arch or 'any target'} in the {len(objects)} code object(s) given "
+            "(entries for other targets are not read)"
         )
     return (
         f"no symbol named {keys.own!r} among {len(index.syms)} kernels of {len(index.load_s_by_object)} "

@@ -128,9 +128,9 @@ def _drop_params(text: str) -> str:
     """Remove the trailing top-level `(...)` parameter list (and a trailing ` const`)."""
     s = _shielded(text)
     end = len(s)
-    for suffix in (" const", " volatile"):
-        if s[:end].endswith(suffix):
-            end -= len(suffix)
+    for suffix in ("const", "volatile"):  # a member's qualifier: `)const` once spacing is canonical
+        if s[:end].endswith(suffix) and s[: end - len(suffix)].rstrip().endswith(")"):
+            end = len(s[: end - len(suffix)].rstrip())
     if end == 0 or s[end - 1] != ")":
         return text[:end] if end < len(text) else text
     depth = 0
