@@ -94,6 +94,6 @@ def test_short_name_keeps_the_kernel_and_its_op() -> None:
     assert short_name(copy) == "elementwise_kernel<direct_copy_kernel_cuda>"
     ln = "void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<c10::BFloat16, float>(int)"
     assert short_name(ln) == "vectorized_layer_norm_kernel<BFloat16, float>"
-    long_c = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_kernel__5x_cublas"
+    long_c = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_k__5x_cublas"
     s = short_name(long_c, 40)
     assert len(s) == 40 and s.startswith("sm90_xmma_gemm") and s.endswith("_cublas") and "…" in s
