@@ -402,16 +402,23 @@ def _position(r: DrillResult, wiki: object, gpu_id: str) -> None:
 
 def _run_closure(spec: str, workdir: str, steps: int) -> None:
     """What ncu profiles for a closure target: build the closure, call it `steps` times, synchronize."""
-    from kernelpilot.timing.callables import build_closures, load_factory
-
-    closures = build_closures(load_factory(spec, Path(workdir)), 1)
-    for i in range(steps):
-        closures[i % len(closures)]()
     import importlib
 
-    torch = importlib.import_module("torch")
-    if torch.cuda.is_available():
-        torch.cuda.synchronize()
+    from kernelpilot.timing.callables import build_closures, load_factory
+    from kernelpilot.timing.errors import CallableError
+
+    closures = build_closures(load_factory(spec, Path(workdir)), 1)
+    try:
+        for i in range(steps):
+            closures[i % len(closures)]()
+    except Exception as exc:  # the user's closure raised: report it typed, the drill names the kernels
+        raise CallableError(f"the closure raised {type(exc).__name__}: {exc}", "fix the closure") from exc
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is not None:
+        torch = importlib.import_module("torch")
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
