@@ -16,17 +16,15 @@ from kernelpilot.workload.drill import DrillTarget, HotKernel, drill_hot, main, 
 
 RAW = Path(__file__).resolve().parent.parent / "fixtures" / "profile" / "ncu" / "cublas_gemm_bf16_raw.csv"
 GEMM = "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT"  # the kernel of that raw page
-LN = "void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<float, float>(int, float, float const*)"
+LN = "void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<float, float>(int, float const*)"
 
 
 def _fake_ncu(tmp_path: Path, body: str) -> Path:
     """A stand-in ncu: records its argv as JSON, then runs `body` (shell)."""
     exe = tmp_path / "ncu"
     log = tmp_path / "argv.json"
-    exe.write_text(
-        f'#!/bin/sh\n{sys.executable} -c \'import json,sys; json.dump(sys.argv[1:], open("{log}", "w"))\' "$@"\n'
-        + body
-    )
+    record = f'import json,sys; json.dump(sys.argv[1:], open("{log}", "w"))'
+    exe.write_text(f"#!/bin/sh\n{sys.executable} -c '{record}' \"$@\"\n" + body)
     exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
     return exe
 
@@ -39,7 +37,7 @@ def test_plan_picks_a_steady_state_invocation_for_every_kernel() -> None:
         HotKernel(name="c_kernel", launches_per_step=0.5),
     ]
     p = plan_filters(t, hot)
-    # N = max(floor(2 x 12)) + 1 = 25: past the warm-up of b (24 launches); c (every other step) needs 50 steps
+    # N = max(floor(2 x 12)) + 1 = 25: past b's warm-up (24 launches); c (every other step) needs 50 steps
     assert (p.invocation, p.steps, p.base) == (25, 50, "mangled")
     assert p.pattern == "^(a_kernel|b_kernel|c_kernel)$"
     region = plan_filters(DrillTarget(command=["./app"], region="nvtx:step"), hot)
@@ -106,8 +104,8 @@ def test_profiler_refusals_are_typed(tmp_path: Path, monkeypatch: pytest.MonkeyP
     hot = [HotKernel(name=GEMM, launches_per_step=1)]
     target = DrillTarget(command=["./app"], workdir=str(tmp_path))
     body = (
-        "echo '==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU Performance "
-        "Counters on the target device 0.'\nexit 0\n"
+        "echo '==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU "
+        "Performance Counters on the target device 0.'\nexit 0\n"
     )
     monkeypatch.setenv("KERNELPILOT_NCU", str(_fake_ncu(tmp_path, body)))
     with pytest.raises(PermissionDeniedError):
