@@ -141,3 +141,33 @@ def test_closure_runner_calls_the_closure_steps_times(
     f.write_text("def make():\n    def boom():\n        raise ValueError('bad input')\n    return boom\n")
     assert main(["--spec", f"{f}:make", "--steps", "1"]) == 2
     assert "the closure raised ValueError: bad input" in capsys.readouterr().err
+
+
+ROCPROF = Path(__file__).resolve().parent.parent / "fixtures" / "profile" / "rocprofv3"
+
+
+def test_amd_drill_through_rocprofv3_counters(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where only rocprofv3 is installed: the counter CSV (the hand-written one of tests/fixtures/profile,
+    no AMD GPU here) and the real MI350X agent info give each kernel its DRAM bytes and roofline position."""
+    body = (
+        'out=""; prev=""; for a in "$@"; do [ "$prev" = "-d" ] && out="$a"; prev="$a"; done\n'
+        'mkdir -p "$out/host/1"\n'
+        f"cp '{ROCPROF / 'synthetic_counter_collection.csv'}' \"$out/host/1/kp_counter_collection.csv\"\n"
+        f"cp '{ROCPROF / 'small_agent_info.csv'}' \"$out/host/1/kp_agent_info.csv\"\n"
+    )
+    monkeypatch.setenv("KERNELPILOT_NCU", str(tmp_path / "no-ncu"))
+    monkeypatch.setenv("KERNELPILOT_ROCPROFV3", str(_fake_ncu(tmp_path, body)))
+    hot = [
+        HotKernel(name="void stream_copy(float*, float const*, int)", launches_per_step=1),
+        HotKernel(name="never_dispatched", launches_per_step=1),
+    ]
+    copy, missed = drill_hot(DrillTarget(spec="s.py:make", workdir=str(tmp_path)), hot)
+    argv = json.loads((tmp_path / "argv.json").read_text())
+    assert argv[argv.index("--kernel-include-regex") + 1] == "(never_dispatched|stream_copy)"
+    assert argv[argv.index("--kernel-iteration-range") + 1] == "[3]"
+    assert "FETCH_SIZE" in argv and "SQ_INSTS_VALU_MFMA_MOPS_BF16" in argv
+    assert copy.ok and copy.dram_bytes == 2 * 4096 * 1024 and copy.duration_us == pytest.approx(100.0)
+    assert copy.roof == "memory" and any("mi350x.md" in c for c in copy.citations)
+    assert not missed.ok and missed.error.startswith("never_dispatched: no launch was profiled")
+    with pytest.raises(InvalidArgumentError):
+        drill_hot(DrillTarget(command=["./app"], region="profiler"), hot)
