@@ -23,7 +23,6 @@ ANON = "(anonymous namespace)"
 _ANON_SPELLINGS = ("(anonymous namespace)", "<unnamed>", "{anonymous}", "(anonymous)")
 _ANON_MARK = "\x01"  # stands for the anonymous namespace while brackets are matched (it holds parentheses)
 _CUT_MARKS = ("...", "…")
-_IDENT = re.compile(r"[A-Za-z0-9_$]")
 _RETURN_TYPES = ("void ",)  # what CUPTI prints before a kernel's qualified name (kernels return void)
 _OPERATOR = re.compile(r"operator(?:\(\)|\[\]|<<=?|>>=?|<=>|->\*?|[-+*/%^&|~!=<>,]=?|&&|\|\||\+\+|--)")
 
@@ -75,11 +74,26 @@ class NameKeys(NamedTuple):
 def normalize(name: str) -> str:
     """The join key of a kernel name: demangled, `void ` dropped, `(anonymous namespace)` for every
     spelling of it, `.kd` dropped, spacing canonical (`> >` -> `>>`, no space after commas)."""
-    return name_keys(name).full
+    return _unmark(_full(name)[0])
+
+
+def full_key(name: str, demangled: str | None = None) -> str:
+    """`normalize(name)` with the demangled spelling given: the cheap key `workload.join` computes for
+    every candidate symbol (string operations in C only; the looser keys cost Python loops)."""
+    return _unmark(_full(name, demangled)[0])
 
 
 def name_keys(name: str, demangled: str | None = None) -> NameKeys:
     """All join keys of `name`; pass `demangled` when it is already known (saves a demangler call)."""
+    text, cut = _full(name, demangled)
+    no_params = _drop_params(text)
+    base = _drop_templates(no_params)
+    own = _own(base)
+    return NameKeys(_unmark(text), _unmark(no_params), _unmark(base), _unmark(own), cut)
+
+
+def _full(name: str, demangled: str | None = None) -> tuple[str, bool]:
+    """(the full key with the anonymous namespace still marked, whether the name was cut)."""
     text = name.strip()
     cut = text.endswith(_CUT_MARKS)
     for mark in _CUT_MARKS:
@@ -91,32 +105,23 @@ def name_keys(name: str, demangled: str | None = None) -> NameKeys:
     for rt in _RETURN_TYPES:
         if text.startswith(rt) and len(text) > len(rt):
             text = text[len(rt) :]
-    no_params = _drop_params(text)
-    base = _drop_templates(no_params)
-    own = _own(base)
-    return NameKeys(_unmark(text), _unmark(no_params), _unmark(base), _unmark(own), cut)
+    return text, cut
 
 
 def _unmark(s: str) -> str:
     return s.replace(_ANON_MARK, ANON)
 
 
+_KEPT_SPACE = re.compile(r"(?<=[A-Za-z0-9_$])\s+(?=[A-Za-z0-9_$])")
+_SPACE = re.compile(r"\s+")
+
+
 def _canonical(text: str) -> str:
-    """One spelling of spacing and the anonymous namespace (as a one-character mark until the end)."""
+    """One spelling of spacing and the anonymous namespace (as a one-character mark until the end): one
+    space kept only between two identifier characters (`unsigned int`, `void foo`), none elsewhere."""
     for spelling in _ANON_SPELLINGS:
         text = text.replace(spelling, _ANON_MARK)
-    out: list[str] = []
-    prev = ""
-    for i, ch in enumerate(text):
-        if ch.isspace():
-            nxt = text[i + 1] if i + 1 < len(text) else ""
-            # keep one space only between two identifier characters (`unsigned int`, `void foo`)
-            if prev and nxt and _IDENT.match(prev) and _IDENT.match(nxt) and out and out[-1] != " ":
-                out.append(" ")
-            continue
-        out.append(ch)
-        prev = ch
-    return "".join(out)
+    return _SPACE.sub("", _KEPT_SPACE.sub("\x02", text)).replace("\x02", " ")
 
 
 def _shielded(text: str) -> str:
