@@ -165,21 +165,24 @@ class SymbolIndex:
         except KernelpilotError as exc:
             self.warnings.append(f"{path}: not read ({exc.message})")
             return
-        base = str(path)
+        self.add_kernels(loaded.kernels, str(path))
+        dt = time.perf_counter() - t0
+        self.load_s_by_object[str(path)] = dt
+        self.load_s += dt
+
+    def add_kernels(self, kernels: Iterable[KernelResources], where: str) -> None:
+        """Index kernels read elsewhere (entries only; `where` names their file)."""
         pos = self._starts[-1] + len(self.syms[-1].kernel.name) + 1 if self.syms else 0
         names = []
-        for k in loaded.kernels:
+        for k in kernels:
             if k.is_entry:
                 self.exact.setdefault(k.name, []).append(len(self.syms))
-                self.syms.append(_Sym(k, f"{base}:{k.entry}"))
+                self.syms.append(_Sym(k, f"{where}:{k.entry}"))
                 self._starts.append(pos)
                 pos += len(k.name) + 1
                 names.append(k.name)
         if names:
             self._blob = "\n".join([self._blob, *names]) if self._blob else "\n".join(names)
-        dt = time.perf_counter() - t0
-        self.load_s_by_object[base] = dt
-        self.load_s += dt
 
     def candidates(self, own: str) -> list[int]:
         """Symbols that may be a kernel named `own`: that name, or an Itanium symbol holding `<len>own`."""
