@@ -194,8 +194,10 @@ def short_name(name: str, width: int = 60) -> str:
     keys = name_keys(name)
     text = _strip_namespaces(keys.no_params)
     tag = _op_tag(text)
-    if len(text.replace(",", ", ")) > width and tag and len(keys.own) + len(tag) + 2 <= width:
-        return f"{keys.own}<{tag}>"
+    if len(text.replace(",", ", ")) > width and tag:
+        room = width - len(keys.own) - 2
+        if room >= 5:
+            return f"{keys.own}<{_cut_middle(tag, room)}>"
     while len(text.replace(",", ", ")) > width and "<" in text:
         shorter = _drop_deepest_template(text)
         if shorter == text:
@@ -203,12 +205,15 @@ def short_name(name: str, width: int = 60) -> str:
         text = shorter
     if len(text.replace(",", ", ")) > width and "<" in text:
         text = _drop_templates(text) + "<…>"
-    text = text.replace(",", ", ")
-    if len(text) > width:
-        keep = max(width - 1, 2)
-        head = (keep + 1) // 2
-        text = text[:head] + "…" + text[len(text) - (keep - head) :]
-    return text
+    return _cut_middle(text.replace(",", ", "), width)
+
+
+def _cut_middle(text: str, width: int) -> str:
+    if len(text) <= width:
+        return text
+    keep = max(width - 1, 2)
+    head = (keep + 1) // 2
+    return text[:head] + "…" + text[len(text) - (keep - head) :]
 
 
 _LAMBDA_OWNER = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\([^()]*\)(?:const)?::\{lambda")
@@ -234,7 +239,49 @@ def _op_tag(text: str) -> str | None:
         depth = shielded[: m.start()].count("<") - shielded[: m.start()].count(">")
         if _OP_NAME.match(m.group(0)) and (best is None or depth > best[0]):
             best = (depth, m.group(0))
-    return best[1] if best else None
+    return best[1] if best else _first_type_arg(args)
+
+
+_BUILTIN = frozenset(
+    [
+        "true",
+        "false",
+        "int",
+        "unsigned",
+        "long",
+        "short",
+        "char",
+        "bool",
+        "float",
+        "double",
+        "void",
+        "size_t",
+        "int64_t",
+        "int32_t",
+        "uint32_t",
+    ]
+)
+
+
+def _first_type_arg(args: str) -> str | None:
+    """The first template argument that names a type (`cutlass::Kernel2<cutlass_80_..._align8>`,
+    `flash_fwd_kernel<Flash_fwd_kernel_traits<...>, ...>`), without its own arguments."""
+    depth = 0
+    start = 1
+    s = _shielded(args)
+    for i, c in enumerate(s):
+        if c == "<":
+            depth += 1
+        elif c == ">":
+            depth -= 1
+        if (c == "," and depth == 1) or depth == 0:
+            own = _own(_drop_templates(args[start:i]))
+            if own and not own[0].isdigit() and own not in _BUILTIN and _WORD.fullmatch(own):
+                return own
+            start = i + 1
+            if depth == 0:
+                return None
+    return None
 
 
 _QUALIFIER = re.compile(r"(?:(?:[A-Za-z_$][A-Za-z0-9_$]*|\(anonymous namespace\))::)+")
