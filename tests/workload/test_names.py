@@ -97,3 +97,17 @@ def test_short_name_keeps_the_kernel_and_its_op() -> None:
     long_c = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_k__5x_cublas"
     s = short_name(long_c, 40)
     assert len(s) == 40 and s.startswith("sm90_xmma_gemm") and s.endswith("_cublas") and "…" in s
+
+
+def test_short_name_of_generic_kernels_keeps_their_first_type_argument() -> None:
+    cutlass = (
+        "void cutlass::Kernel2<cutlass_80_wmma_tensorop_bf16_s161616gemm_bf16_32x32_128x1_tn_align8>("
+        "cutlass_80_wmma_tensorop_bf16_s161616gemm_bf16_32x32_128x1_tn_align8::Params)"
+    )
+    assert short_name(cutlass) == "Kernel2<cutlass_80_wmma_tensorop_…f16_32x32_128x1_tn_align8>"
+    flash = (
+        "void flash::flash_fwd_kernel<Flash_fwd_kernel_traits<64, 128, 64, 4, false, false, "
+        "cutlass::bfloat16_t, Flash_kernel_traits<64, 128, 64, 4, cutlass::bfloat16_t> >, false, true, false>"
+        "(flash::Flash_fwd_params)"
+    )
+    assert short_name(flash) == "flash_fwd_kernel<Flash_fwd_kernel_traits>"
