@@ -79,7 +79,9 @@ class HotKernel(BaseModel):
 
 
 class DrillResult(BaseModel):
-    """One hot kernel's profiled launch and its roofline position (None = not measured)."""
+    """One hot kernel's profiled launch and its roofline position (None = not measured). As ncu measures
+    by default (`--cache-control all`), caches are flushed before the launch: DRAM bytes are the launch's
+    cold working set, and its time may exceed the trace's warm per-launch time."""
 
     name: str
     ok: bool
