@@ -208,3 +208,15 @@ def test_disasm_fatbin_entry_on_demand(run_cli) -> None:  # type: ignore[no-unty
     assert r.code == 0, r.err
     assert "saxpy(float, float const*, float*, int) (sm_80" in r.out
     assert "truncated" in r.out and "/*0000*/" in r.out
+
+
+def test_max_kernels_cut_is_said_and_the_manifest_keeps_every_kernel(tmp_path: Path) -> None:
+    full = isa_resources(IsaResourcesRequest(file=str(FX / "host_app")))
+    assert full.kernel_count > 2 and not any("listing the first" in w for w in full.warnings)
+    manifest = tmp_path / "m.json"
+    cut = isa_resources(IsaResourcesRequest(file=str(FX / "host_app"), max_kernels=1, manifest=str(manifest)))
+    assert cut.kernel_count == full.kernel_count and len(cut.kernels) == 1
+    assert any(f"listing the first 1 of {full.kernel_count} kernels" in w for w in cut.warnings)
+    import json
+
+    assert len(json.loads(manifest.read_text())["kernels"]) == full.kernel_count

@@ -10,7 +10,8 @@ from kernelpilot.isa.api import IsaFitRequest, IsaOccupancyRequest
 from kernelpilot.isa.core import isa_fit, isa_occupancy
 from kernelpilot.isa.errors import UnknownArchError
 from kernelpilot.isa.models import KernelResources
-from kernelpilot.isa.occupancy import AMD_TABLE, NVIDIA_TABLE, amd_waves, occupancy_for
+from kernelpilot.isa.occupancy import NVIDIA_TABLE, occupancy_for
+from kernelpilot.isa.occupancy_amd import AMD_TABLE, amd_waves
 
 FX = Path(__file__).resolve().parent.parent / "fixtures" / "isa"
 
@@ -66,7 +67,11 @@ AMD_CASES = [
     (("gfx942", 64, 64, 256), 8, "512 / 64 = 8 = max waves/SIMD"),
     (("gfx1100", 96, 32, 256), 16, "1536 / 96 = 16"),
     (("gfx1100", 100, 32, 256), 12, "1536 / alignTo(100, 24)=120 -> 12"),
-    (("gfx1030", 100, 32, 256), 9, "1024 / alignTo(100, 8)=104 -> 9"),
+    (("gfx1030", 100, 32, 256), 9, "1024 / alignTo(100, 16)=112 -> 9"),
+    (("gfx1030", 65, 32, 256), 12, "1024 / alignTo(65, 16)=80 -> 12 (granule 16 on gfx10.3, not 8)"),
+    (("gfx1010", 65, 32, 256), 14, "1024 / alignTo(65, 8)=72 -> 14"),
+    (("gfx1010", 40, 32, 256), 20, "1024 / 40 = 25, capped at 20 waves/SIMD on gfx10.1"),
+    (("gfx1102", 97, 32, 256), 9, "no 1.5x VGPRs: 1024 / alignTo(97, 16)=112 -> 9"),
 ]
 
 
@@ -91,7 +96,10 @@ def test_amd_worked_cases(args: tuple[str, int, int, int], waves: int, why: str)
 
 def test_tables_cover_required_archs() -> None:
     assert set(NVIDIA_TABLE) >= {"7.0", "7.5", "8.0", "8.6", "8.9", "9.0", "10.0", "12.0"}
-    assert set(AMD_TABLE) >= {"gfx90a", "gfx942", "gfx950", "gfx1030", "gfx1100", "gfx1201"}
+    assert set(AMD_TABLE) >= {
+        *("gfx90a", "gfx942", "gfx950", "gfx1010", "gfx1030", "gfx1100", "gfx1101", "gfx1102"),
+        *("gfx1151", "gfx1200", "gfx1201"),
+    }
     for row in [*NVIDIA_TABLE.values(), *AMD_TABLE.values()]:
         assert row.source  # every row cites its source
 

@@ -11,9 +11,8 @@ import pytest
 
 from kernelpilot.profile.att import classify
 from kernelpilot.profile.att.analysis import profile_att
-from kernelpilot.profile.att.models import AttRequest, AttResult
+from kernelpilot.profile.att.models import AttRequest, AttResult, cyc
 from kernelpilot.profile.att.reader import read_code, scan_wave
-from kernelpilot.profile.att.view import cyc
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "profile" / "att"
 SMALL = FIX / "small" / "ui_output_agent_32235_dispatch_44"

@@ -434,7 +434,7 @@ def _verdict(
 
 def classify_bottleneck(req: ClassifyRequest) -> ClassifyResult:
     if req.att_dir is not None and req.profile_path is None and req.profile_json is None:
-        from kernelpilot.profile.att.diagnose import att_verdict
+        from kernelpilot.profile.att.verdict import att_verdict
 
         return ClassifyResult(verdicts=[att_verdict(req.att_dir)])
     if (req.profile_path is None) == (req.profile_json is None):
@@ -490,7 +490,7 @@ def classify_bottleneck(req: ClassifyRequest) -> ClassifyResult:
         for k in kernels
     ]
     if req.att_dir is not None:
-        from kernelpilot.profile.att.diagnose import att_verdict
+        from kernelpilot.profile.att.verdict import att_verdict
 
         verdicts.append(att_verdict(req.att_dir))
     return ClassifyResult(verdicts=verdicts, warnings=list(res.warnings))

@@ -91,7 +91,9 @@ CAPABILITIES = [
         summary="Resident blocks/warps per SM (waves per SIMD on AMD), the limiter, and the next step.",
         description=(
             "Model occupancy from the extracted resources with the vendor allocation rules for CC 7.0, "
-            "7.5, 8.0, 8.6, 8.9, 9.0, 10.0, 12.0 and gfx90a, gfx942, gfx950, gfx1030, gfx1100, gfx1201: "
+            "7.5, 8.0, 8.6, 8.9, 9.0, 10.0, 12.0 and gfx90a, gfx942, gfx950, gfx1010, gfx1030, gfx1100, "
+            "gfx1101, gfx1102, gfx1151, gfx1200, gfx1201 (AMD: LLVM's rules, the figure of the compiler's "
+            "occupancy remark; RDNA per WGP or CU as built): "
             "resident blocks and warps, the limiting resource, and what gains the next step (e.g. 'shed 8 "
             "registers/thread -> 3 blocks/SM'). Give --block-size and --dynamic-shared-bytes as launched; "
             "--target-arch evaluates on another arch. A model, not a measurement."

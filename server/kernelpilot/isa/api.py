@@ -21,7 +21,12 @@ class IsaFileRequest(Request):
     ptxas_log: str | None = Field(
         None, description="ptxas -v output file: adds NVIDIA spill bytes per kernel"
     )
-    max_kernels: int = Field(2000, ge=1, description="cap on kernels returned (the count is always exact)")
+    max_kernels: int = Field(
+        2000,
+        ge=1,
+        description="cap on kernels returned (the count is always exact; a warning says when it cut the "
+        "list; a manifest file holds them all)",
+    )
 
 
 class IsaResourcesRequest(IsaFileRequest):
@@ -163,7 +168,7 @@ class IsaOccupancyResult(Result):
         out = []
         for o in self.results:
             per = f", {o.waves_per_simd} waves/SIMD" if o.waves_per_simd is not None else ""
-            unit = "warps/SM" if o.waves_per_simd is None else "waves/CU"
+            unit = f"warps/{o.unit}" if o.waves_per_simd is None else f"waves/{o.unit}"
             out.append(
                 f"{o.kernel} on {o.arch}, block {o.block_size}: {o.resident_blocks} blocks, "
                 f"{o.resident_warps}/{o.max_warps} {unit} ({o.occupancy_pct}%){per}; limiter {o.limiter}; "

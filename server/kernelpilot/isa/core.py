@@ -130,13 +130,21 @@ def isa_resources(req: IsaResourcesRequest) -> IsaResourcesResult:
     res = IsaResourcesResult(
         file=req.file,
         kernel_count=len(ks),
-        kernels=ks[: req.max_kernels],
+        kernels=ks,
         entries=loaded.entries,
-        warnings=loaded.warnings,
+        warnings=list(loaded.warnings),
     )
     if req.manifest:
+        # the manifest is a file, not a reply: it holds every kernel, whatever max_kernels says
         res.manifest_path = req.manifest
         _write_atomic(Path(req.manifest), res.model_dump_json(indent=1))
+    if len(ks) > req.max_kernels:
+        res.kernels = ks[: req.max_kernels]
+        res.warnings.append(
+            f"listing the first {req.max_kernels} of {len(ks)} kernels: narrow with --kernel REGEX or "
+            "--arch, raise --max-kernels, or write them all with --manifest FILE"
+            + (f" (done: {req.manifest})" if req.manifest else "")
+        )
     return res
 
 
@@ -215,8 +223,7 @@ def isa_mix(req: IsaFileRequest) -> IsaMixResult:
 def _occ(k: KernelResources, req: IsaOccupancyRequest) -> OccupancyModel:
     from kernelpilot.isa.occupancy import occupancy_for
 
-    o = occupancy_for(k, req.target_arch, req.block_size, req.dynamic_shared_bytes)
-    return OccupancyModel.model_validate(o.model_dump())
+    return occupancy_for(k, req.target_arch, req.block_size, req.dynamic_shared_bytes)
 
 
 @_whole_call_gc_paused

@@ -187,6 +187,7 @@ def kernels_from_rows(
             "barriers": barriers,
             "uses_wmma": wmma,
             "wavefront_size": None,
+            "workgroup_processor_mode": None,
             "cluster_dims": cluster,
             "notes": (),
         }

@@ -7,7 +7,8 @@ import re
 
 from kernelpilot.isa.errors import UnknownArchError
 from kernelpilot.isa.models import KernelResources
-from kernelpilot.isa.occupancy import AMD_TABLE, NVIDIA_TABLE, cc_of
+from kernelpilot.isa.occupancy import NVIDIA_TABLE, cc_of
+from kernelpilot.isa.occupancy_amd import AMD_TABLE
 from kernelpilot.isa.occupancy_models import FitReport, KernelMixModel, OccupancyModel
 
 GEMM_NAME = re.compile(r"gemm|matmul|mma|conv|attn|attention|dot", re.I)
@@ -54,7 +55,7 @@ def _resource_lines(k: KernelResources, occ: OccupancyModel, lines: list[str], l
             f"  LDS        {k.static_shared_bytes} B static + {occ.dynamic_shared_bytes} B dynamic; "
             f"limit {occ.limits.get('lds', 'none')} workgroups"
         )
-    unit = "warps/SM" if occ.waves_per_simd is None else "waves/CU"
+    unit = f"warps/{occ.unit}" if occ.waves_per_simd is None else f"waves/{occ.unit}"
     per = f", {occ.waves_per_simd} waves/SIMD" if occ.waves_per_simd is not None else ""
     lines.append(
         f"  occupancy  {occ.resident_blocks} blocks, {occ.resident_warps}/{occ.max_warps} {unit} "

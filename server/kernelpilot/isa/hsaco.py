@@ -21,22 +21,29 @@ ELFOSABI_AMDGPU_HSA = 64  # AMDGPUUsage "ELF Header"
 # e_ident[EI_ABIVERSION] -> code object version (AMDGPUUsage "ELF Header": ELFABIVERSION_AMDGPU_HSA_V3..V6)
 ABI_TO_COV = {1: 3, 2: 4, 3: 5, 4: 6}
 # EF_AMDGPU_MACH values (AMDGPUUsage table "AMDGPU EF_AMDGPU_MACH Values"); used when metadata has no target
+# (the gfx10/gfx11/gfx12 values checked on code objects clang 19 builds for each -mcpu)
 MACH_TO_GFX = {
     0x2F: "gfx908",
     0x3F: "gfx90a",
     0x4C: "gfx942",
     0x4F: "gfx950",
+    0x33: "gfx1010",
+    0x34: "gfx1011",
+    0x35: "gfx1012",
     0x36: "gfx1030",
     0x41: "gfx1100",
-    0x42: "gfx1101",
-    0x43: "gfx1102",
-    0x4E: "gfx1201",
+    0x46: "gfx1101",
+    0x47: "gfx1102",
+    0x43: "gfx1150",
+    0x4A: "gfx1151",
     0x48: "gfx1200",
+    0x4E: "gfx1201",
 }
 KD_SIZE = 64  # AMDGPUUsage "Kernel Descriptor" layout
 _KD = struct.Struct("<IIIIq20sIIIHH4s")
 KCP_ENABLE_WAVEFRONT_SIZE32 = 1 << 10  # kernel_code_properties bit 10
 KCP_USES_DYNAMIC_STACK = 1 << 11  # kernel_code_properties bit 11
+RSRC1_WGP_MODE = 1 << 29  # COMPUTE_PGM_RSRC1 bit 29 WGP_MODE (GFX10-GFX12; reserved before)
 
 
 def parse_target(target: str) -> tuple[str, list[str]]:
@@ -94,8 +101,11 @@ def read_hsaco(
         lds = _int(k.get(".group_segment_fixed_size"))
         scratch = _int(k.get(".private_segment_fixed_size"))
         kernarg = _int(k.get(".kernarg_segment_size"))
+        wgp = _bool(k.get(".workgroup_processor_mode"))
         if kd is not None:
-            g, p, ka, props = kd
+            g, p, ka, props, rsrc1 = kd
+            if wgp is None and _gfx10_plus(gfx):
+                wgp = bool(rsrc1 & RSRC1_WGP_MODE)
             if wave is None:
                 wave = 32 if props & KCP_ENABLE_WAVEFRONT_SIZE32 else 64
             if dyn_stack is None:
@@ -133,6 +143,7 @@ def read_hsaco(
                 required_block_size=reqd_list,
                 param_bytes=kernarg,
                 wavefront_size=wave,
+                workgroup_processor_mode=wgp if _gfx10_plus(gfx) else None,
                 notes=notes,
             )
         )
@@ -159,8 +170,13 @@ def _bool(v: Any) -> bool | None:
     return bool(v) if isinstance(v, bool | int) else None
 
 
-def _kernel_descriptors(elf: ElfImage) -> dict[str, tuple[int, int, int, int]]:
-    out: dict[str, tuple[int, int, int, int]] = {}
+def _gfx10_plus(gfx: str) -> bool:
+    """gfx10 and later spell their version with four digits (gfx1010, gfx1201; gfx90a, gfx942 have three)."""
+    return gfx.startswith("gfx") and len(gfx) >= 7 and gfx[3:5].isdigit() and int(gfx[3:5]) >= 10
+
+
+def _kernel_descriptors(elf: ElfImage) -> dict[str, tuple[int, int, int, int, int]]:
+    out: dict[str, tuple[int, int, int, int, int]] = {}
     for sym in elf.symbols():
         if (
             not sym.name.endswith(".kd")
@@ -172,6 +188,6 @@ def _kernel_descriptors(elf: ElfImage) -> dict[str, tuple[int, int, int, int]]:
         off = sec.offset + (sym.value - sec.addr)
         if sym.size < KD_SIZE or off < sec.offset or off + KD_SIZE > sec.offset + sec.size:
             raise CodeObjectError(elf.label, f"kernel descriptor {sym.name} lies outside its section")
-        g, p, ka, _r, _entry, _r2, _rs3, _rs1, _rs2, props, _pre, _r3 = _KD.unpack_from(elf.buf, off)
-        out[sym.name] = (g, p, ka, props)
+        g, p, ka, _r, _entry, _r2, _rs3, rsrc1, _rs2, props, _pre, _r3 = _KD.unpack_from(elf.buf, off)
+        out[sym.name] = (g, p, ka, props, rsrc1)
     return out

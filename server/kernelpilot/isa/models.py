@@ -56,6 +56,9 @@ class KernelResources(BaseModel):
     barriers: int | None = Field(None, description="named barriers used (NVIDIA)")
     uses_wmma: bool | None = None
     wavefront_size: int | None = Field(None, description="AMD wave size (32/64); NVIDIA warps are 32")
+    workgroup_processor_mode: bool | None = Field(
+        None, description="AMD gfx10+: True in WGP mode (LLVM's default), False in CU mode (-mcumode)"
+    )
     cluster_dims: list[int] | None = None
     notes: tuple[str, ...] = ()
 

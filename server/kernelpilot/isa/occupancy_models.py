@@ -7,21 +7,34 @@ from pydantic import BaseModel, Field
 
 class OccupancyStepModel(BaseModel):
     limiter: str
-    change: str
+    change: str = Field(description="what would gain the next step")
     gives: str
 
 
 class OccupancyModel(BaseModel):
+    """Resident work per SM/CU/WGP from the vendor allocation rules (`isa.occupancy`, `isa.occupancy_amd`)."""
+
     kernel: str
     arch: str
     block_size: int
     dynamic_shared_bytes: int = 0
-    resident_blocks: int
-    resident_warps: int
-    max_warps: int
+    unit: str = Field(
+        "SM",
+        description="what resident_blocks/resident_warps/max_warps count per: SM (NVIDIA), CU (CDNA, or RDNA "
+        "in CU mode) or WGP (RDNA in WGP mode, LLVM's default: two CUs, four SIMD32s, both CUs' LDS)",
+    )
+    resident_blocks: int = Field(description="blocks (workgroups) per unit")
+    resident_warps: int = Field(description="warps (waves) per unit")
+    max_warps: int = Field(description="architectural maximum warps (waves) per unit")
     occupancy_pct: float
-    waves_per_simd: int | None = None
-    limits: dict[str, int]
+    waves_per_simd: int | None = Field(
+        None,
+        description="AMD: waves per SIMD by LLVM's occupancy rules, the figure of the compiler's "
+        "'Occupancy [waves/SIMD]' remark (for the kernel's max flat workgroup size; LDS rounded up to the "
+        "hardware's allocation block, which clang 19 skips: a note says when that differs); resident_warps "
+        "is workgroup-granular for the launch block",
+    )
+    limits: dict[str, int] = Field(description="blocks (workgroups) per unit allowed by each resource")
     limiter: str
     next_step: list[OccupancyStepModel] = Field(default_factory=list)
     sources: list[str] = Field(default_factory=list)

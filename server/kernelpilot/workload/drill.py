@@ -47,6 +47,10 @@ PEAK_OF_PRECISION = {
     "tensor_fp8": "fp8_dense_tflops",
     "tensor_fp64": "fp64_matrix_tflops",
     "tensor_int8": "int8_dense_tops",
+    "matrix_f16": "fp16_dense_tflops",
+    "matrix_bf16": "bf16_dense_tflops",
+    "matrix_f32": "fp32_matrix_tflops",
+    "matrix_f64": "fp64_matrix_tflops",
 }
 MEMORY_PEAK = "memory_bandwidth_tb_s"
 DEVICE_NAME = "device__attribute_display_name"  # the GPU's name, for its wiki peaks
@@ -75,7 +79,9 @@ class HotKernel(BaseModel):
 
 
 class DrillResult(BaseModel):
-    """One hot kernel's profiled launch and its roofline position (None = not measured)."""
+    """One hot kernel's profiled launch and its roofline position (None = not measured). As ncu measures
+    by default (`--cache-control all`), caches are flushed before the launch: DRAM bytes are the launch's
+    cold working set, and its time may exceed the trace's warm per-launch time."""
 
     name: str
     ok: bool
@@ -106,33 +112,41 @@ def drill_hot(
     progress: Progress = no_progress,
     raw_csv: Path | None = None,
 ) -> list[DrillResult]:
-    """Profile one steady-state launch of each hot kernel in one ncu process; one result per kernel, in
-    order. Raises typed errors for a missing profiler, refused counters or a bad target. `raw_csv`: also
-    keep ncu's raw page there (the record of the run)."""
+    """Profile one steady-state launch of each hot kernel in one ncu process (rocprofv3 where only it is
+    installed); one result per kernel, in order. Raises typed errors for a missing profiler, refused
+    counters or a bad target. `raw_csv`: also keep the profiler's CSV there (the record of the run)."""
     if not hot:
         return []
     _check_target(target)
     kernels = [h for h in hot if not _is_transfer(h.name)]
     results_by_name: dict[str, DrillResult] = {
         h.name: DrillResult(
-            name=h.name, ok=False, error=f"{h.name}: a copy or fill, not a kernel: ncu profiles kernels only"
+            name=h.name,
+            ok=False,
+            error=f"{h.name}: a copy or fill, not a kernel: profilers drill kernels only",
         )
         for h in hot
         if _is_transfer(h.name)
     }
+    device = None
     if kernels:
-        plan = plan_filters(target, kernels)
-        progress(0, 3, f"ncu: one launch of each of {len(kernels)} hot kernels")
-        text, failure = _run_ncu(target, plan)
-        if raw_csv is not None:
-            from kernelpilot.atomic import write_text_atomic
+        amd = _use_rocprof()
+        plan = plan_rocprof(target, kernels) if amd else plan_filters(target, kernels)
+        tool = "rocprofv3" if amd else "ncu"
+        progress(0, 3, f"{tool}: one launch of each of {len(kernels)} hot kernels")
+        if amd:
+            profiles, failure, device = _run_rocprof(target, plan, raw_csv)
+        else:
+            text, failure = _run_ncu(target, plan)
+            if raw_csv is not None:
+                from kernelpilot.atomic import write_text_atomic
 
-            write_text_atomic(raw_csv, text)
+                write_text_atomic(raw_csv, text)
+            profiles = _profiles(text)
         progress(2, 3, "reading the profiles")
-        profiles = _profiles(text)
         results_by_name.update((h.name, _result(h, plan, profiles, failure)) for h in kernels)
     results = [results_by_name[h.name] for h in hot]
-    _add_roofline(results, gpu)
+    _add_roofline(results, gpu or device)
     progress(3, 3, "drill-down done")
     return results
 
@@ -328,11 +342,123 @@ def _result(h: HotKernel, plan: FilterPlan, profiles: list[KernelProfile], failu
 def _key_of(h: HotKernel, plan: FilterPlan) -> str:
     if plan.base == "mangled":
         return h.symbol or h.name
-    return name_keys(h.name).full
+    keys = name_keys(h.name)
+    return keys.no_params if plan.base == "rocprofv3" else keys.full
 
 
 def _row_key(printed: str, plan: FilterPlan) -> str:
-    return printed if plan.base == "mangled" else name_keys(printed).full
+    if plan.base == "mangled":
+        return printed
+    keys = name_keys(printed)
+    return keys.no_params if plan.base == "rocprofv3" else keys.full
+
+
+# ---------------------------------------------------------------- AMD: rocprofv3 counters
+
+# One --pmc group (rocprofv3 runs one pass per group without kernel replay): DRAM bytes (FETCH_SIZE and
+# WRITE_SIZE, derived counters in KiB) and FLOPs (matrix ops and FP32 VALU ops), read into a KernelProfile by
+# `profile.rocprof.parse_counter_collection`. Not run on AMD hardware here: no AMD GPU was lent; a set that
+# does not fit one pass makes rocprofv3 fail, and the drill then reports its message for every kernel.
+AMD_COUNTERS = (
+    "FETCH_SIZE",
+    "WRITE_SIZE",
+    "SQ_INSTS_VALU_MFMA_MOPS_BF16",
+    "SQ_INSTS_VALU_MFMA_MOPS_F16",
+    "SQ_INSTS_VALU_ADD_F32",
+    "SQ_INSTS_VALU_MUL_F32",
+    "SQ_INSTS_VALU_FMA_F32",
+    "SQ_INSTS_VALU_TRANS_F32",
+)
+
+
+def _use_rocprof() -> bool:
+    from kernelpilot.toolchain import find_tool
+
+    return find_tool("ncu") is None and find_tool("rocprofv3") is not None
+
+
+def plan_rocprof(target: DrillTarget, hot: list[HotKernel]) -> FilterPlan:
+    """rocprofv3's filter: kernels whose name holds a hot kernel's own identifier, each at its N-th
+    dispatch (`--kernel-iteration-range [N]` counts per kernel, like ncu's kernel-id invocation)."""
+    if target.region is not None:
+        raise InvalidArgumentError(
+            "the rocprofv3 drill takes no region", "drop region; warmup_steps sets the steady state"
+        )
+    base = plan_filters(target, hot)
+    owns = sorted({name_keys(h.name).own for h in hot})
+    return FilterPlan(
+        base="rocprofv3",
+        pattern="(" + "|".join(_escape(o) for o in owns) + ")",
+        invocation=base.invocation,
+        steps=base.steps,
+        keys={name_keys(h.name).no_params: i for i, h in enumerate(hot)},
+    )
+
+
+def rocprof_argv(target: DrillTarget, plan: FilterPlan, exe: str, outdir: str) -> list[str]:
+    return [
+        exe,
+        "--kernel-trace",
+        "--pmc",
+        *AMD_COUNTERS,
+        "--kernel-include-regex",
+        plan.pattern,
+        "--kernel-iteration-range",
+        f"[{plan.invocation}]",
+        "-d",
+        outdir,
+        "-o",
+        "kp",
+        "--output-format",
+        "csv",
+        "--",
+        *_command(target, plan),
+    ]
+
+
+def _run_rocprof(
+    target: DrillTarget, plan: FilterPlan, raw_csv: Path | None
+) -> tuple[list[KernelProfile], str, str | None]:
+    """(profiles, failure, GPU product name) of one rocprofv3 run."""
+    import shutil
+    import tempfile
+
+    from kernelpilot.errors import PermissionDeniedError
+    from kernelpilot.profile import rocprof
+    from kernelpilot.toolchain import require_tool, run
+
+    outdir = tempfile.mkdtemp(prefix="kernelpilot-drill-")
+    try:
+        argv = rocprof_argv(target, plan, str(require_tool("rocprofv3")), outdir)
+        res = run(argv, timeout_s=target.timeout_s, cwd=target.workdir, env=_child_env(), check=False)
+        text = res.stdout + res.stderr
+        if re.search(r"permission denied|not permitted|perf_event_paranoid", text, re.I) and res.returncode:
+            raise PermissionDeniedError(
+                "rocprofv3 was refused access to the GPU's performance counters",
+                "run as a user in the 'render'/'video' groups, or as root",
+            )
+        failure = "" if res.returncode == 0 else f"rocprofv3 exited with code {res.returncode}: {text[-400:]}"
+        outs = rocprof.find_outputs(outdir)
+        profiles: list[KernelProfile] = []
+        for p in outs["counters"]:
+            if raw_csv is not None:
+                shutil.copyfile(p, raw_csv)
+            profiles += rocprof.parse_counter_collection(p.read_text(), str(p))
+        return profiles, failure, _amd_product(Path(outdir))
+    finally:
+        shutil.rmtree(outdir, ignore_errors=True)
+
+
+def _amd_product(outdir: Path) -> str | None:
+    """The GPU's product name from rocprofv3's agent_info CSV (for its wiki peaks)."""
+    import csv
+
+    for p in outdir.rglob("*agent_info.csv"):
+        with p.open(newline="") as fh:
+            for row in csv.DictReader(fh):
+                if row.get("Agent_Type") == "GPU" and row.get("Product_Name"):
+                    return row["Product_Name"]
+    return None
 
 
 def _add_roofline(results: list[DrillResult], gpu: str | None) -> None:
@@ -402,16 +528,23 @@ def _position(r: DrillResult, wiki: object, gpu_id: str) -> None:
 
 def _run_closure(spec: str, workdir: str, steps: int) -> None:
     """What ncu profiles for a closure target: build the closure, call it `steps` times, synchronize."""
-    from kernelpilot.timing.callables import build_closures, load_factory
-
-    closures = build_closures(load_factory(spec, Path(workdir)), 1)
-    for i in range(steps):
-        closures[i % len(closures)]()
     import importlib
 
-    torch = importlib.import_module("torch")
-    if torch.cuda.is_available():
-        torch.cuda.synchronize()
+    from kernelpilot.timing.callables import build_closures, load_factory
+    from kernelpilot.timing.errors import CallableError
+
+    closures = build_closures(load_factory(spec, Path(workdir)), 1)
+    try:
+        for i in range(steps):
+            closures[i % len(closures)]()
+    except Exception as exc:  # the user's closure raised: report it typed, the drill names the kernels
+        raise CallableError(f"the closure raised {type(exc).__name__}: {exc}", "fix the closure") from exc
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is not None:
+        torch = importlib.import_module("torch")
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

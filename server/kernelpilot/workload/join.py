@@ -31,7 +31,7 @@ from pydantic import BaseModel, Field
 
 from kernelpilot.errors import InputFileError, KernelpilotError
 from kernelpilot.isa.models import KernelResources
-from kernelpilot.workload.names import NameKeys, demangle_many, name_keys
+from kernelpilot.workload.names import NameKeys, demangle_many, full_key, name_keys
 
 # how -> what it means; `JoinedKernel.how` holds one of the keys
 HOW = {
@@ -64,18 +64,15 @@ class JoinedKernel(BaseModel):
 
 
 def loaded_code_objects(
-    pid: int | None = None, extra: Sequence[Path] = (), triton_cache: Path | None = None
+    pid: int | None = None,
+    extra: Sequence[Path] = (),
+    triton_cache: Path | None = None,
+    maps_text: str | None = None,
 ) -> list[Path]:
     """The files whose GPU code a process can run: its mapped shared libraries that carry a fatbin or
-    offload bundle (`/proc/<pid or self>/maps`), the Triton cache's cubins/HSACOs, and `extra` files."""
-    maps = Path(f"/proc/{pid if pid is not None else 'self'}/maps")
-    try:
-        text = maps.read_text()
-    except OSError as exc:
-        raise InputFileError(
-            f"{maps}: cannot read the process's memory map ({exc.strerror})",
-            "give a running process id you may inspect (Linux only)",
-        ) from exc
+    offload bundle (`/proc/<pid or self>/maps`, or `maps_text` saved from it), the Triton cache's
+    cubins/HSACOs, and `extra` files."""
+    text = maps_text if maps_text is not None else _read_maps(pid)
     seen: dict[str, None] = {}
     for line in text.splitlines():
         parts = line.split(None, 5)
@@ -90,6 +87,17 @@ def loaded_code_objects(
     return list(dict.fromkeys(out))
 
 
+def _read_maps(pid: int | None) -> str:
+    maps = Path(f"/proc/{pid if pid is not None else 'self'}/maps")
+    try:
+        return maps.read_text()
+    except OSError as exc:
+        raise InputFileError(
+            f"{maps}: cannot read the process's memory map ({exc.strerror})",
+            "give a running process id you may inspect (Linux only), or the saved maps text",
+        ) from exc
+
+
 def triton_objects(cache: Path | None = None) -> list[Path]:
     """Cubins and HSACOs in the Triton cache ($TRITON_CACHE_DIR, else ~/.triton/cache)."""
     root = cache or Path(os.environ.get("TRITON_CACHE_DIR") or Path.home() / ".triton" / "cache")
@@ -100,7 +108,7 @@ def triton_objects(cache: Path | None = None) -> list[Path]:
 
 def _has_gpu_code(path: Path) -> bool:
     """Whether an ELF shared library has a section holding device code (section names only are read)."""
-    from kernelpilot.isa.elf import ElfImage
+    from kernelpilot.isa.cubin_elf import CubinElf
     from kernelpilot.isa.errors import CodeObjectError
 
     try:
@@ -111,8 +119,10 @@ def _has_gpu_code(path: Path) -> bool:
     except (OSError, ValueError):
         return False  # unreadable or empty mapping (deleted file, /dev/...): nothing to join against
     try:
-        elf = ElfImage(memoryview(mm), str(path))
-        return any(elf.section(n.decode()) is not None for n in GPU_SECTIONS)
+        # the section table alone, through the bounds-checked reader cubins use (a mapped torch process
+        # has ~150 libraries; pyelftools took ~5 ms each)
+        names = set(CubinElf(memoryview(mm), str(path)).section_names)
+        return any(n.decode() in names for n in GPU_SECTIONS)
     except CodeObjectError:
         return False  # not an ELF we can read: it carries no code object we could join to
 
@@ -121,7 +131,7 @@ def _has_gpu_code(path: Path) -> bool:
 class _Sym:
     kernel: KernelResources
     where: str
-    keys: NameKeys | None = None
+    full: str | None = None  # `names.full_key`, filled by SymbolIndex.keys_of
 
 
 @dataclass
@@ -134,6 +144,7 @@ class SymbolIndex:
     load_s: float = 0.0
     load_s_by_object: dict[str, float] = field(default_factory=dict)
     searched: int = 0  # code objects read before the join stopped
+    arch: str | None = None
     _blob: str = ""
     _starts: list[int] = field(default_factory=list)
 
@@ -150,49 +161,55 @@ class SymbolIndex:
         from kernelpilot.isa.loader import load
 
         t0 = time.perf_counter()
+        self.arch = arch
         try:
             loaded = load(path, arch=_arch_family(arch), demangle=False)
         except KernelpilotError as exc:
             self.warnings.append(f"{path}: not read ({exc.message})")
             return
-        base = str(path)
+        self.add_kernels(loaded.kernels, str(path))
+        dt = time.perf_counter() - t0
+        self.load_s_by_object[str(path)] = dt
+        self.load_s += dt
+
+    def add_kernels(self, kernels: Iterable[KernelResources], where: str) -> None:
+        """Index kernels read elsewhere (entries only; `where` names their file)."""
         pos = self._starts[-1] + len(self.syms[-1].kernel.name) + 1 if self.syms else 0
         names = []
-        for k in loaded.kernels:
+        for k in kernels:
             if k.is_entry:
                 self.exact.setdefault(k.name, []).append(len(self.syms))
-                self.syms.append(_Sym(k, f"{base}:{k.entry}"))
+                self.syms.append(_Sym(k, f"{where}:{k.entry}"))
                 self._starts.append(pos)
                 pos += len(k.name) + 1
                 names.append(k.name)
         if names:
             self._blob = "\n".join([self._blob, *names]) if self._blob else "\n".join(names)
-        dt = time.perf_counter() - t0
-        self.load_s_by_object[base] = dt
-        self.load_s += dt
 
     def candidates(self, own: str) -> list[int]:
         """Symbols that may be a kernel named `own`: that name, or an Itanium symbol holding `<len>own`."""
         if not own:
             return []
         out = list(self.exact.get(own, []))
+        seen = set(out)
         needle = f"{len(own.encode())}{own}"
         start = self._blob.find(needle)
         while start >= 0:
             i = bisect.bisect_right(self._starts, start) - 1
-            if i not in out:
+            if i not in seen:
+                seen.add(i)
                 out.append(i)
             nxt = self._starts[i + 1] if i + 1 < len(self._starts) else len(self._blob)
             start = self._blob.find(needle, max(nxt, start + 1))
         return out
 
     def keys_of(self, ids: list[int]) -> None:
-        """Fill the join keys of these symbols (one demangler call for all that lack them)."""
-        todo = [i for i in ids if self.syms[i].keys is None]
+        """Fill the full keys of these symbols (one demangler call for all that lack them)."""
+        todo = [i for i in ids if self.syms[i].full is None]
         dem = demangle_many([self.syms[i].kernel.name for i in todo])
         for i in todo:
             name = self.syms[i].kernel.name
-            self.syms[i].keys = name_keys(name, dem.get(name))
+            self.syms[i].full = full_key(name, dem.get(name))
 
 
 def _arch_family(arch: str | None) -> str | None:
@@ -280,35 +297,42 @@ def _candidates(index: SymbolIndex, name: str, keys: NameKeys) -> list[int]:
 
 
 def _pick(index: SymbolIndex, keys: NameKeys, ids: list[int], name: str) -> tuple[int | None, str, str]:
-    """(symbol index, how, note) by the strictest key that singles out one kernel."""
+    """(symbol index, how, note) by the strictest key that singles out one kernel.
+
+    Every looser key is a prefix of the full one (`full` = `no_params` + parameters; `no_params` =
+    `base` + template arguments), so candidates are compared by prefix on their full keys: a generic
+    kernel (`elementwise_kernel`) has thousands of instantiations in libtorch_cuda."""
     if not ids:
         return None, "", ""
     if name in index.exact:
         return ids[0], "exact symbol", _dup_note(index, ids)
-    syms = index.syms
-    tiers: list[tuple[str, list[int]]] = [
-        ("same normalized name", [i for i in ids if _k(syms[i]).full == keys.full]),
-        ("same name without parameters", [i for i in ids if _k(syms[i]).no_params == keys.no_params]),
-    ]
+    full = {i: _f(index.syms[i]) for i in ids}
+    strict = [i for i in ids if full[i] == keys.full]
+    if strict:
+        return strict[0], "same normalized name", _dup_note(index, strict)
+    tiers = [("same name without parameters", [i for i in ids if _extends(full[i], keys.no_params, "(")])]
     if keys.cut:
-        tiers.append(
-            ("cut name, only prefix match", [i for i in ids if _k(syms[i]).full.startswith(keys.full)])
-        )
-    same_base = [i for i in ids if _k(syms[i]).base == keys.base]
+        tiers.append(("cut name, only prefix match", [i for i in ids if full[i].startswith(keys.full)]))
     for how, hits in tiers:
-        if hits and (how == "same normalized name" or len(_distinct(index, hits)) == 1):
+        if hits and len(_distinct(index, hits)) == 1:
             return hits[0], how, _dup_note(index, hits)
+    same_base = [i for i in ids if _extends(full[i], keys.base, "<(")]
     distinct = _distinct(index, same_base)
     if len(distinct) == 1:
         return same_base[0], "same qualified name, only candidate", _dup_note(index, same_base)
     if len(distinct) > 1:
-        return _closest(index, keys, same_base, len(distinct))
+        return _closest(index, keys, list(distinct.values()), len(distinct))
     return None, "", ""
 
 
-def _k(s: _Sym) -> NameKeys:
-    assert s.keys is not None  # filled by SymbolIndex.keys_of before _pick runs
-    return s.keys
+def _extends(full: str, prefix: str, after: str) -> bool:
+    """`full` is `prefix` itself or `prefix` followed by one of `after` (a parameter or template list)."""
+    return full == prefix or (full.startswith(prefix) and full[len(prefix) : len(prefix) + 1] in after)
+
+
+def _f(s: _Sym) -> str:
+    assert s.full is not None  # filled by SymbolIndex.keys_of before _pick runs
+    return s.full
 
 
 def _distinct(index: SymbolIndex, ids: list[int]) -> dict[str, int]:
@@ -319,16 +343,24 @@ def _distinct(index: SymbolIndex, ids: list[int]) -> dict[str, int]:
     return out
 
 
+CLOSEST_SHORTLIST = 16  # candidates scored in full after a cheap upper-bound pass
+
+
 def _closest(index: SymbolIndex, keys: NameKeys, ids: list[int], n: int) -> tuple[int | None, str, str]:
+    """The instantiation spelled most like the trace's name, when it is clearly the closest."""
+    target = keys.full
+    # cheap upper bounds first (length only, then letter counts), the full ratio on a shortlist only
+    by_len = sorted(ids, key=lambda i: abs(len(_f(index.syms[i])) - len(target)))[: 4 * CLOSEST_SHORTLIST]
+    quick = sorted(
+        ((difflib.SequenceMatcher(None, target, _f(index.syms[i])).quick_ratio(), i) for i in by_len),
+        reverse=True,
+    )[:CLOSEST_SHORTLIST]
     scored = sorted(
-        (
-            (difflib.SequenceMatcher(None, keys.no_params, _k(index.syms[i]).no_params).ratio(), i)
-            for i in ids
-        ),
+        ((difflib.SequenceMatcher(None, target, _f(index.syms[i])).ratio(), i) for _, i in quick),
         reverse=True,
     )
     best, i = scored[0]
-    runner = next((r for r, j in scored[1:] if index.syms[j].kernel.name != index.syms[i].kernel.name), 0.0)
+    runner = scored[1][0] if len(scored) > 1 else 0.0
     if best >= CLOSEST_MIN and best > runner:
         return (
             i,
@@ -356,8 +388,9 @@ def _why_unmatched(index: SymbolIndex, keys: NameKeys, objects: Sequence[Path]) 
     if not objects:
         return "no code objects given to join against"
     if not index.syms:
-        return "no kernel symbols in the code objects given" + (
-            f" ({len(objects)} file(s))" if objects else ""
+        return (
+            f"no kernel for {index.arch or 'any target'} in the {len(objects)} code object(s) given "
+            "(entries for other targets are not read)"
         )
     return (
         f"no symbol named {keys.own!r} among {len(index.syms)} kernels of {len(index.load_s_by_object)} "

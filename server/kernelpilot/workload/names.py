@@ -23,7 +23,6 @@ ANON = "(anonymous namespace)"
 _ANON_SPELLINGS = ("(anonymous namespace)", "<unnamed>", "{anonymous}", "(anonymous)")
 _ANON_MARK = "\x01"  # stands for the anonymous namespace while brackets are matched (it holds parentheses)
 _CUT_MARKS = ("...", "…")
-_IDENT = re.compile(r"[A-Za-z0-9_$]")
 _RETURN_TYPES = ("void ",)  # what CUPTI prints before a kernel's qualified name (kernels return void)
 _OPERATOR = re.compile(r"operator(?:\(\)|\[\]|<<=?|>>=?|<=>|->\*?|[-+*/%^&|~!=<>,]=?|&&|\|\||\+\+|--)")
 
@@ -75,11 +74,26 @@ class NameKeys(NamedTuple):
 def normalize(name: str) -> str:
     """The join key of a kernel name: demangled, `void ` dropped, `(anonymous namespace)` for every
     spelling of it, `.kd` dropped, spacing canonical (`> >` -> `>>`, no space after commas)."""
-    return name_keys(name).full
+    return _unmark(_full(name)[0])
+
+
+def full_key(name: str, demangled: str | None = None) -> str:
+    """`normalize(name)` with the demangled spelling given: the cheap key `workload.join` computes for
+    every candidate symbol (string operations in C only; the looser keys cost Python loops)."""
+    return _unmark(_full(name, demangled)[0])
 
 
 def name_keys(name: str, demangled: str | None = None) -> NameKeys:
     """All join keys of `name`; pass `demangled` when it is already known (saves a demangler call)."""
+    text, cut = _full(name, demangled)
+    no_params = _drop_params(text)
+    base = _drop_templates(no_params)
+    own = _own(base)
+    return NameKeys(_unmark(text), _unmark(no_params), _unmark(base), _unmark(own), cut)
+
+
+def _full(name: str, demangled: str | None = None) -> tuple[str, bool]:
+    """(the full key with the anonymous namespace still marked, whether the name was cut)."""
     text = name.strip()
     cut = text.endswith(_CUT_MARKS)
     for mark in _CUT_MARKS:
@@ -91,32 +105,23 @@ def name_keys(name: str, demangled: str | None = None) -> NameKeys:
     for rt in _RETURN_TYPES:
         if text.startswith(rt) and len(text) > len(rt):
             text = text[len(rt) :]
-    no_params = _drop_params(text)
-    base = _drop_templates(no_params)
-    own = _own(base)
-    return NameKeys(_unmark(text), _unmark(no_params), _unmark(base), _unmark(own), cut)
+    return text, cut
 
 
 def _unmark(s: str) -> str:
     return s.replace(_ANON_MARK, ANON)
 
 
+_KEPT_SPACE = re.compile(r"(?<=[A-Za-z0-9_$])\s+(?=[A-Za-z0-9_$])")
+_SPACE = re.compile(r"\s+")
+
+
 def _canonical(text: str) -> str:
-    """One spelling of spacing and the anonymous namespace (as a one-character mark until the end)."""
+    """One spelling of spacing and the anonymous namespace (as a one-character mark until the end): one
+    space kept only between two identifier characters (`unsigned int`, `void foo`), none elsewhere."""
     for spelling in _ANON_SPELLINGS:
         text = text.replace(spelling, _ANON_MARK)
-    out: list[str] = []
-    prev = ""
-    for i, ch in enumerate(text):
-        if ch.isspace():
-            nxt = text[i + 1] if i + 1 < len(text) else ""
-            # keep one space only between two identifier characters (`unsigned int`, `void foo`)
-            if prev and nxt and _IDENT.match(prev) and _IDENT.match(nxt) and out and out[-1] != " ":
-                out.append(" ")
-            continue
-        out.append(ch)
-        prev = ch
-    return "".join(out)
+    return _SPACE.sub("", _KEPT_SPACE.sub("\x02", text)).replace("\x02", " ")
 
 
 def _shielded(text: str) -> str:
@@ -128,9 +133,9 @@ def _drop_params(text: str) -> str:
     """Remove the trailing top-level `(...)` parameter list (and a trailing ` const`)."""
     s = _shielded(text)
     end = len(s)
-    for suffix in (" const", " volatile"):
-        if s[:end].endswith(suffix):
-            end -= len(suffix)
+    for suffix in ("const", "volatile"):  # a member's qualifier: `)const` once spacing is canonical
+        if s[:end].endswith(suffix) and s[: end - len(suffix)].rstrip().endswith(")"):
+            end = len(s[: end - len(suffix)].rstrip())
     if end == 0 or s[end - 1] != ")":
         return text[:end] if end < len(text) else text
     depth = 0
@@ -189,8 +194,10 @@ def short_name(name: str, width: int = 60) -> str:
     keys = name_keys(name)
     text = _strip_namespaces(keys.no_params)
     tag = _op_tag(text)
-    if len(text.replace(",", ", ")) > width and tag and len(keys.own) + len(tag) + 2 <= width:
-        return f"{keys.own}<{tag}>"
+    if len(text.replace(",", ", ")) > width and tag:
+        room = width - len(keys.own) - 2
+        if room >= 5:
+            return f"{keys.own}<{_cut_middle(tag, room)}>"
     while len(text.replace(",", ", ")) > width and "<" in text:
         shorter = _drop_deepest_template(text)
         if shorter == text:
@@ -198,12 +205,15 @@ def short_name(name: str, width: int = 60) -> str:
         text = shorter
     if len(text.replace(",", ", ")) > width and "<" in text:
         text = _drop_templates(text) + "<…>"
-    text = text.replace(",", ", ")
-    if len(text) > width:
-        keep = max(width - 1, 2)
-        head = (keep + 1) // 2
-        text = text[:head] + "…" + text[len(text) - (keep - head) :]
-    return text
+    return _cut_middle(text.replace(",", ", "), width)
+
+
+def _cut_middle(text: str, width: int) -> str:
+    if len(text) <= width:
+        return text
+    keep = max(width - 1, 2)
+    head = (keep + 1) // 2
+    return text[:head] + "…" + text[len(text) - (keep - head) :]
 
 
 _LAMBDA_OWNER = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\([^()]*\)(?:const)?::\{lambda")
@@ -229,7 +239,49 @@ def _op_tag(text: str) -> str | None:
         depth = shielded[: m.start()].count("<") - shielded[: m.start()].count(">")
         if _OP_NAME.match(m.group(0)) and (best is None or depth > best[0]):
             best = (depth, m.group(0))
-    return best[1] if best else None
+    return best[1] if best else _first_type_arg(args)
+
+
+_BUILTIN = frozenset(
+    [
+        "true",
+        "false",
+        "int",
+        "unsigned",
+        "long",
+        "short",
+        "char",
+        "bool",
+        "float",
+        "double",
+        "void",
+        "size_t",
+        "int64_t",
+        "int32_t",
+        "uint32_t",
+    ]
+)
+
+
+def _first_type_arg(args: str) -> str | None:
+    """The first template argument that names a type (`cutlass::Kernel2<cutlass_80_..._align8>`,
+    `flash_fwd_kernel<Flash_fwd_kernel_traits<...>, ...>`), without its own arguments."""
+    depth = 0
+    start = 1
+    s = _shielded(args)
+    for i, c in enumerate(s):
+        if c == "<":
+            depth += 1
+        elif c == ">":
+            depth -= 1
+        if (c == "," and depth == 1) or depth == 0:
+            own = _own(_drop_templates(args[start:i]))
+            if own and not own[0].isdigit() and own not in _BUILTIN and _WORD.fullmatch(own):
+                return own
+            start = i + 1
+            if depth == 0:
+                return None
+    return None
 
 
 _QUALIFIER = re.compile(r"(?:(?:[A-Za-z_$][A-Za-z0-9_$]*|\(anonymous namespace\))::)+")

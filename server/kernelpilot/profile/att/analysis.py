@@ -17,7 +17,10 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
+from kernelpilot.isa.models import KernelResources
+from kernelpilot.isa.occupancy_amd import amd_table_row, amd_waves, occupancy_amd, vgpr_file
 from kernelpilot.profile.att import classify
+from kernelpilot.profile.att.diagnose import diagnose
 from kernelpilot.profile.att.models import (
     AttRequest,
     AttResult,
@@ -375,9 +378,6 @@ def _find_arch(trace: Path | None, folder: Folder) -> str | None:
 def register_pressure(req: AttRequest, folder: Folder, kernel: str | None) -> RegisterPressure | None:
     """Waves per SIMD and the VGPR step to the next wave, through the ISA occupancy model
     (`isa.occupancy`)."""
-    from kernelpilot.isa.models import KernelResources
-    from kernelpilot.isa.occupancy import occupancy_amd
-
     r = _Regs(req.vgprs, req.agprs, req.sgprs, req.lds_bytes, req.block_size, req.arch)
     _from_code_object(req, kernel, r)
     trace = _from_kernel_trace(req, folder, kernel, r)
@@ -415,13 +415,12 @@ def register_pressure(req: AttRequest, folder: Folder, kernel: str | None) -> Re
         static_shared_bytes=lds,
     )
     occ = occupancy_amd(kr, arch, block or 256, 0)
-    from kernelpilot.isa.occupancy import amd_table_row, amd_waves
-
     row_cu = amd_table_row(arch)
     vgpr_waves = amd_waves(row_cu, kr, 64).get("vgprs")
     budget = to_free = None
     if vgpr_waves is not None and vgpr_waves < row_cu.max_waves_per_simd:
-        budget = (row_cu.vgprs_wave64 // (vgpr_waves + 1)) // row_cu.granule_wave64 * row_cu.granule_wave64
+        total, gran = vgpr_file(row_cu, 64)
+        budget = (total // (vgpr_waves + 1)) // gran * gran
         to_free = total_vgprs - budget
     return RegisterPressure(
         source=source,
@@ -443,8 +442,6 @@ def register_pressure(req: AttRequest, folder: Folder, kernel: str | None) -> Re
 
 
 def analyse(folder: Folder, req: AttRequest) -> AttResult:
-    from kernelpilot.profile.att.diagnose import diagnose
-
     tot = totals(folder)
     kernel = next((v for k, v in sorted(folder.dispatch_names.items()) if k != "0"), None)
     res = AttResult(
