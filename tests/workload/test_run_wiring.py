@@ -41,7 +41,7 @@ def fake_gpu(monkeypatch: pytest.MonkeyPatch, built_trace: Path) -> dict:
             for n in names
         ]
 
-    def fake_drill(target, hot, gpu=None, progress=None):
+    def fake_drill(target, hot, gpu=None, progress=None, raw_csv=None):
         seen["drill"] = (target, hot, gpu)
         return [
             drill.DrillResult(

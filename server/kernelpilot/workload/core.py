@@ -100,6 +100,11 @@ def _drill(
     """One ncu launch per hot kernel (workload/drill.py); a kernel that fails keeps the breakdown."""
     from kernelpilot.workload.drill import DrillTarget, HotKernel, drill_hot
 
+    devices = [k for k in hot if k.rule.startswith("device ")]  # Kineto memcpy/memset: no kernel to profile
+    res.drill_failures += [f"{k.short_name}: a device copy/fill, not a kernel (not drilled)" for k in devices]
+    hot = [k for k in hot if not k.rule.startswith("device ")]
+    if not hot:
+        return
     progress(3, 4, f"profiling one launch of each of {len(hot)} hot kernels (ncu)")
     region = f"nvtx:{req.region}" if req.region else ("profiler" if req.command else None)
     target = DrillTarget(
@@ -120,7 +125,7 @@ def _drill(
         for k in hot
     ]
     try:
-        results = drill_hot(target, items, gpu, progress)
+        results = drill_hot(target, items, gpu, progress, Path(req.drill_csv) if req.drill_csv else None)
     except KernelpilotError as exc:
         res.notes.append(f"drill-down failed for the whole hot set: {exc}")
         res.drill_failures = [f"{k.short_name}: {exc.message}" for k in hot]

@@ -197,6 +197,7 @@ class WorkloadRunRequest(Request):
     gpu: str | None = Field(None, description="GPU name for cited peaks (default: the one the capture saw).")
     timeout_s: float = Field(300.0, gt=0, description="Per child process (capture, drill-down).")
     save_trace: str | None = Field(None, description="Keep the captured trace at this path.")
+    drill_csv: str | None = Field(None, description="Keep the drill-down's ncu raw CSV page at this path.")
     out: str | None = Field(None, description="Also write the result JSON here.")
     html: str | None = Field(None, description="Also write the HTML report here.")
 
