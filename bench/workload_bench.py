@@ -122,7 +122,10 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--mode", choices=["read", "join"], default="read")
     ap.add_argument("--trace", type=Path, nargs="+", default=[DEFAULT_TRACE])
+    ap.add_argument("--runs", type=int, default=RUNS)
     a = ap.parse_args()
+    global RUNS
+    RUNS = a.runs
     if a.mode == "read":
         bench_read(a.trace[0])
     else:
