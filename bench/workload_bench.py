@@ -122,7 +122,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--mode", choices=["read", "join"], default="read")
     ap.add_argument("--trace", type=Path, nargs="+", default=[DEFAULT_TRACE])
-    ap.add_argument("--runs", type=int, default=RUNS)
+    ap.add_argument("--runs", type=int, default=5)
     a = ap.parse_args()
     global RUNS
     RUNS = a.runs

@@ -89,55 +89,62 @@ def _events(doc: Any, source: str) -> list[dict[str, Any]]:
 
 
 class _Buckets:
-    """Events sorted by category in one pass."""
+    """Events sorted by category in one pass (a plain loop: this is the hot path of a 100,000-kernel read)."""
 
     def __init__(self, events: Iterable[Any]) -> None:
         self.device: list[dict[str, Any]] = []
         self.runtime: dict[Any, dict[str, Any]] = {}
         self.sync: list[tuple[float, float]] = []
         self.ops: dict[Any, dict[str, Any]] = {}
-        self.op_iv: dict[Any, list[Interval]] = {}
-        self.ranges: dict[Any, list[Interval]] = {}
-        self.modules: dict[Any, list[Interval]] = {}
+        self.op_iv: list[Interval] = []
+        self.ranges: list[Interval] = []
+        self.modules: list[Interval] = []
         self.steps: list[tuple[int, float, float]] = []
+        device, runtime, ops, op_iv = self.device, self.runtime, self.ops, self.op_iv
         for ev in events:
-            if isinstance(ev, dict) and ev.get("ph") == "X":
-                self._add(ev)
+            if not isinstance(ev, dict) or ev.get("ph") != "X":
+                continue
+            cat = ev.get("cat")
+            if cat in _DEVICE:
+                device.append(ev)
+            elif cat in _RUNTIME:
+                corr = (ev.get("args") or {}).get("correlation")
+                if corr is not None:
+                    runtime[corr] = ev
+                if _SYNC.search(str(ev.get("name", ""))):
+                    self.sync.append((float(ev.get("ts", 0.0)), float(ev.get("dur", 0.0) or 0.0)))
+            elif cat == "cpu_op":
+                ext = (ev.get("args") or {}).get("External id")
+                if ext is not None:
+                    ops[ext] = ev
+                ts = float(ev.get("ts", 0.0))
+                op_iv.append((ts, ts + float(ev.get("dur", 0.0) or 0.0), str(ev.get("name", ""))))
+            elif cat == "user_annotation" or cat == "python_function":
+                self._range(ev)
 
-    def _add(self, ev: dict[str, Any]) -> None:
-        cat = ev.get("cat")
-        if cat in _DEVICE:
-            self.device.append(ev)
+    def _range(self, ev: dict[str, Any]) -> None:
+        name = str(ev.get("name", ""))
+        if ev.get("cat") == "python_function" and not name.startswith(_MODULE):
             return
-        ts, dur, name = float(ev.get("ts", 0.0)), float(ev.get("dur", 0.0) or 0.0), str(ev.get("name", ""))
-        tid = ev.get("tid")
-        if cat in _RUNTIME:
-            corr = (ev.get("args") or {}).get("correlation")
-            if corr is not None:
-                self.runtime[corr] = ev
-            if _SYNC.search(name):
-                self.sync.append((ts, dur))
-        elif cat == "cpu_op":
-            ext = (ev.get("args") or {}).get("External id")
-            if ext is not None:
-                self.ops[ext] = ev
-            self.op_iv.setdefault(tid, []).append((ts, ts + dur, name))
-        elif cat == "user_annotation" or (cat == "python_function" and name.startswith(_MODULE)):
-            m = _STEP.match(name)
-            if m:
-                self.steps.append((int(m.group(1)), ts, ts + dur))
-            elif name.startswith(_MODULE):
-                self.modules.setdefault(tid, []).append(
-                    (ts, ts + dur, re.sub(r"_\d+$", "", name[len(_MODULE) :]))
-                )
-            else:
-                self.ranges.setdefault(tid, []).append((ts, ts + dur, name))
+        ts = float(ev.get("ts", 0.0))
+        end = ts + float(ev.get("dur", 0.0) or 0.0)
+        m = _STEP.match(name)
+        if m:
+            self.steps.append((int(m.group(1)), ts, end))
+        elif name.startswith(_MODULE):
+            self.modules.append((ts, end, re.sub(r"_\d+$", "", name[len(_MODULE) :])))
+        else:
+            self.ranges.append((ts, end, name))
 
-
-def _dims(v: Any) -> list[int] | None:
-    return (
-        [int(x) for x in v] if isinstance(v, list) and all(isinstance(x, (int, float)) for x in v) else None
-    )
+    def top_ops(self) -> tuple[list[float], list[Interval]]:
+        """Outermost ATen ops (not inside another op), which do not overlap: found by bisection."""
+        top: list[Interval] = []
+        end = float("-inf")
+        for iv in sorted(self.op_iv, key=lambda i: (i[0], -i[1])):
+            if iv[0] > end:
+                top.append(iv)
+                end = iv[1]
+        return [iv[0] for iv in top], top
 
 
 def _activity(ev: dict[str, Any], b: _Buckets) -> Activity:
@@ -167,31 +174,30 @@ def _activity(ev: dict[str, Any], b: _Buckets) -> Activity:
 def _context(acts: list[Activity], b: _Buckets) -> None:
     """Ranges, modules, outer op and phase around each launch call (one sweep in launch-time order)."""
     items = sorted((a for a in acts if a.launch_ts_us is not None), key=lambda a: a.launch_ts_us or 0.0)
-    rng = _Enclosing([iv for ivs in b.ranges.values() for iv in ivs])
-    mod = _Enclosing([iv for ivs in b.modules.values() for iv in ivs])
-    ops = _Enclosing([iv for ivs in b.op_iv.values() for iv in ivs])
+    rng, mod = _Enclosing(b.ranges), _Enclosing(b.modules)
+    starts, tops = b.top_ops()
+    backward = {iv for iv in tops if iv[2].startswith("autograd::engine::evaluate_function")}
     for a in items:
         t = a.launch_ts_us or 0.0
-        r, m, o = rng.at(t), mod.at(t), ops.at(t)
+        r, m = rng.at(t), mod.at(t)
+        i = bisect.bisect_right(starts, t) - 1
+        top = tops[i] if i >= 0 and tops[i][1] >= t else None
         if r:
             a.range = r[-1][2]
         if m:
             a.module = "/".join(iv[2] for iv in m)
-        if o:
-            a.top_op = o[0][2]
-            a.op = a.op or o[-1][2]
-        a.phase = _phase([iv[2] for iv in r], [iv[2] for iv in o])
+        if top is not None:
+            a.top_op = top[2]
+        a.phase = _phase([iv[2] for iv in r], top in backward)
 
 
-def _phase(ranges: list[str], ops: list[str]) -> str | None:
+def _phase(ranges: list[str], backward: bool) -> str | None:
     for name in reversed(ranges):
         low = name.lower()
         for p in _PHASES:
             if p in low:
                 return p
-    if any(o.startswith("autograd::engine::evaluate_function") for o in ops):
-        return "backward"
-    return None
+    return "backward" if backward else None
 
 
 def _assign_steps(acts: list[Activity], steps: list[tuple[int, float, float]]) -> None:
