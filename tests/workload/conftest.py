@@ -23,7 +23,15 @@ def built_trace(tmp_path: Path) -> Path:
         ev.append(_x("user_annotation", "nn.Module: Block", base + 1, 50.0))
         ev.append(_x("user_annotation", "decode", base + 1, 50.0))
         # op 1: a GEMM launched at +2, runs 10..30 (GPU waits on nothing: launch before)
-        ev.append(_x("cpu_op", "aten::linear", base + 2, 5.0, **{"External id": 10 + step}))
+        ev.append(
+            _x(
+                "cpu_op",
+                "aten::linear",
+                base + 2,
+                5.0,
+                **{"External id": 10 + step, "Input Dims": [[8, 1, 1024], [3072, 1024]]},
+            )
+        )
         corr += 1
         ev.append(_x("cuda_runtime", "cudaLaunchKernel", base + 3, 2.0, correlation=corr))
         ev.append(

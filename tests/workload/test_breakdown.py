@@ -31,6 +31,7 @@ def test_kernels_carry_op_module_range_phase_and_graph(built_trace: Path):
     assert gemm.category == "gemm" and gemm.us_per_step == 20.0 and gemm.per_step_us == [20.0, 20.0]
     assert gemm.ops == ["aten::linear"] and gemm.modules == ["Block"] and gemm.ranges == ["decode"]
     assert gemm.phases == ["decode"] and gemm.block == [128, 1, 1]
+    assert gemm.input_shapes == "[[8,1,1024],[3072,1024]]" and add.input_shapes is None
     assert add.category == "elementwise" and add.ops == ["aten::add"] and not add.graph_launched
     assert mul.graph_launched and mul.launches_per_step == 1.0
     assert gemm.hot and gemm.cumulative_share == pytest.approx(20 / 28)

@@ -10,9 +10,11 @@ queue full), which a CUDA/HIP graph would remove. Medians over steps; per-kernel
 
 from __future__ import annotations
 
+import json
 import statistics
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import Any
 
 from kernelpilot.workload.categories import categorize
 from kernelpilot.workload.errors import NoStepWorkError
@@ -31,7 +33,7 @@ class _Acc:
     ranges: dict[str, float] = field(default_factory=dict)
     modules: dict[str, float] = field(default_factory=dict)
     phases: dict[str, float] = field(default_factory=dict)
-    shapes: dict[str, float] = field(default_factory=dict)
+    shape_samples: list[tuple[Any, float]] = field(default_factory=list)
     grid: list[int] | None = None
     block: list[int] | None = None
     graph: bool = False
@@ -42,6 +44,18 @@ def dims(v: object) -> list[int] | None:
     if isinstance(v, list) and v and all(isinstance(x, (int, float)) for x in v):
         return [int(x) for x in v]
     return None
+
+
+SHAPE_SAMPLES = 64  # launches per kernel name whose op input shapes are kept (rendering each costs)
+
+
+def _shapes(samples: list[tuple[Any, float]]) -> str | None:
+    """The input shapes of the ATen op behind most of the sampled launch time, as compact JSON."""
+    by: dict[str, float] = {}
+    for dims, dur in samples:
+        key = json.dumps(dims, separators=(",", ":"))
+        by[key] = by.get(key, 0.0) + dur
+    return max(by, key=lambda k: by[k]) if by else None
 
 
 def _top(c: dict[str, float], n: int = 3) -> list[str]:
@@ -65,11 +79,12 @@ def _accumulate(trace: Trace) -> dict[str, _Acc]:
             (acc.ranges, a.range),
             (acc.modules, a.module),
             (acc.phases, a.phase),
-            (acc.shapes, a.shapes),
         ):
             if key:
                 counter[key] = counter.get(key, 0.0) + a.dur_us
         acc.graph = acc.graph or a.graph
+        if a.shapes and len(acc.shape_samples) < SHAPE_SAMPLES:
+            acc.shape_samples.append((a.shapes, a.dur_us))
     if trace.steps == 1:
         for acc in accs.values():
             acc.per_step = [sum(acc.durs)]
@@ -108,7 +123,7 @@ def _kernels(trace: Trace) -> list[WorkloadKernel]:
                     phases=_top(acc.phases),
                     grid=acc.grid,
                     block=acc.block,
-                    input_shapes=_top(acc.shapes, 1)[0] if acc.shapes else None,
+                    input_shapes=_shapes(acc.shape_samples),
                     graph_launched=acc.graph,
                 )
             )

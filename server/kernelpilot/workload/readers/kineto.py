@@ -32,6 +32,7 @@ _DEVICE = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
 _RUNTIME = ("cuda_runtime", "cuda_driver")
 _STEP = re.compile(r"^(?:kernelpilot\.step#|ProfilerStep#)(\d+)$")
 _MODULE = "nn.Module: "
+_INSTANCE = re.compile(r"_\d+$")  # with_stack names modules "Linear_0"
 _SYNC = re.compile(r"(?:Synchronize|^(?:cuda|hip)Memcpy(?!Async)|^cuMemcpy(?!Async)|^cuStreamSynchronize)")
 _PHASES = ("prefill", "decode", "backward", "forward", "optimizer")
 
@@ -124,15 +125,18 @@ class _Buckets:
 
     def _range(self, ev: dict[str, Any]) -> None:
         name = str(ev.get("name", ""))
-        if ev.get("cat") == "python_function" and not name.startswith(_MODULE):
+        module = name.startswith(_MODULE)
+        if not module and ev.get("cat") == "python_function":
             return
         ts = float(ev.get("ts", 0.0))
         end = ts + float(ev.get("dur", 0.0) or 0.0)
+        if module:
+            cls = name[len(_MODULE) :]
+            self.modules.append((ts, end, _INSTANCE.sub("", cls) if cls[-1:].isdigit() else cls))
+            return
         m = _STEP.match(name)
         if m:
             self.steps.append((int(m.group(1)), ts, end))
-        elif name.startswith(_MODULE):
-            self.modules.append((ts, end, re.sub(r"_\d+$", "", name[len(_MODULE) :])))
         else:
             self.ranges.append((ts, end, name))
 
@@ -166,8 +170,7 @@ def _activity(ev: dict[str, Any], b: _Buckets) -> Activity:
     op = b.ops.get(args.get("External id")) if "External id" in args else None
     if op is not None:
         act.op = str(op.get("name"))
-        dims = (op.get("args") or {}).get("Input Dims")
-        act.shapes = json.dumps(dims, separators=(",", ":")) if dims else None
+        act.shapes = (op.get("args") or {}).get("Input Dims") or None
     return act
 
 

@@ -7,6 +7,7 @@ Plain dataclasses with slots, not pydantic: a 100,000-kernel trace must read in 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass(slots=True)
@@ -23,7 +24,7 @@ class Activity:
     graph: bool = False  # launched by a CUDA/HIP graph replay
     op: str | None = None  # innermost ATen (cpu_op) op
     top_op: str | None = None  # outermost ATen op
-    shapes: str | None = None
+    shapes: Any = None  # the ATen op's input dims as the trace gave them (rendered per kernel name, once)
     range: str | None = None  # innermost record_function / NVTX range (not a step marker)
     module: str | None = None  # nn.Module path, outer/inner
     phase: str | None = None
