@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import math
 import shutil
 import tempfile
@@ -61,7 +62,13 @@ def read_workload(req: WorkloadReadRequest) -> WorkloadResult:
     from kernelpilot.workload.readers.detect import read_trace
 
     trace = read_trace(req.path, req.format, req.steps)
-    res, _ = _result(trace, req.hot_share, req.hot_cap, None)
+    enabled = gc.isenabled()
+    gc.disable()  # the breakdown walks the same millions of objects (see read_trace)
+    try:
+        res, _ = _result(trace, req.hot_share, req.hot_cap, None)
+    finally:
+        if enabled:
+            gc.enable()
     res.opportunities = opportunities(trace, res.step, res.kernels, res.gpu)
     _write(res, req.out, req.html)
     return res
