@@ -18,7 +18,7 @@ def test_step_budget_by_construction(built_trace: Path):
     r = read_workload(WorkloadReadRequest(path=str(built_trace)))
     s = r.step
     assert s.steps == 2
-    assert s.per_step_wall_us == [100.0, 40.0]  # step 0: 10 -> 110 (next step's first kernel); last: 10 -> 50
+    assert s.per_step_wall_us == [100.0]  # step 0: 10 -> 110 (next step first kernel); the last has no end
     assert s.busy_us == 28.0 and s.kernel_us == 28.0 and s.launches == 3
     assert s.launch_bound_gap_us == 12.0  # 30 -> 42: the add's launch call began at 40, after the GEMM ended
     assert s.host_wait_us == 5.0

@@ -223,7 +223,7 @@ def _steps(trace: Trace, kernel_us: float, launches: float) -> StepSummary:
         else None,
         host_wait_us=statistics.median(trace.host_sync_us) if trace.host_sync_us else None,
         launch_call_us=statistics.median(calls) if calls else None,
-        per_step_wall_us=walls,
+        per_step_wall_us=walls[:-1] if len(walls) > 1 else walls,
     )
 
 

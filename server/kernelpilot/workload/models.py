@@ -102,7 +102,10 @@ class StepSummary(_Model):
     )
     launch_call_us: float | None = Field(None, description="Median host cost of one launch call.")
     event_step_us: float | None = Field(None, description="Step time by CUDA events without the tracer.")
-    per_step_wall_us: list[float] = Field(default_factory=list)
+    per_step_wall_us: list[float] = Field(
+        default_factory=list,
+        description="Each step's period, µs (the last step, which has no end, left out).",
+    )
 
 
 class GroupRow(_Model):
