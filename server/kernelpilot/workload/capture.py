@@ -90,7 +90,9 @@ def capture_closure(target: CaptureTarget, steps: int, outdir: Path, timeout_s: 
 
 
 def _ncu_argv(ncu: str, target: CaptureTarget) -> list[str]:
-    argv = [ncu, "--metrics", "gpu__time_duration.sum", "--csv", "--page", "raw"]
+    # steady state: no cache flush and no clock lock between kernels (ncu's defaults flush and lock to base)
+    argv = [ncu, "--metrics", "gpu__time_duration.sum", "--cache-control", "none", "--clock-control", "none"]
+    argv += ["--csv", "--page", "raw"]
     if target.region:
         argv += ["--nvtx", "--nvtx-include", f"{target.region}/"]
     else:
@@ -143,8 +145,9 @@ def capture_command(target: CaptureTarget, steps: int, outdir: Path, timeout_s: 
     path = outdir / "ncu_raw.csv"
     path.write_text(res.stdout)
     trace = read_ncu_csv(res.stdout, str(path), steps)
-    trace.method = (
-        "ncu gpu__time_duration.sum per launch inside the region (fallback where nsys is absent: "
-        "kernels are serialised and there is no timeline, so idle and launch overhead are lost)"
+    trace.method = (  # keep in step with _ncu_argv
+        "ncu gpu__time_duration.sum per launch inside the region, caches not flushed and clocks not locked "
+        "(fallback where nsys is absent: kernels are serialised and there is no timeline, so idle and launch "
+        "overhead are lost)"
     )
     return Captured(trace, path, {})

@@ -25,7 +25,7 @@ MIN_SAVING_US = 0.5  # opportunities below this per step are noise next to step-
 
 
 def _share(us: float, step: StepSummary) -> float | None:
-    base = (step.wall_us if step.marked else None) or step.kernel_us
+    base = step.event_step_us or (step.wall_us if step.marked else None) or step.kernel_us
     return us / base if base else None
 
 
@@ -90,26 +90,39 @@ def _headroom(k: WorkloadKernel, step: StepSummary, gpu: str | None) -> Opportun
 
 
 def _launch(step: StepSummary) -> Opportunity | None:
+    """Launch-bound idle a CUDA/HIP graph removes. The tracer slows the host (every op and launch is
+    recorded), so when the capture also timed the steps with CUDA events alone, the idle time without the
+    tracer (event step time - busy) caps the estimate."""
     bound = step.launch_bound_gap_us
-    if step.wall_us is None or step.idle_us is None or bound is None:
+    if step.wall_us is None or step.idle_us is None or step.busy_us is None or bound is None:
         return None  # without launch calls (rocprofv3, nsys, ncu tables) idle cannot be told from host work
-    saving = bound
-    if saving < MIN_SAVING_US:
-        return None
     formula = (
         f"launch-bound idle {bound:.1f} µs/step of {step.idle_us:.1f} µs idle "
-        f"(wall {step.wall_us:.1f} − busy {step.busy_us or 0.0:.1f}) = {saving:.1f} µs/step"
+        f"(wall {step.wall_us:.1f} − busy {step.busy_us:.1f} under the tracer)"
     )
+    saving = bound
+    if step.event_step_us is not None:
+        untraced = max(step.event_step_us - step.busy_us, 0.0)
+        if untraced < bound:
+            saving = untraced
+            formula += (
+                f"; capped by the idle without the tracer: CUDA-event step {step.event_step_us:.1f} − busy "
+                f"{step.busy_us:.1f}"
+            )
+    formula += f" = {saving:.1f} µs/step"
+    if saving < MIN_SAVING_US:
+        return None
     evidence = [f"{step.launches:g} launches/step"]
     if step.launch_call_us is not None:
-        evidence.append(f"median launch call {step.launch_call_us:.1f} µs on the host")
+        evidence.append(f"median launch call {step.launch_call_us:.1f} µs on the host (under the tracer)")
     if step.host_wait_us:
         evidence.append(f"host waits {step.host_wait_us:.1f} µs/step in synchronising calls")
+    base = step.event_step_us or step.wall_us
     return Opportunity(
         kind="launch_overhead",
         title=f"launch overhead and idle: {saving:.1f} µs/step",
         saving_us_per_step=saving,
-        share_of_step=_share(saving, step),
+        share_of_step=saving / base if base else None,
         formula=formula,
         evidence=evidence,
         kernels=[],

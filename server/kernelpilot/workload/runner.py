@@ -98,10 +98,8 @@ def _trace(torch: Any, step: Callable[[], Any], steps: int, path: Path) -> None:
 
 def _arch(torch: Any) -> str:
     """The device's ISA name as the join reads code objects: sm_<major><minor> or the gfx target."""
-    props = torch.cuda.get_device_properties(0)
-    gcn = getattr(props, "gcnArchName", "")
-    if gcn:
-        return str(gcn).split(":")[0]
+    if getattr(torch.version, "hip", None):  # CUDA builds have gcnArchName too, holding the device name
+        return str(torch.cuda.get_device_properties(0).gcnArchName).split(":")[0]
     major, minor = torch.cuda.get_device_capability(0)
     return f"sm_{major}{minor}"
 
