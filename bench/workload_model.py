@@ -6,7 +6,9 @@ protocol of `kernelpilot time` / `kernelpilot workload run`:
 
 - `make_decode`: one new token per sequence against a KV cache of 512 positions (the write position is fixed,
   so every step does the same work);
-- `make_prefill`: 256 tokens per sequence, causal attention, filling the KV cache.
+- `make_prefill`: 256 tokens per sequence, causal attention, filling the KV cache;
+- `make_train`: a training step (forward over 128 tokens without a cache, cross-entropy on the last token,
+  backward, AdamW step): the backward and optimizer kernels make a larger set of distinct kernel names.
 """
 
 from __future__ import annotations
@@ -37,9 +39,14 @@ class Attention(nn.Module):
         self.qkv = nn.Linear(HIDDEN, 3 * HIDDEN, bias=False)
         self.out = nn.Linear(HIDDEN, HIDDEN, bias=False)
 
-    def forward(self, x: torch.Tensor, cache: tuple[torch.Tensor, torch.Tensor], pos: int) -> torch.Tensor:
+    def forward(
+        self, x: torch.Tensor, cache: tuple[torch.Tensor, torch.Tensor] | None, pos: int
+    ) -> torch.Tensor:
         b, t, _ = x.shape
         q, k, v = self.qkv(x).view(b, t, 3, HEADS, HIDDEN // HEADS).permute(2, 0, 3, 1, 4)
+        if cache is None:  # training: no cache
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            return self.out(y.transpose(1, 2).reshape(b, t, HIDDEN))
         kc, vc = cache
         kc[:, :, pos : pos + t] = k
         vc[:, :, pos : pos + t] = v
@@ -59,7 +66,9 @@ class Block(nn.Module):
         self.up = nn.Linear(HIDDEN, MLP, bias=False)
         self.down = nn.Linear(MLP, HIDDEN, bias=False)
 
-    def forward(self, x: torch.Tensor, cache: tuple[torch.Tensor, torch.Tensor], pos: int) -> torch.Tensor:
+    def forward(
+        self, x: torch.Tensor, cache: tuple[torch.Tensor, torch.Tensor] | None, pos: int
+    ) -> torch.Tensor:
         x = x + self.attn(self.norm1(x), cache, pos)
         h = self.norm2(x)
         return x + self.down(F.silu(self.gate(h)) * self.up(h))
@@ -73,9 +82,9 @@ class Model(nn.Module):
         self.norm = RMSNorm(HIDDEN)
         self.head = nn.Linear(HIDDEN, VOCAB, bias=False)
 
-    def forward(self, tokens: torch.Tensor, caches: list[Any], pos: int) -> torch.Tensor:
+    def forward(self, tokens: torch.Tensor, caches: list[Any] | None, pos: int) -> torch.Tensor:
         x = self.embed(tokens)
-        for block, cache in zip(self.blocks, caches, strict=True):
+        for block, cache in zip(self.blocks, caches or [None] * LAYERS, strict=True):
             x = block(x, cache, pos)
         return self.head(self.norm(x[:, -1:]))
 
@@ -114,6 +123,24 @@ def make_prefill() -> Any:
     @torch.inference_mode()
     def step() -> torch.Tensor:
         return model(tokens, caches, 0)
+
+    return step
+
+
+def make_train() -> Any:
+    """One training step: 8 sequences of 128 tokens, loss on the last token, backward, AdamW."""
+    torch.manual_seed(0)
+    model = Model().to("cuda", torch.bfloat16).train()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, foreach=True)
+    tokens = torch.randint(0, VOCAB, (BATCH, 128), device="cuda")
+    target = torch.randint(0, VOCAB, (BATCH,), device="cuda")
+
+    def step() -> None:
+        logits = model(tokens, None, 0)
+        loss = F.cross_entropy(logits[:, -1].float(), target)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
 
     return step
 
