@@ -4,7 +4,8 @@
   drill-down (workload/drill.py: roofline position from the cited peaks);
 - launch overhead and idle: the step's launch-bound idle time, which replaying the step as a CUDA/HIP graph
   removes (playbooks/cuda.md, "L5. Launch overhead and kernel boundaries");
-- fusion: chains of back-to-back small elementwise/normalization kernels on one stream in a step. Fusing a
+- fusion: chains of back-to-back small memory-bound kernels (elementwise, normalization, dtype copies,
+  reductions) on one stream in a step. Fusing a
   chain into one kernel leaves about one pass over the data, so the estimate is the chain's time minus its
   longest member, and the launches saved are its length minus one.
 """
@@ -19,7 +20,9 @@ from typing import Any
 from kernelpilot.workload.models import Opportunity, StepSummary, WorkloadKernel
 from kernelpilot.workload.readers.trace import Activity, Trace
 
-FUSABLE = ("elementwise", "normalization")
+# memory-bound kernel categories a fused kernel absorbs: an eager RMSNorm is a dtype copy, a pow, a mean
+# reduction, an add, an rsqrt and two muls (bench/workload_model.py); device memcpy/memset are not kernels
+FUSABLE = ("elementwise", "normalization", "copy_memset", "reduction")
 SMALL_LAUNCH_US = 20.0  # a launch this short is dominated by its fixed costs; a fusion candidate
 MIN_SAVING_US = 0.5  # opportunities below this per step are noise next to step-to-step spread
 
@@ -154,7 +157,7 @@ def _chains(trace: Trace, cats: Mapping[str, str]) -> dict[tuple[str, ...], list
 def _fusion(trace: Trace, kernels: list[WorkloadKernel], step: StepSummary) -> list[Opportunity]:
     if not trace.timeline or not trace.activities:
         return []
-    cats = {k.name: k.category for k in kernels}
+    cats = {k.name: k.category for k in kernels if not k.rule.startswith("device ")}
     short = {k.name: k.short_name for k in kernels}
     out = []
     for names, occ in _chains(trace, cats).items():
