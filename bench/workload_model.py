@@ -7,6 +7,7 @@ protocol of `kernelpilot time` / `kernelpilot workload run`:
 - `make_decode`: one new token per sequence against a KV cache of 512 positions (the write position is fixed,
   so every step does the same work);
 - `make_prefill`: 256 tokens per sequence, causal attention, filling the KV cache;
+- `make_decode_graph`: the decode step captured as a CUDA graph and replayed;
 - `make_train`: a training step (forward over 128 tokens without a cache, cross-entropy on the last token,
   backward, AdamW step): the backward and optimizer kernels make a larger set of distinct kernel names.
 """
@@ -125,6 +126,23 @@ def make_prefill() -> Any:
         return model(tokens, caches, 0)
 
     return step
+
+
+def make_decode_graph() -> Any:
+    """The decode step captured once as a CUDA graph and replayed (playbooks/cuda.md L5): same kernels, one
+    launch call per step."""
+    model, caches = _setup()
+    tokens = torch.randint(0, VOCAB, (BATCH, 1), device="cuda")
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.inference_mode(), torch.cuda.stream(stream):
+        for _ in range(3):  # warm up on a side stream before capture, as torch.cuda.graphs asks
+            model(tokens, caches, CACHE - 1)
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.inference_mode(), torch.cuda.graph(graph):
+        model(tokens, caches, CACHE - 1)
+    return graph.replay
 
 
 def make_train() -> Any:
