@@ -100,3 +100,15 @@ def test_recorded_result_json_is_the_current_model():
     data = json.loads((WL / "h100_decode_run1.json").read_text())
     r = load_result(str(WL / "h100_decode_run1.json"))
     assert len(r.kernels) == len(data["kernels"]) == 18
+
+
+def test_skip_steps_leaves_out_the_first_steps_of_a_trace(decode):
+    from kernelpilot.errors import InvalidArgumentError
+
+    r = read_workload(WorkloadReadRequest(path=str(WL / "h100_decode_trace.json"), skip_steps=1))
+    assert r.step.steps == 2 and r.step.launches == 135
+    assert r.kernels[0].per_step_us == pytest.approx(decode.kernels[0].per_step_us[1:])
+    with pytest.raises(InvalidArgumentError):
+        read_workload(WorkloadReadRequest(path=str(WL / "h100_decode_trace.json"), skip_steps=3))
+    with pytest.raises(InvalidArgumentError):
+        read_workload(WorkloadReadRequest(path=str(WL / "mi350x_flash_attn_kernel_trace.csv"), skip_steps=1))

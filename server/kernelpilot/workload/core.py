@@ -61,7 +61,7 @@ def read_workload(req: WorkloadReadRequest) -> WorkloadResult:
     """A recorded trace into the breakdown and the opportunities it supports (no drill-down)."""
     from kernelpilot.workload.readers.detect import read_trace
 
-    trace = read_trace(req.path, req.format, req.steps)
+    trace = read_trace(req.path, req.format, req.steps, req.skip_steps)
     enabled = gc.isenabled()
     gc.disable()  # the breakdown walks the same millions of objects (see read_trace)
     try:

@@ -170,6 +170,9 @@ class WorkloadReadRequest(Request):
     steps: int | None = Field(
         None, ge=1, description="Steps the trace holds when it carries no step markers (default 1)."
     )
+    skip_steps: int = Field(
+        0, ge=0, description="Leave out the first N marked steps (warm-up in a trace someone else recorded)."
+    )
     hot_share: float = Field(
         0.8, gt=0, le=1, description="Hot set: kernels covering this share of kernel time."
     )

@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from kernelpilot.errors import InvalidArgumentError
 from kernelpilot.workload.errors import TraceFormatError
 
 try:
@@ -217,13 +218,19 @@ def _assign_steps(acts: list[Activity], steps: list[tuple[int, float, float]]) -
         prev = a.step
 
 
-def read_kineto(path: Path, steps: int | None = None) -> Trace:
+def read_kineto(path: Path, steps: int | None = None, skip_steps: int = 0) -> Trace:
     """Read a Kineto Chrome trace; steps come from step ranges, else `steps` (whole trace = that many)."""
     doc = load_json(path)
     b = _Buckets(_events(doc, str(path)))
     acts = [_activity(ev, b) for ev in b.device]
     _context(acts, b)
     marks = sorted(b.steps)
+    if skip_steps and skip_steps >= len(marks):
+        raise InvalidArgumentError(
+            f"skip_steps={skip_steps} leaves none of the {len(marks)} step ranges of {path}",
+            "skip fewer steps than the trace holds",
+        )
+    marks = marks[skip_steps:]
     step_host: list[tuple[float, float]] = []
     notes: list[str] = []
     if marks:
