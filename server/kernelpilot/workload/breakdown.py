@@ -62,42 +62,59 @@ def _top(c: dict[str, float], n: int = 3) -> list[str]:
     return sorted(c, key=lambda k: -c[k])[:n]
 
 
-def _accumulate(trace: Trace) -> dict[str, _Acc]:
+Combo = tuple[str, str | None, str | None, str | None, str | None, str | None]  # name, op, top op, range, ...
+
+
+def _accumulate(trace: Trace) -> tuple[dict[str, _Acc], dict[Combo, list[float]]]:
+    """Per kernel name: durations, per-step sums, shape samples; and µs and launches per (name, op, outer
+    op, range, module, phase) combination, which the op/range/module/phase tables are summed from (a step's
+    thousands of launches fall into a few hundred combinations)."""
     accs: dict[str, _Acc] = {}
+    combos: dict[Combo, list[float]] = {}
+    steps = trace.steps
     for a in trace.activities:
         acc = accs.get(a.name)
         if acc is None:
             acc = accs[a.name] = _Acc(
-                a.kind, per_step=[0.0] * trace.steps, first=a.start_us, grid=dims(a.grid), block=dims(a.block)
+                a.kind, per_step=[0.0] * steps, first=a.start_us, grid=dims(a.grid), block=dims(a.block)
             )
         acc.durs.append(a.dur_us)
-        if 0 <= a.step < trace.steps:
+        if 0 <= a.step < steps:
             acc.per_step[a.step] += a.dur_us
-        for counter, key in (
-            (acc.ops, a.op),
-            (acc.top_ops, a.top_op),
-            (acc.ranges, a.range),
-            (acc.modules, a.module),
-            (acc.phases, a.phase),
-        ):
-            if key:
-                counter[key] = counter.get(key, 0.0) + a.dur_us
-        acc.graph = acc.graph or a.graph
+        key = (a.name, a.op, a.top_op, a.range, a.module, a.phase)
+        v = combos.get(key)
+        if v is None:
+            combos[key] = [a.dur_us, 1.0]
+        else:
+            v[0] += a.dur_us
+            v[1] += 1.0
+        if a.graph:
+            acc.graph = True
         if a.shapes and len(acc.shape_samples) < SHAPE_SAMPLES:
             acc.shape_samples.append((a.shapes, a.dur_us))
-    if trace.steps == 1:
+    for (name, op, top, rng, mod, phase), (us, _n) in combos.items():
+        acc = accs[name]
+        for counter, k in (
+            (acc.ops, op),
+            (acc.top_ops, top),
+            (acc.ranges, rng),
+            (acc.modules, mod),
+            (acc.phases, phase),
+        ):
+            if k:
+                counter[k] = counter.get(k, 0.0) + us
+    if steps == 1:
         for acc in accs.values():
             acc.per_step = [sum(acc.durs)]
-    return accs
+    return accs, combos
 
 
-def _kernels(trace: Trace) -> list[WorkloadKernel]:
+def _kernels(trace: Trace, accs: dict[str, _Acc]) -> list[WorkloadKernel]:
     from kernelpilot.workload.names import normalize, short_name
 
     out: list[WorkloadKernel] = []
     steps = trace.steps
     if trace.activities:
-        accs = _accumulate(trace)
         total = sum(sum(a.durs) for a in accs.values())
         for name, acc in sorted(accs.items(), key=lambda kv: (-sum(kv[1].durs), kv[1].first)):
             cat, rule = categorize(name, acc.kind)
@@ -228,38 +245,32 @@ def _steps(trace: Trace, kernel_us: float, launches: float) -> StepSummary:
 
 
 def _group_keys(
-    trace: Trace, kernels: list[WorkloadKernel]
+    trace: Trace, kernels: list[WorkloadKernel], combos: dict[Combo, list[float]]
 ) -> list[tuple[str, float, float, dict[str, str | None]]]:
-    """(name, µs, launches, level -> key) per activity; per kernel name for formats of aggregates only."""
+    """(name, µs, launches, level -> key) per combination; per kernel name for formats of aggregates only."""
     cat = {k.name: k.category for k in kernels}
     if trace.activities:
         return [
             (
-                a.name,
-                a.dur_us,
-                1.0,
-                {
-                    "category": cat[a.name],
-                    "op": a.top_op or a.op,
-                    "range": a.range,
-                    "module": a.module,
-                    "phase": a.phase,
-                },
+                name,
+                us,
+                n,
+                {"category": cat[name], "op": top or op, "range": rng, "module": mod, "phase": phase},
             )
-            for a in trace.activities
+            for (name, op, top, rng, mod, phase), (us, n) in combos.items()
         ]
     n = trace.steps
     return [(k.name, k.us_per_step * n, k.launches_per_step * n, {"category": k.category}) for k in kernels]
 
 
-def _groups(trace: Trace, kernels: list[WorkloadKernel]) -> list[GroupRow]:
+def _groups(trace: Trace, kernels: list[WorkloadKernel], combos: dict[Combo, list[float]]) -> list[GroupRow]:
     """Time per step by category, ATen op, range, nn.Module path and phase, summed over the launches under
     each key (a kernel launched from two modules counts in both, for the launches of each)."""
     steps = trace.steps
     total = sum(k.us_per_step for k in kernels) or 1.0
     agg: dict[tuple[str, str], list[float]] = {}
     names: dict[tuple[str, str], set[str]] = defaultdict(set)
-    for name, us, launches, keys in _group_keys(trace, kernels):
+    for name, us, launches, keys in _group_keys(trace, kernels, combos):
         for level, key in keys.items():
             if key:
                 v = agg.setdefault((level, key), [0.0, 0.0])
@@ -294,7 +305,8 @@ def mark_hot(kernels: list[WorkloadKernel], share: float, cap: int) -> list[Work
 
 
 def breakdown(trace: Trace) -> tuple[StepSummary, list[WorkloadKernel], list[GroupRow]]:
-    kernels = _kernels(trace)
+    accs, combos = _accumulate(trace) if trace.activities else ({}, {})
+    kernels = _kernels(trace, accs)
     if not kernels:
         raise NoStepWorkError(
             f"{trace.source}: the captured steps ran no kernel, copy or fill on the GPU",
@@ -302,4 +314,4 @@ def breakdown(trace: Trace) -> tuple[StepSummary, list[WorkloadKernel], list[Gro
         )
     kernel_us = sum(k.us_per_step for k in kernels)
     launches = sum(k.launches_per_step for k in kernels)
-    return _steps(trace, kernel_us, launches), kernels, _groups(trace, kernels)
+    return _steps(trace, kernel_us, launches), kernels, _groups(trace, kernels, combos)
