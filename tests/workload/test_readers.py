@@ -141,3 +141,14 @@ def test_nsys_stats_tables_read_by_their_column_names(tmp_path: Path):
     t = read_workload(WorkloadReadRequest(path=str(gpu)))
     assert t.format == "nsys_gpu_trace" and t.step.busy_us == 2.5 and t.step.wall_us == 3.5
     assert t.kernels[0].grid == [132, 1, 1] and t.kernels[1].category == "copy_memset"
+
+
+def test_kineto_event_with_a_field_of_the_wrong_type_is_a_typed_error(tmp_path: Path):
+    p = tmp_path / "odd.json"
+    events = [
+        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": "soon", "dur": 2, "args": {"External id": 1}},
+        {"ph": "X", "cat": "kernel", "name": "k", "ts": 5, "dur": 1, "args": {"External id": 1}},
+    ]
+    p.write_text(json.dumps({"traceEvents": events}))
+    with pytest.raises(TraceFormatError, match="unexpected type"):
+        read_trace(p)

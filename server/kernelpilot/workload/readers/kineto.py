@@ -104,10 +104,18 @@ class _Buckets:
         self.steps: list[tuple[int, float, float]] = []
         device, runtime, ops, op_iv = self.device, self.runtime, self.ops, self.op_iv
         for ev in events:
-            if not isinstance(ev, dict) or ev.get("ph") != "X":
+            if type(ev) is not dict or ev.get("ph") != "X":
                 continue
             cat = ev.get("cat")
-            if cat in _DEVICE:
+            if cat == "cpu_op":  # the most frequent: numbers are checked where they are used (read_kineto)
+                args = ev.get("args")
+                if args:
+                    ext = args.get("External id")
+                    if ext is not None:
+                        ops[ext] = ev
+                ts = ev.get("ts", 0.0)
+                op_iv.append((ts, ts + (ev.get("dur") or 0.0), ev.get("name", "")))
+            elif cat in _DEVICE:
                 device.append(ev)
             elif cat in _RUNTIME:
                 corr = (ev.get("args") or {}).get("correlation")
@@ -115,12 +123,6 @@ class _Buckets:
                     runtime[corr] = ev
                 if _SYNC.search(str(ev.get("name", ""))):
                     self.sync.append((float(ev.get("ts", 0.0)), float(ev.get("dur", 0.0) or 0.0)))
-            elif cat == "cpu_op":
-                ext = (ev.get("args") or {}).get("External id")
-                if ext is not None:
-                    ops[ext] = ev
-                ts = float(ev.get("ts", 0.0))
-                op_iv.append((ts, ts + float(ev.get("dur", 0.0) or 0.0), str(ev.get("name", ""))))
             elif cat == "user_annotation" or cat == "python_function":
                 self._range(ev)
 
@@ -221,6 +223,21 @@ def _assign_steps(acts: list[Activity], steps: list[tuple[int, float, float]]) -
 def read_kineto(path: Path, steps: int | None = None, skip_steps: int = 0) -> Trace:
     """Read a Kineto Chrome trace; steps come from step ranges, else `steps` (whole trace = that many)."""
     doc = load_json(path)
+    try:
+        return _read(doc, path, steps, skip_steps)
+    except (
+        TypeError,
+        ValueError,
+        AttributeError,
+        KeyError,
+    ) as exc:  # foreign data: a field of the wrong type
+        raise TraceFormatError(
+            f"{path}: an event has a field of an unexpected type or lacks one ({type(exc).__name__}: {exc})",
+            "give the trace torch.profiler wrote, unedited",
+        ) from exc
+
+
+def _read(doc: Any, path: Path, steps: int | None, skip_steps: int) -> Trace:
     b = _Buckets(_events(doc, str(path)))
     acts = [_activity(ev, b) for ev in b.device]
     _context(acts, b)
