@@ -75,8 +75,17 @@ def test_mcp_workload_read_and_report(tmp_path: Path):
 
 @pytest.mark.needs_tool("chromium")
 def test_html_report_opens_in_headless_chromium_without_console_errors(tmp_path: Path):
+    from kernelpilot.workload.core import report_workload
+    from kernelpilot.workload.models import WorkloadReportRequest
+
     html = tmp_path / "workload.html"
     read_workload(WorkloadReadRequest(path=str(TRACE), html=str(html)))
-    console, shot = screenshot(html, tmp_path, size="1400,2000")
-    assert console == []
-    assert shot.is_file() and shot.stat().st_size > 10_000
+    h100 = tmp_path / "h100_decode.html"  # a recorded H100 run: drill-down evidence and long next commands
+    report_workload(
+        WorkloadReportRequest(path=str(FIXTURES / "workload/h100_decode_run1.json"), out=str(h100))
+    )
+    for page in (html, h100):
+        console, shot = screenshot(page, tmp_path, size="1400,2000")
+        assert console == []
+        assert shot.is_file() and shot.stat().st_size > 10_000
+    assert "kernelpilot workspace init nvjet-sm90" in h100.read_text()
