@@ -183,6 +183,9 @@ def _context(acts: list[Activity], b: _Buckets) -> None:
     rng, mod = _Enclosing(b.ranges), _Enclosing(b.modules)
     starts, tops = b.top_ops()
     backward = {iv for iv in tops if iv[2].startswith("autograd::engine::evaluate_function")}
+    # nested ranges: the innermost one fixes the whole stack, so paths and phases are cached by its identity
+    paths: dict[int, str] = {}
+    phases: dict[tuple[int, bool], str | None] = {}
     for a in items:
         t = a.launch_ts_us or 0.0
         r, m = rng.at(t), mod.at(t)
@@ -191,10 +194,18 @@ def _context(acts: list[Activity], b: _Buckets) -> None:
         if r:
             a.range = r[-1][2]
         if m:
-            a.module = "/".join(iv[2] for iv in m)
+            key = id(m[-1])
+            path = paths.get(key)
+            if path is None:
+                path = paths[key] = "/".join(iv[2] for iv in m)
+            a.module = path
         if top is not None:
             a.top_op = top[2]
-        a.phase = _phase([iv[2] for iv in r], top in backward)
+        pkey = (id(r[-1]) if r else 0, top in backward)
+        if pkey in phases:
+            a.phase = phases[pkey]
+        else:
+            a.phase = phases[pkey] = _phase([iv[2] for iv in r], pkey[1])
 
 
 def _phase(ranges: list[str], backward: bool) -> str | None:
