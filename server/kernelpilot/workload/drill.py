@@ -7,11 +7,14 @@ of a step costs minutes (ncu replays each launch ~17 times), so each hot kernel 
 - ncu's `--kernel-id ::regex:<names>:<N>` profiles the N-th invocation *of each* kernel the regex matches
   (Nsight Compute "Training", Filter Options, example "Profile only 2nd invocation of all kernels which
   have Bar in name"). N is chosen past the warm-up of every hot kernel: N = max(warm-up steps x launches per
-  step) + 1, and a closure target runs enough steps for the least frequent kernel to reach it.
-- names are matched on their mangled form (`--kernel-name-base mangled`) when `workload.join` found every
-  hot kernel's symbol: exact, and free of the `::` that the kernel-id syntax splits on; else on the
-  demangled form with `:` as a wildcard.
-- metrics: `profile.metrics.roofline_metrics` (duration, DRAM bytes, FLOPs by precision, SOL %).
+  step) + 1, and a closure target runs enough steps for the least frequent kernel to reach it. Inside a
+  region (NVTX include, or cudaProfilerStart/Stop with `--profile-from-start off`) N = 1 is each kernel's
+  first launch there. ncu takes one `--kernel-id` only. All checked on the H100 with ncu 2025.3
+  (tests/fixtures/workload/join/gpu/ncu_filter_*, tests/workload/test_gpu_records.py).
+- names are matched in their mangled form (`--kernel-name-base mangled`), which has no `::` for the
+  kernel-id syntax to split on: see `plan_filters`.
+- metrics: `profile.metrics.roofline_metrics` (duration, DRAM bytes, FLOPs by precision, SOL %) and the
+  device's name (for its wiki peaks).
 
 Each profiled launch goes through `profile.normalize` and `bottleneck.classify_profile`; the roofs are the
 wiki's cited peaks for the GPU. A kernel that got no profiled launch (never reached, replay failed, the
