@@ -47,17 +47,27 @@ def test_plan_picks_a_steady_state_invocation_for_every_kernel() -> None:
     assert "::regex:^(a_kernel|b_kernel|c_kernel)$:1" in args
 
 
-def test_demangled_names_become_a_regex_ncu_can_take() -> None:
-    p = plan_filters(DrillTarget(spec="s.py:f"), [HotKernel(name=LN, launches_per_step=4)])
-    assert p.base == "demangled" and ":" not in p.pattern.replace("(?:", "")
+# a kernel as Kineto named it on the H100, and its symbol in libtorch_cuda.so (fixtures/workload/join/gpu)
+LN_BF16 = (
+    "void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<c10::BFloat16, float, false>(int, "
+    "float, c10::BFloat16 const*, c10::BFloat16 const*, c10::BFloat16 const*, float*, float*, c10::BFloat16*)"
+)
+LN_SYM = (
+    "_ZN2at6native53_GLOBAL__N__21739cd4_20_layer_norm_kernel_cu_9c5ada8a28vectorized_layer_norm_kernelIN3c10"
+    "8BFloat16EfLb0EEEviT0_PKT_S8_S8_PS5_S9_PS6_"
+)
+
+
+def test_kernels_without_their_symbol_are_filtered_by_their_own_name() -> None:
+    p = plan_filters(DrillTarget(spec="s.py:f"), [HotKernel(name=LN_BF16, launches_per_step=4)])
+    assert p.base == "mangled" and p.pattern == "^(_Z.*28vectorized_layer_norm_kernel.*)$" and not p.keys
     rx = re.compile(p.pattern)
-    assert rx.match(LN)
-    assert rx.match(LN.replace("(anonymous namespace)", "<unnamed>"))
-    assert not rx.match(LN.replace("float const*", "double const*"))
-    # with the join's symbol the filter is exact and mangled
-    sym = "_ZN2at6native12_GLOBAL__N_128vectorized_layer_norm_kernelIffEEviT0_PKT_"
-    p2 = plan_filters(DrillTarget(spec="s.py:f"), [HotKernel(name=LN, launches_per_step=4, symbol=sym)])
-    assert p2.base == "mangled" and p2.pattern == f"^({sym})$" and p2.keys == {sym: 0}
+    assert rx.match(LN_SYM) and not rx.match("_ZN2at6native29vectorized_elementwise_kernelILi8E")
+    # with the join's symbol the filter is exact
+    p2 = plan_filters(
+        DrillTarget(spec="s.py:f"), [HotKernel(name=LN_BF16, launches_per_step=4, symbol=LN_SYM)]
+    )
+    assert p2.pattern == f"^({LN_SYM})$" and p2.keys == {LN_SYM: 0} and not p2.loose
 
 
 def test_drill_gives_a_roofline_position_and_names_the_kernel_it_missed(

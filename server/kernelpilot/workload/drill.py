@@ -7,11 +7,14 @@ of a step costs minutes (ncu replays each launch ~17 times), so each hot kernel 
 - ncu's `--kernel-id ::regex:<names>:<N>` profiles the N-th invocation *of each* kernel the regex matches
   (Nsight Compute "Training", Filter Options, example "Profile only 2nd invocation of all kernels which
   have Bar in name"). N is chosen past the warm-up of every hot kernel: N = max(warm-up steps x launches per
-  step) + 1, and a closure target runs enough steps for the least frequent kernel to reach it.
-- names are matched on their mangled form (`--kernel-name-base mangled`) when `workload.join` found every
-  hot kernel's symbol: exact, and free of the `::` that the kernel-id syntax splits on; else on the
-  demangled form with `:` as a wildcard.
-- metrics: `profile.metrics.roofline_metrics` (duration, DRAM bytes, FLOPs by precision, SOL %).
+  step) + 1, and a closure target runs enough steps for the least frequent kernel to reach it. Inside a
+  region (NVTX include, or cudaProfilerStart/Stop with `--profile-from-start off`) N = 1 is each kernel's
+  first launch there. ncu takes one `--kernel-id` only. All checked on the H100 with ncu 2025.3
+  (tests/fixtures/workload/join/gpu/ncu_filter_*, tests/workload/test_gpu_records.py).
+- names are matched in their mangled form (`--kernel-name-base mangled`), which has no `::` for the
+  kernel-id syntax to split on: see `plan_filters`.
+- metrics: `profile.metrics.roofline_metrics` (duration, DRAM bytes, FLOPs by precision, SOL %) and the
+  device's name (for its wiki peaks).
 
 Each profiled launch goes through `profile.normalize` and `bottleneck.classify_profile`; the roofs are the
 wiki's cited peaks for the GPU. A kernel that got no profiled launch (never reached, replay failed, the
@@ -34,7 +37,7 @@ from pydantic import BaseModel, Field
 from kernelpilot.capability import Progress, no_progress
 from kernelpilot.errors import InvalidArgumentError, KernelpilotError, ToolFailedError
 from kernelpilot.profile.models import KernelProfile
-from kernelpilot.workload.names import name_keys
+from kernelpilot.workload.names import full_key, name_keys
 
 # flop_count key (profile.normalize) -> the wiki metric of the roof that precision runs against
 PEAK_OF_PRECISION = {
@@ -56,6 +59,7 @@ MEMORY_PEAK = "memory_bandwidth_tb_s"
 DEVICE_NAME = "device__attribute_display_name"  # the GPU's name, for its wiki peaks
 _REGEX_SPECIAL = re.compile(r"([\\^$.|?*+()\[\]{}])")  # ECMAScript regex metacharacters (ncu's regex)
 _MANGLED_SAFE = re.compile(r"^[A-Za-z0-9_$.]+$")
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 class DrillTarget(BaseModel):
@@ -177,49 +181,52 @@ def _check_target(t: DrillTarget) -> None:
 
 
 class FilterPlan(BaseModel):
-    """How ncu picks one launch per hot kernel; `key` maps a profiled row's printed name to a hot kernel."""
+    """How the profiler picks one launch per hot kernel, and how its rows map back to the hot kernels."""
 
-    base: str  # "mangled" | "demangled"
+    base: str  # "mangled" (ncu) | "rocprofv3"
     pattern: str  # regex over the names in that base
     invocation: int  # N: profile the N-th invocation of each matching kernel
     steps: int  # closure target: calls to run in all
-    keys: dict[str, int]  # printed name (mangled) or normalized name -> index into hot
+    keys: dict[str, int]  # name as the profiler prints it -> index into hot (exact matches)
+    loose: dict[str, int] = {}  # normalized name -> index into hot (kernels matched by their own name)
 
 
 def plan_filters(target: DrillTarget, hot: list[HotKernel]) -> FilterPlan:
-    """The ncu filter for one steady-state launch of each hot kernel (see the module docstring)."""
-    mangled = all(h.symbol or _MANGLED_SAFE.match(h.name) for h in hot)
-    names = [(h.symbol or h.name) if mangled else h.name for h in hot]
-    if mangled:
-        parts = [_escape(n) for n in names]
-        keys = {n: i for i, n in enumerate(names)}
-    else:
-        parts = [_demangled_regex(n) for n in names]
-        keys = {name_keys(n).full: i for i, n in enumerate(names)}
-    pattern = "^(" + "|".join(parts) + ")$"
+    """The ncu filter for one steady-state launch of each hot kernel (see the module docstring).
+
+    ncu matches mangled names: exact for a kernel with its symbol (from `workload.join`) or a plain name
+    (extern "C", Triton, cuBLAS's nvjet); otherwise any Itanium symbol holding the kernel's own identifier
+    (`_Z.*29vectorized_elementwise_kernel.*`), its rows told apart by their demangled names afterwards.
+    ncu's own demangled spelling is not used: on the H100 it printed `void step_kernel<1>(float *)` for
+    `kpf::step_kernel<1>(float*)` and `unnamed>::anon_kernel(float *)`, and a demangled-base filter
+    matched nothing (tests/fixtures/workload/join/gpu/ncu_filter_E_demangled_inv7.csv)."""
+    parts: list[str] = []
+    keys: dict[str, int] = {}
+    loose: dict[str, int] = {}
+    for i, h in enumerate(hot):
+        exact = h.symbol or (h.name if _MANGLED_SAFE.match(h.name) else None)
+        if exact is not None:
+            parts.append(_escape(exact))
+            keys[exact] = i
+            continue
+        k = name_keys(h.name)
+        if not _WORD.fullmatch(k.own):
+            continue  # no filter can name it: its result says so
+        parts.append(f"_Z.*{len(k.own)}{_escape(k.own)}.*")
+        loose[k.full] = i
     if target.region is not None:
         invocation, steps = 1, 1
     else:
         invocation = max(math.floor(target.warmup_steps * h.launches_per_step) for h in hot) + 1
         steps = max(math.ceil(invocation / h.launches_per_step) for h in hot)
     return FilterPlan(
-        base="mangled" if mangled else "demangled",
-        pattern=pattern,
+        base="mangled",
+        pattern="^(" + "|".join(parts) + ")$",
         invocation=invocation,
         steps=steps,
         keys=keys,
+        loose=loose,
     )
-
-
-def _demangled_regex(name: str) -> str:
-    """A regex for a demangled name in ncu's spelling: `:` (split by the kernel-id syntax) and the anonymous
-    namespace (spelled two ways) as wildcards; a cut name as a prefix."""
-    keys = name_keys(name)
-    text = name.strip().rstrip(".…")
-    out = _escape(text).replace(":", ".")
-    for anon in ("(anonymous namespace)", "<unnamed>"):
-        out = out.replace(_escape(anon), "(?:.{21}|.{9})")
-    return out + (".*" if keys.cut else "")
 
 
 def _escape(text: str) -> str:
@@ -235,8 +242,6 @@ def ncu_filter_args(plan: FilterPlan, region: str | None) -> list[str]:
         plan.base,
         "--kernel-id",
         f"::regex:{plan.pattern}:{plan.invocation}",
-        "--launch-count",
-        str(len(plan.keys)),
     ]
     if region is not None and region.startswith("nvtx:"):
         args += ["--nvtx", "--nvtx-include", region[len("nvtx:") :] + "/"]
@@ -313,7 +318,9 @@ def _profiles(text: str) -> list[KernelProfile]:
 
 
 def _result(h: HotKernel, plan: FilterPlan, profiles: list[KernelProfile], failure: str) -> DrillResult:
-    mine = [p for p in profiles if _row_key(p.kernel, plan) == _key_of(h, plan)]
+    mine = [p for p in profiles if _is_row_of(h, p.kernel, plan)]
+    if not mine and plan.base == "mangled" and not _in_plan(h, plan):
+        return DrillResult(name=h.name, ok=False, error=f"{h.name}: no profiler filter can name this kernel")
     if not mine:
         why = failure or (
             f"no launch was profiled: its invocation {plan.invocation} was never reached "
@@ -339,18 +346,19 @@ def _result(h: HotKernel, plan: FilterPlan, profiles: list[KernelProfile], failu
     )
 
 
-def _key_of(h: HotKernel, plan: FilterPlan) -> str:
-    if plan.base == "mangled":
-        return h.symbol or h.name
-    keys = name_keys(h.name)
-    return keys.no_params if plan.base == "rocprofv3" else keys.full
+def _is_row_of(h: HotKernel, printed: str, plan: FilterPlan) -> bool:
+    """Whether a profiled row (its name as the profiler printed it) is a launch of hot kernel `h`."""
+    if plan.base == "rocprofv3":
+        return name_keys(printed).no_params == name_keys(h.name).no_params
+    exact = h.symbol or (h.name if _MANGLED_SAFE.match(h.name) else None)
+    if exact is not None:
+        return printed == exact
+    return printed.startswith("_Z") and full_key(printed) == name_keys(h.name).full
 
 
-def _row_key(printed: str, plan: FilterPlan) -> str:
-    if plan.base == "mangled":
-        return printed
-    keys = name_keys(printed)
-    return keys.no_params if plan.base == "rocprofv3" else keys.full
+def _in_plan(h: HotKernel, plan: FilterPlan) -> bool:
+    exact = h.symbol or (h.name if _MANGLED_SAFE.match(h.name) else None)
+    return exact in plan.keys if exact is not None else name_keys(h.name).full in plan.loose
 
 
 # ---------------------------------------------------------------- AMD: rocprofv3 counters

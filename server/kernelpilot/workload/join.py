@@ -20,12 +20,14 @@ from __future__ import annotations
 
 import bisect
 import difflib
+import math
 import os
 import re
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -60,7 +62,43 @@ class JoinedKernel(BaseModel):
     shared_bytes: int | None = Field(None, description="static shared memory / LDS per block")
     occupancy: str | None = Field(None, description="theoretical occupancy from the allocation rules")
     limiter: str | None = Field(None, description="resource that limits the occupancy")
+    facts: Literal["code object", "trace"] | None = Field(
+        None,
+        description="where registers/shared/occupancy come from: the joined code object, or (no code object "
+        "holds the kernel) the trace's launch record",
+    )
     note: str = Field("", description="unmatched: why; matched: ambiguity and caveats")
+
+
+class LaunchFacts(BaseModel):
+    """What a trace records about a kernel's launches: CUPTI's kernel record (Kineto's event args) or a
+    rocprofv3 dispatch row. The fallback for kernels no file holds (compiled at run time)."""
+
+    registers: int | None = Field(None, description="registers per thread (AMD: arch VGPRs)")
+    shared_bytes: int | None = Field(None, description="shared memory / LDS per block, static + dynamic")
+    block: int | None = Field(None, description="threads per block")
+
+
+def launch_facts_from_kineto(args: dict[str, Any]) -> LaunchFacts:
+    """`LaunchFacts` from a Kineto kernel event's `args` ("registers per thread", "shared memory",
+    "block")."""
+
+    def num(key: str) -> int | None:
+        v = args.get(key)
+        return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+    blk = args.get("block")
+    block = None
+    if isinstance(blk, list) and blk and all(isinstance(b, int) for b in blk):
+        block = math.prod(blk)
+    return LaunchFacts(registers=num("registers per thread"), shared_bytes=num("shared memory"), block=block)
+
+
+# Kernels that no file holds: their libraries compile them at run time, so the join does not search every
+# mapped library for them (which would read all of them), and says why they are not matched.
+RUNTIME_COMPILED = {
+    "cudnn_generated_": "cuDNN compiles its runtime-fusion kernels (cudnn_generated_*) at run time",
+}
 
 
 def loaded_code_objects(
@@ -226,21 +264,73 @@ def join_names(
     objects: list[Path],
     arch: str | None = None,
     block_sizes: dict[str, int] | None = None,
+    launch_facts: dict[str, LaunchFacts] | None = None,
 ) -> list[JoinedKernel]:
-    """One `JoinedKernel` per name, in order: matched with its ISA facts, or unmatched with the reason.
+    """One `JoinedKernel` per name, in order: matched with its ISA facts, or unmatched with the reason (and,
+    given `launch_facts` for it, the registers, shared memory and occupancy its trace recorded).
 
     Code objects are read one at a time, most likely first (`search_order`), and reading stops once every
     name has a strict match (its symbol, or the same normalized name): a step's kernels usually live in
-    two or three of the ~20 GPU libraries a PyTorch process maps."""
+    two or three of the ~20 GPU libraries a PyTorch process maps. Kernels compiled at run time
+    (`RUNTIME_COMPILED`) are not waited for."""
     index = SymbolIndex()
-    blocks = block_sizes or {}
-    todo = list(dict.fromkeys(names))
+    blocks = dict(block_sizes or {})
+    facts = launch_facts or {}
+    for n, f in facts.items():
+        if f.block is not None:
+            blocks.setdefault(n, f.block)
+    todo = [n for n in dict.fromkeys(names) if _runtime_compiled(n) is None]
     for path in search_order(objects):
         index.add(path, arch)
         if all(r.how in STRICT for r in join_with_index(todo, index, {}, objects)):
             break
     index.searched = len(index.load_s_by_object)
-    return join_with_index(names, index, blocks, objects)
+    out = join_with_index(names, index, blocks, objects)
+    return [_from_trace(r, facts.get(r.name), arch, blocks.get(r.name)) if not r.matched else r for r in out]
+
+
+def _runtime_compiled(name: str) -> str | None:
+    return next((why for prefix, why in RUNTIME_COMPILED.items() if name.startswith(prefix)), None)
+
+
+def _from_trace(r: JoinedKernel, f: LaunchFacts | None, arch: str | None, block: int | None) -> JoinedKernel:
+    """An unmatched kernel: the reason, and the facts its trace recorded where there are some."""
+    why = _runtime_compiled(r.name)
+    note = f"{why}: no file holds it" if why else r.note
+    if f is None or (f.registers is None and f.shared_bytes is None):
+        return r.model_copy(update={"note": note})
+    from kernelpilot.isa.occupancy import occupancy_for
+
+    a = arch or "sm_90"
+    k = KernelResources(
+        name=r.name,
+        demangled=r.name,
+        vendor="amd" if a.startswith("gfx") else "nvidia",
+        arch=a,
+        entry="trace",
+        registers=f.registers,
+        static_shared_bytes=f.shared_bytes,
+    )
+    occ = lim = None
+    try:
+        o = occupancy_for(k, None, block, 0)
+        unit = "warps/SM" if o.waves_per_simd is None else "waves/CU"
+        occ = f"{o.occupancy_pct:.1f}% ({o.resident_warps}/{o.max_warps} {unit}) at block {o.block_size}"
+        lim = o.limiter
+    except KernelpilotError as exc:
+        note += f"; no occupancy: {exc.message}"
+    return r.model_copy(
+        update={
+            "facts": "trace",
+            "arch": arch,
+            "registers": f.registers,
+            "shared_bytes": f.shared_bytes,
+            "occupancy": occ,
+            "limiter": lim,
+            "note": note
+            + "; registers and shared memory as the trace's launch record gives them (no spills)",
+        }
+    )
 
 
 STRICT = ("exact symbol", "same normalized name")
@@ -423,6 +513,7 @@ def _facts(name: str, sym: _Sym, how: str, note: str, block: int | None) -> Join
         name=name,
         matched=True,
         how=how,
+        facts="code object",
         code_object=sym.where,
         symbol=k.name,
         arch=k.arch,

@@ -13,7 +13,6 @@ This module does not read code objects or traces (`workload.join` does).
 
 from __future__ import annotations
 
-import functools
 import re
 from typing import NamedTuple
 
@@ -39,21 +38,20 @@ def demangle(name: str) -> str:
 
 
 def demangle_many(names: list[str]) -> dict[str, str]:
-    """name -> demangled, for every name given (one demangler call for all mangled ones)."""
+    """name -> demangled, for every name given (one demangler call for all mangled ones not seen before)."""
     bare = {n: _strip_kd(n.strip()) for n in names}
-    mangled = [b for b in bare.values() if b.startswith("_Z")]
-    table = _cached(tuple(sorted(set(mangled)))) if mangled else {}
-    return {n: table.get(b, b if b.startswith("_Z") else n) for n, b in bare.items()}
+    todo = sorted({b for b in bare.values() if b.startswith("_Z") and b not in _DEMANGLED})
+    if todo:
+        _DEMANGLED.update(demangle_all(todo))
+    return {n: _DEMANGLED.get(b, b) if b.startswith("_Z") else n for n, b in bare.items()}
 
 
-@functools.lru_cache(maxsize=64)
-def _cached(mangled: tuple[str, ...]) -> dict[str, str]:
-    return demangle_all(list(mangled))
+_DEMANGLED: dict[str, str] = {}  # mangled -> demangled, for this process
 
 
 def clear_demangle_cache() -> None:
     """Forget demangled names (a benchmark times the demangler afresh on each run)."""
-    _cached.cache_clear()
+    _DEMANGLED.clear()
 
 
 def _strip_kd(name: str) -> str:
@@ -116,12 +114,23 @@ _KEPT_SPACE = re.compile(r"(?<=[A-Za-z0-9_$])\s+(?=[A-Za-z0-9_$])")
 _SPACE = re.compile(r"\s+")
 
 
+# integer template arguments: GNU prints `1ul`, NVIDIA's demangler (ncu, nsys) `(unsigned long)1`
+_INT_CAST = re.compile(
+    r"(?<=[<,])\((?:unsigned |signed )?(?:int|long|long long|short|char|__int128)\)(-?\d+)"
+)
+_INT_SUFFIX = re.compile(r"(?<=[<,])(-?\d+)(?:ull|ul|ll|u|l)(?=[,>])")
+
+
 def _canonical(text: str) -> str:
-    """One spelling of spacing and the anonymous namespace (as a one-character mark until the end): one
-    space kept only between two identifier characters (`unsigned int`, `void foo`), none elsewhere."""
+    """One spelling of spacing, integer template arguments and the anonymous namespace (as a one-character
+    mark until the end): one space kept only between two identifier characters (`unsigned int`, `void
+    foo`), none elsewhere; `(int)1` and `1ul` both `1`."""
     for spelling in _ANON_SPELLINGS:
         text = text.replace(spelling, _ANON_MARK)
-    return _SPACE.sub("", _KEPT_SPACE.sub("\x02", text)).replace("\x02", " ")
+    text = _SPACE.sub("", _KEPT_SPACE.sub("\x02", text)).replace("\x02", " ")
+    if "<" in text:
+        text = _INT_SUFFIX.sub(r"\1", _INT_CAST.sub(r"\1", text))
+    return text
 
 
 def _shielded(text: str) -> str:
