@@ -34,6 +34,15 @@ def test_decode_trace_reads_three_steps_of_135_launches(decode):
     assert top.name == "nvjet_sm90_tst_64x8_64x16_4x1_v_bz_TNT" and top.category == "gemm"
     assert top.launches_per_step == 16 and top.ops == ["aten::linear"]
     assert top.modules[0].startswith("Model/Block/")
+    # CUPTI's launch record, kept for the join's facts on kernels no file holds (cuBLASLt's nvjet GEMMs)
+    assert top.launch_record == {
+        "registers per thread": 168,
+        "shared memory": 164308,
+        "grid": [4, 12, 1],
+        "block": [384, 1, 1],
+        "blocks per SM": 0.363636,
+        "warps per SM": 4.363636,
+    }
 
 
 def test_decode_groups_by_op_and_module(decode):

@@ -27,19 +27,23 @@ def fake_gpu(monkeypatch: pytest.MonkeyPatch, built_trace: Path) -> dict:
         }
         return capture.Captured(read_kineto(built_trace), built_trace, meta)
 
-    def fake_join(names, objects, arch=None, block_sizes=None):
-        seen["join"] = (names, objects, arch, block_sizes)
-        return [
-            join.JoinedKernel(
-                name=n,
-                matched=n.startswith("sm90"),
-                how="exact symbol" if n.startswith("sm90") else "",
-                symbol="_Z4gemm" if n.startswith("sm90") else None,
-                registers=168,
-                note="" if n.startswith("sm90") else "no symbol with that name",
+    def fake_join(names, objects, arch=None, block_sizes=None, launch_facts=None):
+        seen["join"] = (names, objects, arch, block_sizes, launch_facts)
+        out = []
+        for n in names:
+            gemm = n.startswith("sm90")
+            out.append(
+                join.JoinedKernel(
+                    name=n,
+                    matched=gemm,
+                    how="exact symbol" if gemm else "",
+                    symbol="_Z4gemm" if gemm else None,
+                    registers=168 if gemm else None,
+                    facts="code object" if gemm else None,
+                    note="" if gemm else "no symbol with that name",
+                )
             )
-            for n in names
-        ]
+        return out
 
     def fake_drill(target, hot, gpu=None, progress=None, raw_csv=None):
         seen["drill"] = (target, hot, gpu)
@@ -67,7 +71,7 @@ def fake_gpu(monkeypatch: pytest.MonkeyPatch, built_trace: Path) -> dict:
 def test_run_joins_drills_and_ranks_headroom_first(fake_gpu: dict, tmp_path: Path):
     out = tmp_path / "r.json"
     res = core.run_workload(WorkloadRunRequest(spec="step.py:make", hot_share=0.9, out=str(out)))
-    _names, objects, arch, blocks = fake_gpu["join"]
+    _names, objects, arch, blocks, _facts = fake_gpu["join"]
     assert (
         arch == "sm_90"
         and objects == [Path("/x/libtorch_cuda.so")]

@@ -37,6 +37,7 @@ class _Acc:
     grid: list[int] | None = None
     block: list[int] | None = None
     graph: bool = False
+    launch: dict[str, Any] | None = None
 
 
 def dims(v: object) -> list[int] | None:
@@ -46,6 +47,8 @@ def dims(v: object) -> list[int] | None:
     return None
 
 
+# what a Kineto kernel event records about its launch (CUPTI's kernel record), kept per kernel name
+LAUNCH_KEYS = ("registers per thread", "shared memory", "grid", "block", "blocks per SM", "warps per SM")
 SHAPE_SAMPLES = 64  # launches per kernel name whose op input shapes are kept (rendering each costs)
 
 
@@ -78,6 +81,8 @@ def _accumulate(trace: Trace) -> tuple[dict[str, _Acc], dict[Combo, list[float]]
             acc = accs[a.name] = _Acc(
                 a.kind, per_step=[0.0] * steps, first=a.start_us, grid=dims(a.grid), block=dims(a.block)
             )
+            if isinstance(a.args, dict):
+                acc.launch = {k: a.args[k] for k in LAUNCH_KEYS if k in a.args}
         acc.durs.append(a.dur_us)
         if 0 <= a.step < steps:
             acc.per_step[a.step] += a.dur_us
@@ -142,6 +147,7 @@ def _kernels(trace: Trace, accs: dict[str, _Acc]) -> list[WorkloadKernel]:
                     block=acc.block,
                     input_shapes=_shapes(acc.shape_samples),
                     graph_launched=acc.graph,
+                    launch_record=acc.launch or None,
                 )
             )
     else:

@@ -76,7 +76,7 @@ def read_workload(req: WorkloadReadRequest) -> WorkloadResult:
 
 def _join(res: WorkloadResult, hot: list[WorkloadKernel], meta: dict[str, Any], progress: Progress) -> None:
     """ISA facts of each hot kernel from the code objects the capture process had loaded (runner meta)."""
-    from kernelpilot.workload.join import join_names
+    from kernelpilot.workload.join import join_names, launch_facts_from_kineto
 
     progress(2, 4, f"joining {len(hot)} hot kernels to the loaded code objects")
     objects = [Path(p) for p in meta.get("code_objects") or []]
@@ -86,8 +86,9 @@ def _join(res: WorkloadResult, hot: list[WorkloadKernel], meta: dict[str, Any], 
         )
         return
     blocks = {k.name: math.prod(k.block) for k in hot if k.block}
+    facts = {k.name: launch_facts_from_kineto(k.launch_record) for k in hot if k.launch_record}
     try:
-        joined = join_names([k.name for k in hot], objects, meta.get("arch"), blocks)
+        joined = join_names([k.name for k in hot], objects, meta.get("arch"), blocks, facts)
     except KernelpilotError as exc:
         res.notes.append(f"ISA join failed: {exc}")
         return
@@ -173,7 +174,7 @@ def run_workload(req: WorkloadRunRequest, progress: Progress = no_progress) -> W
         _drill(res, hot, req, gpu, progress)
     if req.drill:
         hot_us = sum(k.us_per_step for k in hot) or 1.0
-        res.isa_joined_share = sum(k.us_per_step for k in hot if (k.isa or {}).get("matched")) / hot_us
+        res.isa_joined_share = sum(k.us_per_step for k in hot if (k.isa or {}).get("facts")) / hot_us
         res.drilled_share = (
             sum(k.us_per_step for k in hot if (k.drill or {}).get("pct_of_attainable") is not None) / hot_us
         )

@@ -74,6 +74,10 @@ class WorkloadKernel(_Model):
     block: list[int] | None = None
     input_shapes: str | None = Field(None, description="Shapes of the ATen op's inputs (record_shapes).")
     graph_launched: bool = Field(False, description="Launched by a CUDA/HIP graph replay.")
+    launch_record: dict[str, Any] | None = Field(
+        None,
+        description="The trace's record of one launch (Kineto: registers per thread, shared memory, grid).",
+    )
     hot: bool = False
     drill: dict[str, Any] | None = Field(
         None, description="The drill-down's DrillResult (workload/drill.py)."
@@ -144,7 +148,9 @@ class WorkloadResult(Result):
     hot_share: float = Field(0.8, description="The hot set covers this share of kernel time.")
     unmatched: list[str] = Field(default_factory=list, description="Hot kernels the ISA join did not match.")
     isa_joined_share: float | None = Field(
-        None, description="Share of the hot set's GPU time whose kernels got ISA facts from the join."
+        None,
+        description="Share of the hot set's GPU time whose kernels got ISA facts (from a code object the "
+        "process loaded, or from the trace's launch record for kernels no file holds).",
     )
     drilled_share: float | None = Field(
         None, description="Share of the hot set's GPU time whose kernels got a roofline position."

@@ -68,11 +68,11 @@ def _headroom(k: WorkloadKernel, step: StepSummary, gpu: str | None) -> Opportun
     if _fnum(d, "arithmetic_intensity") is not None:
         evidence.append(f"intensity {_fnum(d, 'arithmetic_intensity'):.3g} FLOP/B, {d.get('roof')} roof")
     isa = k.isa or {}
-    if isa.get("matched"):
+    if isa.get("facts"):
         evidence.append(
             f"registers {isa.get('registers')}, spills {isa.get('spills_bytes')} B, "
             f"shared {isa.get('shared_bytes')} B, "
-            f"occupancy {isa.get('occupancy')} (limiter {isa.get('limiter')})"
+            f"occupancy {isa.get('occupancy')} (limiter {isa.get('limiter')}; from the {isa.get('facts')})"
         )
     shape = f" --shape '{k.input_shapes}'" if k.input_shapes else ""
     cmd = (

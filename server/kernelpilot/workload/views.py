@@ -37,9 +37,11 @@ def _isa(k: WorkloadKernel) -> str:
     i = k.isa or {}
     if not i:
         return ""
-    if not i.get("matched"):
+    if not i.get("facts"):
         return "unmatched"
-    return f"r{i.get('registers')} occ {i.get('occupancy') or '-'}"
+    occ = str(i.get("occupancy") or "-").split(" (")[0]
+    src = "" if i.get("facts") == "code object" else " (trace)"
+    return f"r{i.get('registers')} smem {i.get('shared_bytes')} occ {occ}{src}"
 
 
 def _step_lines(r: WorkloadResult) -> list[str]:

@@ -164,6 +164,7 @@ def _activity(ev: dict[str, Any], b: _Buckets) -> Activity:
         grid=args.get("grid"),  # checked once per kernel name (breakdown.dims), not per launch
         block=args.get("block"),
         stream=args.get("stream"),
+        args=args,
     )
     rt = b.runtime.get(args.get("correlation"))
     if rt is not None:

@@ -31,6 +31,7 @@ class Activity:
     grid: list[int] | None = None
     block: list[int] | None = None
     stream: int | None = None
+    args: Any = None  # the trace's launch record (Kineto kernel args: registers, shared memory, ...)
 
 
 @dataclass(slots=True)
