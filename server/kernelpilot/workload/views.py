@@ -9,8 +9,10 @@ the cumulative-share curve and the opportunity table as inline SVG and tables, w
 from __future__ import annotations
 
 from html import escape
+from typing import TYPE_CHECKING
 
-from kernelpilot.workload.models import WorkloadDiffResult, WorkloadKernel, WorkloadResult
+if TYPE_CHECKING:  # models.py imports this module to render itself; only the types are needed here
+    from kernelpilot.workload.models import WorkloadDiffResult, WorkloadKernel, WorkloadResult
 
 TEXT_ROWS = 20
 TEXT_OPPS = 6
