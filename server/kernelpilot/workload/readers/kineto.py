@@ -174,7 +174,8 @@ def _activity(ev: dict[str, Any], b: _Buckets) -> Activity:
     op = b.ops.get(args.get("External id")) if "External id" in args else None
     if op is not None:
         act.op = str(op.get("name"))
-        act.shapes = (op.get("args") or {}).get("Input Dims") or None
+        act.op_args = op.get("args") or None
+        act.shapes = act.op_args.get("Input Dims") if act.op_args else None
     return act
 
 

@@ -32,6 +32,7 @@ class Activity:
     block: list[int] | None = None
     stream: int | None = None
     args: Any = None  # the trace's launch record (Kineto kernel args: registers, shared memory, ...)
+    op_args: Any = None  # the launching ATen op's args (Input Dims, Input type with record_shapes)
 
 
 @dataclass(slots=True)
