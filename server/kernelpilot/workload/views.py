@@ -93,8 +93,12 @@ def render_result(r: WorkloadResult) -> str:
                 f"by {level}: " + "; ".join(f"{x.key} {x.us_per_step:.1f} µs ({x.share:.0%})" for x in g)
             )
     if r.isa_joined_share is not None or r.drilled_share is not None:
+        hot = [k for k in r.kernels if k.hot]
+        hot_us = sum(k.us_per_step for k in hot) or 1.0
+        from_file = sum(k.us_per_step for k in hot if (k.isa or {}).get("facts") == "code object") / hot_us
         out.append(
-            f"hot set: ISA facts joined for {_f((r.isa_joined_share or 0) * 100, '.0f')}% of its GPU time, "
+            f"hot set: ISA facts for {_f((r.isa_joined_share or 0) * 100, '.0f')}% of its GPU time "
+            f"({from_file:.0%} from the code objects loaded, the rest from the trace's launch records), "
             f"roofline position for {_f((r.drilled_share or 0) * 100, '.0f')}%"
         )
     if r.unmatched:
