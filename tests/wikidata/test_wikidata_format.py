@@ -176,7 +176,7 @@ def test_bundled_wiki_is_well_formed() -> None:
 
 # GPUs for which no sourced figure was reachable: their files explain why and hold no spec line,
 # so every lookup on them is UNKNOWN. Anything else must carry a real set of specs.
-NO_VENDOR_SOURCE = {"amd/mi308x.md"}
+NO_VENDOR_SOURCE: set[str] = set()
 # GPUs whose product figures come from press/catalogue reports only (no vendor document reachable): each such
 # line says so (per-SM lines still come from CCCL through the compute capability).
 REPORTED_ONLY = {"nvidia/h20.md"}
