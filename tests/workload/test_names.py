@@ -52,6 +52,12 @@ def test_in_process_demangler_spells_like_cxxfilt(monkeypatch: pytest.MonkeyPatc
         ("plain_c_kernel.kd", "plain_c_kernel"),
         # `> >` (GNU) vs `>>`, and spacing
         ("void f<a::B<int> >(int)", "f<a::B<int>>( int )"),
+        # NVIDIA's demangler (ncu, nsys) vs GNU's: integer and bool arguments, lambdas, pointer spacing
+        ("void kpf::step_kernel<(int)1>(float *)", "_ZN3kpf11step_kernelILi1EEEvPf"),
+        (
+            "void f<(unsigned long)2, 1>(X::[lambda(float) (instance 3)])",
+            "void f<2ul, true>(X::{lambda(float)#3})",
+        ),
     ],
 )
 def test_normalize_joins_spellings_of_one_kernel(a: str, b: str) -> None:
@@ -111,3 +117,12 @@ def test_short_name_of_generic_kernels_keeps_their_first_type_argument() -> None
         "(flash::Flash_fwd_params)"
     )
     assert short_name(flash) == "flash_fwd_kernel<Flash_fwd_kernel_traits>"
+
+
+def test_short_name_of_a_lambda_owned_by_a_template_function() -> None:
+    pow_ = (
+        "void at::native::vectorized_elementwise_kernel<4, at::native::(anonymous namespace)::"
+        "pow_tensor_scalar_kernel_impl<float, float>(at::TensorIteratorBase&, float)::{lambda(float)#1}, "
+        "std::array<char*, 2ul> >(int, std::array<char*, 2ul>)"
+    )
+    assert short_name(pow_) == "vectorized_elementwise_kernel<pow_tensor_scalar_kernel_impl>"

@@ -114,7 +114,10 @@ _KEPT_SPACE = re.compile(r"(?<=[A-Za-z0-9_$])\s+(?=[A-Za-z0-9_$])")
 _SPACE = re.compile(r"\s+")
 
 
-# integer template arguments: GNU prints `1ul`, NVIDIA's demangler (ncu, nsys) `(unsigned long)1`
+# NVIDIA's demangler (ncu, nsys) spells a lambda `[lambda(float) (instance 1)]`, GNU `{lambda(float)#1}`
+_EDG_LAMBDA = re.compile(r"\[lambda(\([^()]*\))\(instance ?(\d+)\)\]")
+_BOOL_ARG = re.compile(r"(?<=[<,])(true|false)(?=[,>])")
+# integer template arguments: GNU prints `1ul`, NVIDIA's demangler `(unsigned long)1`, and bools `0`/`1`
 _INT_CAST = re.compile(
     r"(?<=[<,])\((?:unsigned |signed )?(?:int|long|long long|short|char|__int128)\)(-?\d+)"
 )
@@ -128,8 +131,11 @@ def _canonical(text: str) -> str:
     for spelling in _ANON_SPELLINGS:
         text = text.replace(spelling, _ANON_MARK)
     text = _SPACE.sub("", _KEPT_SPACE.sub("\x02", text)).replace("\x02", " ")
+    if "[lambda" in text:
+        text = _EDG_LAMBDA.sub(r"{lambda\1#\2}", text)
     if "<" in text:
         text = _INT_SUFFIX.sub(r"\1", _INT_CAST.sub(r"\1", text))
+        text = _BOOL_ARG.sub(lambda m: "1" if m.group(1) == "true" else "0", text)
     return text
 
 
@@ -225,7 +231,9 @@ def _cut_middle(text: str, width: int) -> str:
     return text[:head] + "…" + text[len(text) - (keep - head) :]
 
 
-_LAMBDA_OWNER = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\([^()]*\)(?:const)?::\{lambda")
+_LAMBDA_OWNER = re.compile(
+    r"([A-Za-z_][A-Za-z0-9_]*)(?:<[^<>]*(?:<[^<>]*>[^<>]*)*>)?\([^()]*\)(?:const)?::\{lambda"
+)
 _OP_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:Functor|Ops|Op|Impl|Epilogue|Kernel)$")
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -268,6 +276,9 @@ _BUILTIN = frozenset(
         "int64_t",
         "int32_t",
         "uint32_t",
+        "array",
+        "tuple",
+        "pair",
     ]
 )
 
