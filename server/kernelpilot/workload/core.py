@@ -61,15 +61,16 @@ def read_workload(req: WorkloadReadRequest) -> WorkloadResult:
     """A recorded trace into the breakdown and the opportunities it supports (no drill-down)."""
     from kernelpilot.workload.readers.detect import read_trace
 
-    trace = read_trace(req.path, req.format, req.steps, req.skip_steps)
     enabled = gc.isenabled()
-    gc.disable()  # the breakdown walks the same millions of objects (see read_trace)
+    gc.disable()  # millions of acyclic objects live until the end: collections would only rescan them
     try:
+        trace = read_trace(req.path, req.format, req.steps, req.skip_steps)
         res, _ = _result(trace, req.hot_share, req.hot_cap, None)
+        res.opportunities = opportunities(trace, res.step, res.kernels, res.gpu)
+        del trace
     finally:
         if enabled:
             gc.enable()
-    res.opportunities = opportunities(trace, res.step, res.kernels, res.gpu)
     _write(res, req.out, req.html)
     return res
 
