@@ -41,7 +41,12 @@ def main() -> None:
         # warm imports (jinja2, templates) once, as a long-lived MCP server would have them
         init_workspace(
             InitWorkspaceRequest(
-                name="warm", kernel=str(KERNEL), platform="H100", framework="cuda", root=str(root)
+                name="warm",
+                kernel=str(KERNEL),
+                platform="H100",
+                framework="cuda",
+                root=str(root),
+                allow_tbd=True,
             )
         )
         init_s = []
@@ -53,6 +58,7 @@ def main() -> None:
                 framework="cuda",
                 dtype="bf16",
                 shape=["N=67108864"],
+                roofline_args={"op": "elementwise", "numel": 67108864, "inputs": 2, "outputs": 1},
                 root=str(root),
             )
             t0 = time.perf_counter()
@@ -73,6 +79,7 @@ def main() -> None:
                 "H100",
                 "--framework",
                 "cuda",
+                "--allow-tbd",
                 "--root",
                 str(root),
             ]

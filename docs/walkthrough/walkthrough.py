@@ -1,7 +1,7 @@
 """Drive the skills' workflow end to end on a GPU with kernelpilot's own CLI, and keep a transcript.
 
 Run on the device machine from the repository root (see docs/walkthrough.md):
-    python3 docs/walkthrough/walkthrough.py OUTDIR
+    python3 docs/walkthrough/walkthrough.py OUTDIR [--evals-only]
 Every step is a real `kernelpilot ...` command (as a subprocess, `--json` where numbers are read back);
 the transcript (commands + their text output) and a summary of the numbers go to OUTDIR.
 """
@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-OUT = Path(sys.argv[1]) if len(sys.argv) > 1 else Path("/tmp/walk-out")
+OUT = Path(next((a for a in sys.argv[1:] if not a.startswith("--")), "/tmp/walk-out"))
 W = Path("/tmp/walk")
 WS = W / "ws" / "rmsnorm-h100"
 TASK = WS / ".kernelpilot" / "tasks" / "rmsnorm"
@@ -87,7 +87,9 @@ def iteration(version: int, src: str, change: str, hypothesis: str, expected: fl
     v = (verdict.get("verdicts") or [{}])[0] if isinstance(verdict, dict) else {}
     rec = ev.get("record") or {} if isinstance(ev, dict) else {}
     SUMMARY[f"v{version}"] = {"eval": {k: rec.get(k) for k in ("status", "speedup", "speedup_ci",
-                                                                 "baseline_median", "candidate_median")},
+                                                                 "baseline_median", "candidate_median",
+                                                                 "method", "ratio_median", "ratio_ci", "pairs",
+                                                                 "clocks")},
                               "verdict": v.get("verdict"), "memory_level": v.get("memory_level")}
     check = json.loads(sh(PY, str(W / "check_rmsnorm.py"), str(WS / "rmsnorm.py")).strip() or "{}")
     args = ["memory", "create", "--workspace", str(WS), "--change", change, "--parent", str(parent),
@@ -98,6 +100,34 @@ def iteration(version: int, src: str, change: str, hypothesis: str, expected: fl
     kp(*args)
 
 
+def _kept(ti: tarfile.TarInfo) -> tarfile.TarInfo | None:
+    """The workspace without git internals and without eval's baseline-tree cache."""
+    return None if "/.git/" in ti.name or "/.baseline-tree" in ti.name else ti
+
+
+def evals_only() -> None:
+    """Only the verdicts: task, baseline, then v1 and v2 evaluated against the baseline commit (each eval
+    times the candidate and the baseline together, paired; docs/walkthrough.md, "Verdicts, paired")."""
+    step("Workspace, task and baseline (v0)")
+    shutil.copy(W / "rmsnorm_v0.py", W / "rmsnorm.py")
+    kp("workspace", "init", "rmsnorm-h100", "--kernel", str(W / "rmsnorm.py"), "--platform", "H100",
+       "--framework", "triton", "--dtype", "bf16", "--shape", "16384x8192", "--root", str(W / "ws"))
+    kp("task", "create", "--name", "rmsnorm", "--workdir", str(WS),
+       "--time-spec", "rmsnorm.py:make", "--timing-mode", "cold", "--allowed-file", "rmsnorm.py",
+       "--correctness-command", json.dumps([PY, str(W / "check_rmsnorm.py"), "rmsnorm.py"]),
+       "--op", "rmsnorm", "--shape", "16384x8192", "--dtype", "bf16", "--runs", "10")
+    SUMMARY["v0_baseline"] = (kp("eval", str(TASK), "--refresh-baseline", json_out=True) or {}).get("baseline")
+    keys = ("status", "speedup", "speedup_ci", "baseline_median", "candidate_median", "method", "ratio_median",
+            "ratio_ci", "pairs", "clocks")
+    for version, src in ((0, "rmsnorm_v0.py"), (1, "rmsnorm_v1.py"), (2, "rmsnorm_v2.py")):
+        step(f"eval v{version} against the baseline commit (v0), paired")
+        shutil.copy(W / src, WS / "rmsnorm.py")
+        ev = kp("eval", str(TASK), json_out=True)
+        rec = (ev.get("record") or {}) if isinstance(ev, dict) else {}
+        SUMMARY[f"v{version}"] = {"eval": {k: rec.get(k) for k in keys}}
+    kp("ledger", str(TASK))
+
+
 def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     shutil.rmtree(W, ignore_errors=True)
@@ -106,6 +136,9 @@ def main() -> None:
         shutil.copy(f, W / f.name)
     os.environ["TRITON_CACHE_DIR"] = str(W / "triton-cache")
     os.environ["KERNELPILOT_DB"] = str(W / "experiments.db")
+    if "--evals-only" in sys.argv:
+        evals_only()
+        return
 
     step("doctor")
     kp("doctor")
@@ -173,7 +206,7 @@ def main() -> None:
     (OUT / "transcript.md").write_text("\n".join(TRANSCRIPT))
     (OUT / "summary.json").write_text(json.dumps(SUMMARY, indent=1, default=str))
     with tarfile.open(OUT / "workspace.tar.gz", "w:gz") as tar:
-        tar.add(WS, arcname="rmsnorm-h100", filter=lambda ti: None if "/.git/" in ti.name else ti)
+        tar.add(WS, arcname="rmsnorm-h100", filter=_kept)
     print(json.dumps(SUMMARY, indent=1, default=str))
 
 

@@ -1,8 +1,9 @@
 """The `kernelpilot` command line: a thin adapter generated from the capability registry.
 
 Each capability's request model becomes a sub-command: fields become `--field-name` options
-(lists repeat, booleans get `--x/--no-x`, nested models take JSON), `positional` fields become
-positional arguments. The result prints as text, or as the model's JSON with `--json`.
+(lists repeat, booleans get `--x/--no-x`, nested models take inline JSON or a JSON file path:
+`validation.load_json_argument`), `positional` fields become positional arguments. The result prints as
+text, or as the model's JSON with `--json`.
 Errors print to stderr with their fix and exit non-zero.
 """
 
@@ -31,9 +32,16 @@ from kernelpilot.capability import (
     no_progress,
 )
 from kernelpilot.errors import InvalidArgumentError, KernelpilotError
-from kernelpilot.validation import flag, validation_message
+from kernelpilot.validation import flag, load_json_argument, validation_message
 
-__all__ = ["build_parser", "main", "run_capability", "validation_message"]
+__all__ = [
+    "build_parser",
+    "command_values",
+    "main",
+    "run_capability",
+    "validate_request",
+    "validation_message",
+]
 
 
 def _unwrap_optional(tp: Any) -> Any:
@@ -87,7 +95,7 @@ def _add_field(parser: argparse.ArgumentParser, cap: Capability, name: str, fiel
     choices = _choices(inner)
     help_text = _help(field)
     if _is_json_typed(inner):
-        help_text += " (JSON)"
+        help_text += " (inline JSON or a JSON file path)"
     if name in cap.positional:
         nargs: str | None = None
         if listy:
@@ -157,24 +165,31 @@ def _coerce(cap: Capability, values: dict[str, Any]) -> dict[str, Any]:
         tp = _unwrap_optional(field.annotation)
         inner = _unwrap_optional(typing.get_args(tp)[0]) if _is_list(tp) and typing.get_args(tp) else tp
         if _is_json_typed(inner):
-            try:
-                value = [json.loads(v) for v in value] if isinstance(value, list) else json.loads(value)
-            except json.JSONDecodeError as exc:
-                raise InvalidArgumentError(
-                    f"{flag(name)} must be JSON: {exc.msg} at position {exc.pos}", "quote a valid JSON value"
-                ) from exc
+            values_in = value if isinstance(value, list) else [value]
+            loaded = [load_json_argument(v, flag(name)) for v in values_in]
+            value = loaded if isinstance(value, list) else loaded[0]
         out[name] = value
     return out
 
 
-def run_capability(cap: Capability, values: dict[str, Any], progress: Progress = no_progress) -> Any:
+def validate_request(cap: Capability, values: dict[str, Any]) -> Any:
+    """The capability's request model from parsed command-line values (JSON arguments read), without running
+    it: what `tests/skills/test_skill_commands.py` checks for documented commands that need a GPU."""
     try:
-        request = cap.request.model_validate(_coerce(cap, values))
+        return cap.request.model_validate(_coerce(cap, values))
     except ValidationError as exc:
         raise InvalidArgumentError(
             validation_message(exc), f"see `kernelpilot {' '.join(cap.command)} --help`"
         ) from exc
-    return cap.invoke(request, progress)
+
+
+def command_values(args: argparse.Namespace) -> dict[str, Any]:
+    """The request fields argparse parsed (its own `_capability`/`_command`/`json` keys dropped)."""
+    return {k: v for k, v in vars(args).items() if not k.startswith("_") and k != "json"}
+
+
+def run_capability(cap: Capability, values: dict[str, Any], progress: Progress = no_progress) -> Any:
+    return cap.invoke(validate_request(cap, values), progress)
 
 
 def stderr_progress() -> Progress:
@@ -204,7 +219,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return 2
     as_json = bool(getattr(args, "json", False))
-    values = {k: v for k, v in vars(args).items() if not k.startswith("_") and k != "json"}
+    values = command_values(args)
     try:
         result = run_capability(cap, values, stderr_progress() if cap.takes_progress else no_progress)
     except KernelpilotError as exc:

@@ -88,7 +88,7 @@ def test_bad_inputs(run_cli) -> None:  # type: ignore[no-untyped-def]
         run(bottleneck='{"kernel": "k", "verdict": "memory_bound", "confidence": 7}')
     with pytest.raises(InputFileError):
         run(bottleneck="/nonexistent/verdict.json")
-    cli = run_cli("suggest", "--bottleneck", "{not json")
-    assert cli.code == 1 and "invalid" in cli.err
+    cli = run_cli("suggest", "--bottleneck", "{not json")  # the shared JSON-argument layer names it
+    assert cli.code == 2 and "bottleneck is not valid JSON" in cli.err
     cli = run_cli("suggest", "--bottleneck", str(FIX / "bottleneck_two_kernels.json"))
     assert cli.code == 0 and "[HYPOTHESIS]" in cli.out

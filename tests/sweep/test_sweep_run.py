@@ -15,7 +15,6 @@ from kernelpilot.experiments.store import RecordFilter
 from kernelpilot.sweep.models import SweepRunRequest
 from kernelpilot.sweep.report import write_html
 from kernelpilot.sweep.run import run_sweep
-from kernelpilot.timing.stats import speedup_of
 
 pytestmark = pytest.mark.slow
 
@@ -40,16 +39,20 @@ def test_two_variants_twelve_shapes_two_workers_recorded_once_then_resumed(sweep
     # both variants ran on both worker processes' share of the work, each cell on exactly one of them
     assert len({c.raw_result["worker"]["pid"] for c in cells}) == 2
 
-    # every candidate's score is the ratio of the stored medians, and the geomean their weighted mean of logs
+    # every candidate was timed paired with the baseline at its shape: its score is 1 / the median per-pair
+    # ratio, and the geomean their weighted mean of logs
     by = {(c.raw_result["variant"], c.raw_result["shape_key"]): c for c in cells}
     logs, weights = [], []
-    for (variant, key), c in by.items():
+    for (variant, _key), c in by.items():
         t = c.raw_result["timing"]
         assert t["median_us"] == pytest.approx(statistics.median(t["samples_us"]))
-        assert len(t["samples_us"]) == 7 and t["method"] == "cpu_perf_counter_ns"
+        assert t["method"] == "cpu_perf_counter_ns"
+        if variant == "numpy":
+            assert len(t["samples_us"]) == 7 and t["paired"] is None
         if variant == "einsum":
-            base = by[("numpy", key)].raw_result["timing"]["median_us"]
-            assert c.score == pytest.approx(speedup_of(base, t["median_us"], "lower"))
+            pc = t["paired"]
+            assert pc["pairs"] == len(pc["ratios"]) and len(t["samples_us"]) == 2 * pc["pairs"]
+            assert c.score == pytest.approx(1.0 / pc["ratio_median"])
             lo, hi = c.raw_result["speedup_ci"]
             assert lo <= c.score <= hi
             logs.append(math.log(c.score))

@@ -41,6 +41,16 @@ def set_kernel(repo: Path, cost: float = 100.0, noise: float = 0.002, broken: bo
     (repo / "kernel.py").write_text(f"COST_US = {cost}\nNOISE = {noise}\nBROKEN = {broken}\n")
 
 
+def set_cycling_kernel(repo: Path, counter: Path, costs: list[float]) -> None:
+    """A candidate whose cost cycles through `costs` run after run (a counter file outside the repo): its
+    paired ratios differ block to block, deterministically."""
+    (repo / "kernel.py").write_text(
+        f"import pathlib\n_c = pathlib.Path({str(counter)!r})\n"
+        "_n = int(_c.read_text()) if _c.exists() else 0\n_c.write_text(str(_n + 1))\n"
+        f"COST_US = {costs!r}[_n % {len(costs)}]\nNOISE = 0.0\nBROKEN = False\n"
+    )
+
+
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     r = tmp_path / "repo"
@@ -76,8 +86,8 @@ def baseline(task_dir: Path) -> None:
     assert out.baseline is not None and out.baseline.stable
 
 
-def candidate(task_dir: Path) -> dict[str, object]:
-    out = evaluate(EvaluateRequest(task=str(task_dir)))
+def candidate(task_dir: Path, runs: int | None = None) -> dict[str, object]:
+    out = evaluate(EvaluateRequest(task=str(task_dir), runs=runs))
     assert out.record is not None
     on_disk = json.loads((task_dir / "result.json").read_text())
     assert on_disk == out.record.model_dump(mode="json")
@@ -89,8 +99,9 @@ def test_task_create_writes_task_json_and_md(repo: Path, monkeypatch: pytest.Mon
     monkeypatch.setenv("NCU_FOO", "x")
     task_dir = make_task(repo, env=["MY_FLAG=1"])
     task = json.loads((task_dir / "task.json").read_text())
-    assert task["eval_command"] == [sys.executable, "bench.py"]
-    assert task["correctness_commands"] == [[sys.executable, "check.py"]]
+    # this interpreter is stored as {python} (found again at eval time), never as this machine's path
+    assert task["eval_command"] == ["{python}", "bench.py"]
+    assert task["correctness_commands"] == [["{python}", "check.py"]]
     assert task["metric"]["direction"] == "lower" and task["allowed_files"] == ["kernel.py"]
     assert {"CUDA_LAUNCH_BLOCKING", "NCU_FOO"} <= set(task["environment"]["stripped_at_creation"])
     assert task["environment"]["set"] == {"MY_FLAG": "1"}
@@ -99,7 +110,7 @@ def test_task_create_writes_task_json_and_md(repo: Path, monkeypatch: pytest.Mon
     assert "`kernel.py`" in md and "lower is better" in md
 
 
-def test_all_statuses_by_real_runs(repo: Path) -> None:
+def test_all_statuses_by_real_runs(repo: Path, tmp_path: Path) -> None:
     task_dir = make_task(repo)
     # needs_baseline: no baseline yet
     r = candidate(task_dir)
@@ -111,25 +122,32 @@ def test_all_statuses_by_real_runs(repo: Path) -> None:
     # neutral: same code
     r = candidate(task_dir)
     assert r["status"] == "neutral", r
+    assert r["method"] == "paired" and r["pairs"] == 3  # 5 runs -> 3 blocks of A,B,B,A
+    assert (task_dir / ".baseline-tree" / "kernel.py").read_text() == (repo / "kernel.py").read_text()
     # improved: 20 % cheaper
     set_kernel(repo, cost=80.0)
     r = candidate(task_dir)
     assert r["status"] == "improved" and r["changed_files"] == ["kernel.py"]
     assert r["speedup"] == pytest.approx(1.25, rel=0.01)
+    assert r["ratio_median"] == pytest.approx(0.8, rel=0.01) and r["method"] == "paired"
     lo, hi = r["speedup_ci"]  # type: ignore[misc]
     assert 1.0 < lo <= r["speedup"] <= hi
-    assert len(r["samples"]) == 5 and len(r["baseline_samples"]) == 5
+    # the baseline side ran the baseline commit's kernel (100 us) now, beside the candidate (80 us)
+    assert len(r["samples"]) == 6 and len(r["baseline_samples"]) == 6
+    assert 99.0 < r["baseline_median"] < 101.0 and 79.0 < r["candidate_median"] < 81.0  # type: ignore[operator]
     assert r["diff_hash"] and r["commit"] == base["commit"]
     # regressed: 25 % dearer
     set_kernel(repo, cost=125.0)
     r = candidate(task_dir)
     assert r["status"] == "regressed" and r["speedup"] == pytest.approx(0.8, rel=0.01)
     assert r["speedup_ci"][1] < 1.0  # type: ignore[index]
-    # unstable: very noisy command -> no speed-up claimed
-    set_kernel(repo, cost=50.0, noise=0.4)
-    r = candidate(task_dir)
+    # unstable: the paired ratio itself is not resolved (block ratios 1.05, 1.25, 0.8, ...) -> no claim
+    set_cycling_kernel(repo, tmp_path / "count", [150.0, 60.0, 100.0])
+    r = candidate(task_dir, runs=12)
     assert r["status"] == "unstable" and r["speedup"] is None and r["speedup_ci"] is None
-    assert r["candidate_median"] is not None
+    assert r["candidate_median"] is not None and r["pairs"] == 6
+    rlo, rhi = r["ratio_ci"]  # type: ignore[misc]
+    assert rlo < 1.0 < rhi
     # correctness_failed: check.py fails, its stderr in the tail
     set_kernel(repo, cost=50.0, broken=True)
     r = candidate(task_dir)
@@ -260,8 +278,9 @@ def test_crash_mid_eval_leaves_no_partial_files(repo: Path, tmp_path: Path) -> N
     assert proc.poll() is None  # killed mid-measurement
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
-    after = sorted(p.name for p in task_dir.iterdir())
-    assert after == before  # no result.json, no ledger line, no temp file
+    # no result.json, no ledger line, no temp file (the baseline tree is a cache of the baseline commit)
+    after = sorted(p.name for p in task_dir.iterdir() if p.name != ".baseline-tree")
+    assert after == before
     assert not (task_dir / "result.json").exists() and not (task_dir / "ledger.jsonl").exists()
 
 
@@ -299,6 +318,8 @@ def test_candidate_eval_is_recorded_in_the_experiment_database(repo: Path, tmp_p
     assert rec.status == "success" and rec.operator == "toy"
     assert rec.score == pytest.approx(out.record.speedup)
     assert rec.summary.startswith("cost 100 -> 60")
+    assert rec.raw_result["method"] == "paired" and rec.raw_result["pairs"] == out.record.pairs
+    assert "paired" in (rec.description.result or "")
 
 
 def test_workspace_bookkeeping_is_not_out_of_scope(tmp_path: Path) -> None:
@@ -311,7 +332,12 @@ def test_workspace_bookkeeping_is_not_out_of_scope(tmp_path: Path) -> None:
     ws = tmp_path / "ws" / "toy"
     init_workspace(
         InitWorkspaceRequest(
-            name="toy", kernel=str(kernel), platform="H100", framework="python", root=str(tmp_path / "ws")
+            name="toy",
+            kernel=str(kernel),
+            platform="H100",
+            framework="python",
+            root=str(tmp_path / "ws"),
+            allow_tbd=True,
         )
     )
     code = "import kernel, random; print(f'time_us: {kernel.COST_US * (1 + random.uniform(-1e-3, 1e-3))}')"
@@ -336,3 +362,73 @@ def test_workspace_bookkeeping_is_not_out_of_scope(tmp_path: Path) -> None:
     (ws / "extra.py").write_text("x = 1\n")
     out = candidate(task_dir)
     assert out["status"] == "out_of_scope" and out["changed_files"] == ["extra.py", "kernel.py"]
+
+
+SPEC_KERNEL = """import helper
+
+EXTRA = {extra}
+
+
+def make():
+    def run():
+        s = 0
+        for i in range(helper.N + EXTRA):
+            s += i
+
+    return run
+"""
+
+
+def test_time_spec_task_is_timed_paired_against_the_baseline_commit(tmp_path: Path) -> None:
+    """Both trees hold kern.py importing helper.py; the baseline side must run the baseline commit's code."""
+    repo = tmp_path / "spec"
+    repo.mkdir()
+    (repo / "kern.py").write_text(SPEC_KERNEL.format(extra=0))
+    (repo / "helper.py").write_text("N = 3000\n")
+    git(repo, "init", "-q")
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "base")
+    made = create_task(
+        CreateTaskRequest(name="spec", time_spec="kern.py:make", allowed_file=["kern.py"], workdir=str(repo))
+    )
+    task_dir = repo / made.task_dir
+    assert json.loads((task_dir / "task.json").read_text())["time_spec"] == "kern.py:make"
+    evaluate(EvaluateRequest(task=str(task_dir), refresh_baseline=True))
+    (repo / "kern.py").write_text(SPEC_KERNEL.format(extra=600))  # 20 % more work
+    r = candidate(task_dir)
+    assert r["method"] == "paired" and r["status"] == "regressed", r["output_tail"]
+    assert r["ratio_median"] == pytest.approx(1.2, rel=0.08)
+    assert r["pairs"] >= 16 and r["clocks"]["source"] == "none"  # type: ignore[index,operator]
+    assert "EXTRA = 0" in (task_dir / ".baseline-tree" / "kern.py").read_text()
+    assert r["changed_files"] == ["kern.py"]  # the baseline tree inside the task folder is not a change
+    shown = ledger_show(LedgerRequest(task=str(task_dir))).render_text()
+    assert "paired" in shown and f"{r['ratio_median']:.4f}" in shown
+
+
+def test_a_dirty_baseline_falls_back_to_unpaired_and_says_why(repo: Path) -> None:
+    task_dir = make_task(repo)
+    set_kernel(repo, cost=100.0)
+    (repo / "kernel.py").write_text((repo / "kernel.py").read_text() + "# dirty\n")
+    evaluate(EvaluateRequest(task=str(task_dir), refresh_baseline=True, allow_dirty_baseline=True))
+    set_kernel(repo, cost=80.0)
+    r = candidate(task_dir)
+    assert r["method"] == "unpaired" and r["status"] == "improved" and r["ratio_median"] is None
+    assert "uncommitted changes" in r["output_tail"]  # type: ignore[operator]
+    assert not (task_dir / ".baseline-tree").exists()
+
+
+def test_a_command_that_cannot_run_in_the_baseline_tree_falls_back_to_unpaired(repo: Path) -> None:
+    """The eval command needs an untracked file (a build product) the baseline commit does not hold."""
+    (repo / ".gitignore").write_text("build/\n")
+    git(repo, "add", ".gitignore")
+    git(repo, "commit", "-qm", "ignore build")
+    (repo / "build").mkdir()
+    here = "os.path.dirname(os.path.abspath(__file__))"
+    up = f"os.path.dirname({here})"  # build/bench.py imports kernel.py from the repository root
+    (repo / "build" / "bench.py").write_text((repo / "bench.py").read_text().replace(here, up))
+    task_dir = make_task(repo, eval_command=[sys.executable, "build/bench.py"])
+    baseline(task_dir)
+    set_kernel(repo, cost=80.0)
+    r = candidate(task_dir)
+    assert r["method"] == "unpaired" and r["status"] == "improved"
+    assert "does not run in the baseline tree" in r["output_tail"]  # type: ignore[operator]

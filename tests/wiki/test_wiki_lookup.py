@@ -163,3 +163,17 @@ def test_absent_vocabulary_key_is_unknown_not_fuzzy(small_wiki: Wiki) -> None:
     with pytest.raises(UnknownSpecError):
         small_wiki.lookup("H100 PCIe", "bf16_dense_tflops")
     assert small_wiki.lookup("H100 PCIe", "bf16").metric == "bf16_sparse_tflops"
+
+
+def test_cli_spec_takes_an_unquoted_two_word_gpu_name(run_cli) -> None:  # type: ignore[no-untyped-def]
+    """`kernelpilot spec H100 SXM` lists the H100 SXM's specs; it does not look up a metric named SXM."""
+    joined = run_cli("--json", "spec", "H100", "SXM", "--wiki", str(SMALL))
+    quoted = run_cli("--json", "spec", "H100 SXM", "--wiki", str(SMALL))
+    assert joined.code == quoted.code == 0, joined.out + joined.err
+    assert '"status": "found"' in joined.out and '"metric": null' in joined.out
+    assert joined.out.replace('"gpu": "H100 SXM"', "") == quoted.out.replace('"gpu": "H100 SXM"', "")
+    # a second word that names no GPU is still the metric (exact key and close names)
+    r = run_cli("spec", "H100", "memory_bandwidth_tb_s", "--wiki", str(SMALL))
+    assert r.code == 0 and r.out.startswith("memory_bandwidth_tb_s: 3.35 TB/s <- ")
+    r = run_cli("spec", "H100", "SXM9", "--wiki", str(SMALL))  # neither a GPU nor a metric: UNKNOWN metric
+    assert r.code == 1 and "metric 'SXM9'" in r.out

@@ -177,8 +177,38 @@ def test_kernels_no_file_holds_get_the_trace_s_launch_facts() -> None:
         assert r.registers == p["cupti_registers_per_thread"] and r.shared_bytes == p["cupti_shared_memory"]
         assert r.occupancy is not None and r.limiter
     cudnn = next(r for r in res if r.name.startswith("cudnn_generated_"))
-    assert "compiles its runtime-fusion kernels" in cudnn.note and "no file holds it" in cudnn.note
+    assert "compiles its runtime-fusion kernels" in cudnn.note and "no code object to read" in cudnn.note
+    nvjet = next(r for r in res if r.name.startswith("nvjet_"))
+    assert "outside its fatbin" in nvjet.note
     kineto = launch_facts_from_kineto(
         {"registers per thread": 168, "shared memory": 99328, "block": [384, 1, 1]}
     )
     assert kineto == LaunchFacts(registers=168, shared_bytes=99328, block=384)
+
+
+GPU2 = FIX / "gpu2"
+
+
+def test_own_name_filters_on_the_h100_found_every_kernel(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Second window: the 5-kernel closure drilled with no symbols at all; ncu's own-name filters on mangled
+    names caught each kernel once, and demangling its rows told them apart (raw page replayed here)."""
+    plan = json.loads((GPU2 / "drill_nosym_plan.json").read_text())
+    assert len(plan["loose"]) == 4 and list(plan["keys"]) == ["nvjet_sm90_tst_128x128_64x6_2x1_v_bz_NNT"]
+    monkeypatch.setenv("KERNELPILOT_NCU", str(_fake_ncu(tmp_path, GPU2 / "drill_nosym_ncu_raw.csv")))
+    hot = [HotKernel.model_validate(h) for h in json.loads((GPU2 / "drill_nosym_input.json").read_text())]
+    want = json.loads((GPU2 / "drill_nosym_results.json").read_text())
+    got = drill_hot(DrillTarget(spec="drill_closure.py:make", workdir=str(tmp_path)), hot)
+    assert [g.ok for g in got] == [True] * 5 == [w["ok"] for w in want]
+    for g, w in zip(got, want, strict=True):
+        assert g.pct_of_attainable == pytest.approx(w["pct_of_attainable"]) and g.roof == w["roof"]
+
+
+def test_cublaslt_fatbin_holds_no_nvjet_kernel() -> None:
+    """Why nvjet GEMMs join to no code object (workload.join.RUNTIME_COMPILED): the H100 box's probe."""
+    probe = json.loads((GPU2 / "nvjet_probe.json").read_text())
+    lt = next(v for k, v in probe.items() if "libcublasLt" in k)
+    assert lt["kernels"] == 42200 and lt["nvjet_kernels"] == 0
+    text = (GPU2 / "nvjet_probe.txt").read_text()
+    assert "nvjet_sm90_%s_%dx%d" in text and ".cask_resource" in text

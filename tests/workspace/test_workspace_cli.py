@@ -31,6 +31,7 @@ def ws(tmp_path, run_cli):
         "H100",
         "--framework",
         "cuda",
+        "--allow-tbd",
         "--dtype",
         "fp32",
         "--shape",
@@ -63,6 +64,7 @@ def test_init_layout_readme_and_git(tmp_path, run_cli):
         "H100",
         "--framework",
         "cuda",
+        "--allow-tbd",
         "--root",
         str(root),
     )
@@ -95,7 +97,16 @@ def test_init_layout_readme_and_git(tmp_path, run_cli):
 def test_default_root_from_env(tmp_path, run_cli, monkeypatch):
     monkeypatch.setenv("KERNELPILOT_WORKSPACES", str(tmp_path / "envroot"))
     r = run_cli(
-        "workspace", "init", "w", "--kernel", str(KERNEL), "--platform", "H100", "--framework", "cuda"
+        "workspace",
+        "init",
+        "w",
+        "--kernel",
+        str(KERNEL),
+        "--platform",
+        "H100",
+        "--framework",
+        "cuda",
+        "--allow-tbd",
     )
     assert r.code == 0, r.err
     assert (tmp_path / "envroot" / "w" / "README.md").is_file()
@@ -107,7 +118,16 @@ def test_default_root_is_cwd_subfolder(tmp_path, run_cli, monkeypatch):
     monkeypatch.delenv("KERNELPILOT_WORKSPACES", raising=False)
     monkeypatch.chdir(tmp_path)
     r = run_cli(
-        "workspace", "init", "w", "--kernel", str(KERNEL), "--platform", "H100", "--framework", "cuda"
+        "workspace",
+        "init",
+        "w",
+        "--kernel",
+        str(KERNEL),
+        "--platform",
+        "H100",
+        "--framework",
+        "cuda",
+        "--allow-tbd",
     )
     assert r.code == 0, r.err
     assert (tmp_path / "kernelpilot-workspaces" / "w" / "workspace.json").is_file()
@@ -241,6 +261,7 @@ def test_bad_names_are_typed_errors(tmp_path, run_cli, name):
         "H100",
         "--framework",
         "cuda",
+        "--allow-tbd",
         "--root",
         str(root),
     )
@@ -264,6 +285,7 @@ def test_existing_nonempty_target_refused_and_untouched(ws, run_cli):
         "H100",
         "--framework",
         "cuda",
+        "--allow-tbd",
         "--root",
         str(ws.parent),
     )
@@ -284,6 +306,7 @@ def test_existing_empty_target_is_used(tmp_path, run_cli):
         "H100",
         "--framework",
         "cuda",
+        "--allow-tbd",
         "--root",
         str(tmp_path / "root"),
     )
@@ -304,6 +327,7 @@ def test_missing_kernel_is_typed_and_leaves_nothing(tmp_path, run_cli):
         "H100",
         "--framework",
         "cuda",
+        "--allow-tbd",
         "--root",
         str(root),
     )
@@ -332,6 +356,7 @@ def test_failure_midway_leaves_nothing(tmp_path, run_cli, monkeypatch):
         "H100",
         "--framework",
         "cuda",
+        "--allow-tbd",
         "--root",
         str(root),
     )

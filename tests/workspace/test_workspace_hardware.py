@@ -37,6 +37,7 @@ def _init(run_cli, root: Path, *extra: str, platform: str = "stub-gpu") -> tuple
         platform,
         "--framework",
         "cuda",
+        "--allow-tbd",
         "--root",
         str(root),
         *extra,
@@ -84,11 +85,56 @@ def test_stub_wiki_unknown_gpu_is_tbd(tmp_path, run_cli, stub_wiki):
 
 
 def test_no_flops_means_roofline_tbd_but_specs_cited(tmp_path, run_cli, stub_wiki):
-    code, out = _init(run_cli, tmp_path, "--dtype", "fp32")
+    code, out = _init(run_cli, tmp_path, "--dtype", "fp32")  # _init passes --allow-tbd
     assert code == 0, out
-    assert out["roofline"].startswith("TBD: FLOPs and bytes moved not given")
+    assert out["roofline"].startswith("TBD: no op description or FLOPs and bytes moved were given")
     readme = (tmp_path / "w" / "README.md").read_text()
-    assert "--flops" in _section(readme, "Roofline analysis")
+    for section in ("Roofline analysis", "Stop Conditions"):  # each TBD names the argument that fills it
+        assert "--roofline-args" in _section(readme, section) and "--flops" in _section(readme, section)
+
+
+def test_init_refuses_to_leave_roofline_tbd_and_names_the_argument(tmp_path, run_cli, stub_wiki):
+    """Step 0 as documented (cli.md, step0.md) passes --roofline-args; without it (or --allow-tbd) init
+    refuses and says which argument fills Roofline and Stop Conditions."""
+    base = [
+        "workspace",
+        "init",
+        "w",
+        "--kernel",
+        str(KERNEL),
+        "--platform",
+        "stub-gpu",
+        "--framework",
+        "cuda",
+    ]
+    r = run_cli(*base, "--dtype", "fp32", "--root", str(tmp_path))
+    assert r.code == 2 and "would leave Roofline and Stop Conditions TBD" in r.err
+    assert '--roofline-args \'{"op": "softmax"' in r.err and "--allow-tbd" in r.err
+    assert not (tmp_path / "w").exists()
+
+
+@needs_real_wiki
+def test_init_with_documented_roofline_args_from_a_file_fills_roofline_and_stop(tmp_path, run_cli):
+    args = tmp_path / "op.json"  # a JSON file works like inline JSON (validation.load_json_argument)
+    args.write_text('{"op": "softmax", "rows": 32768, "cols": 4096}')
+    r = run_cli(
+        "--json", "workspace", "init", "w", "--kernel", str(KERNEL), "--platform", "H100", "--framework",
+        "triton", "--dtype", "bf16", "--root", str(tmp_path), "--roofline-args", str(args),
+    )  # fmt: skip
+    assert r.code == 0, r.err
+    out = json.loads(r.out)
+    assert (
+        out["roofline"] == "computed" and "roofline" not in out["tbd"] and "stop_conditions" not in out["tbd"]
+    )
+    stop = _section((tmp_path / "w" / "README.md").read_text(), "Stop Conditions")
+    assert "TBD" not in stop and "memory_bandwidth_tb_s: 3.35 TB/s <- " in stop
+    args.write_text('{"op": "gemm", "mm": 1}')  # a key the roofline does not take: refused, named
+    r = run_cli(
+        "workspace", "init", "w2", "--kernel", str(KERNEL), "--platform", "H100", "--framework", "cuda",
+        "--dtype", "bf16", "--root", str(tmp_path), "--roofline-args", str(args),
+    )  # fmt: skip
+    assert r.code == 2 and "--roofline-args rejected by the roofline: mm: Extra inputs" in r.err
+    assert not (tmp_path / "w2").exists()
 
 
 def test_audit_failure_aborts_init_and_leaves_nothing(tmp_path, run_cli, stub_wiki, monkeypatch):

@@ -62,6 +62,7 @@ def test_mcp_init_iterations_mask_summary_restart(tmp_path):
                 framework="cuda",
                 dtype="fp32",
                 shape=["N=1024"],
+                allow_tbd=True,
             )
             ws = Path(out["workspace"])
             assert ws == root / "vadd" and (ws / "README.md").is_file()

@@ -45,6 +45,7 @@ def workspace(tmp_path, run_cli):
         "N=67108864",
         "--goal",
         "reach the DRAM roof",
+        "--allow-tbd",
         "--root",
         str(root),
     )

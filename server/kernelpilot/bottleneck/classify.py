@@ -8,9 +8,9 @@ below 60% of peak on both sides ncu points to latency issues), Nsight Compute Pr
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from pathlib import Path
+
+from pydantic import ValidationError
 
 from kernelpilot.bottleneck.isa_facts import normalize as normalize_isa
 from kernelpilot.bottleneck.models import (
@@ -23,6 +23,7 @@ from kernelpilot.bottleneck.models import (
 from kernelpilot.bottleneck.rules import Ctx, evaluate
 from kernelpilot.errors import InvalidArgumentError
 from kernelpilot.profile.models import KernelProfile, ProfileParseRequest, ProfileResult
+from kernelpilot.validation import load_json_argument
 
 HIGH_PCT = 80.0  # ncu SOL rule: unit is saturated
 BOUND_PCT = 60.0  # ncu SOL rule: below this on both sides, latency issues
@@ -449,8 +450,8 @@ def classify_bottleneck(req: ClassifyRequest) -> ClassifyResult:
         where_base = req.profile_path
     else:
         try:
-            res = ProfileResult.model_validate_json(req.profile_json or "")
-        except ValueError as exc:
+            res = ProfileResult.model_validate(load_json_argument(req.profile_json, "profile_json"))
+        except ValidationError as exc:
             raise InvalidArgumentError(
                 f"profile_json is not a profile result: {str(exc)[:300]}",
                 "pass the JSON printed by `kernelpilot profile parse --json`",
@@ -459,21 +460,15 @@ def classify_bottleneck(req: ClassifyRequest) -> ClassifyResult:
     peaks: list[CitedPeak] = []
     if req.peaks_json:
         try:
-            peaks = [CitedPeak.model_validate(x) for x in json.loads(req.peaks_json)]
-        except (ValueError, TypeError) as exc:
+            peaks = [CitedPeak.model_validate(x) for x in load_json_argument(req.peaks_json, "peaks_json")]
+        except (ValidationError, TypeError) as exc:
             raise InvalidArgumentError(
                 f"peaks_json is invalid: {str(exc)[:300]}",
                 'give [{"metric":..,"value":..,"unit":"TB/s","citation":"..."}]',
             ) from None
     isa_doc: object = None
     if req.isa_facts_json:
-        text = req.isa_facts_json
-        if not text.lstrip().startswith(("{", "[")) and Path(text).expanduser().is_file():
-            text = Path(text).expanduser().read_text(encoding="utf-8", errors="replace")
-        try:
-            isa_doc = json.loads(text)
-        except ValueError as exc:
-            raise InvalidArgumentError(f"isa_facts_json is not JSON: {exc}", "give a JSON object") from None
+        isa_doc = load_json_argument(req.isa_facts_json, "isa_facts_json")
         if not isinstance(isa_doc, (dict, list)):
             raise InvalidArgumentError(
                 "isa_facts_json must be a JSON object or list",

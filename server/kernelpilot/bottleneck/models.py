@@ -3,20 +3,12 @@
 
 from __future__ import annotations
 
-import json
-from typing import Annotated, Any, Literal
+from typing import Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from kernelpilot.models import Request, Result
-
-
-def _as_json_text(v: Any) -> Any:
-    """MCP clients/servers may hand a JSON string argument over already parsed: take it back as text."""
-    return v if v is None or isinstance(v, str) else json.dumps(v)
-
-
-JsonText = Annotated[str, BeforeValidator(_as_json_text)]
+from kernelpilot.validation import JsonText as JsonText  # re-exported for suggest.models
 
 Verdict = Literal["compute_bound", "memory_bound", "latency_bound", "sync_bound", "unknown"]
 MemoryLevel = Literal["dram", "l2", "l1_shared"]
@@ -94,12 +86,15 @@ class ClassifyRequest(Request):
         default=None, description="Profiler output (ncu raw/details CSV, .ncu-rep, rocprofv3 CSV/JSON)."
     )
     profile_json: JsonText | None = Field(
-        default=None, description="Instead of a path: a profile_parse/profile_run result as JSON."
+        default=None,
+        description="Instead of profile_path: a profile_parse/profile_run result as inline JSON or the "
+        "path of a JSON file (e.g. saved from `kernelpilot profile parse --json`).",
     )
     kernel: str | None = Field(default=None, description="Only kernels whose name contains this text.")
     peaks_json: JsonText | None = Field(
         default=None,
-        description="Optional JSON list of cited peaks [{metric, value, unit, citation}] "
+        description="Optional list of cited peaks [{metric, value, unit, citation}] (inline JSON or a JSON "
+        "file path) "
         "(memory_bandwidth_tb_s,"
         " *_tflops) used when the profile has no speed-of-light percentages (e.g. rocprofv3).",
     )

@@ -166,11 +166,12 @@ CAPABILITIES = [
     Capability(
         tool="exp_ingest",
         command=("exp", "ingest"),
-        summary="Record an eval result.json or ledger.jsonl line(s) as experiment records.",
+        summary="Record an eval result.json, ledger.jsonl line(s) or baseline.json as experiment records.",
         description=(
             "Turn `kernelpilot eval` output into records: status improved->success, regressed->regression, "
             "neutral/unstable/needs_baseline->neutral, failed->crash, correctness_failed->incorrect, "
-            "out_of_scope->abandoned; score = speed-up. Give --operator/--dtype/--arch/--change/--parent-id "
+            "out_of_scope->abandoned; score = speed-up. A task's baseline.json becomes the baseline record "
+            "(success, score 1.0, tag baseline). Give --operator/--dtype/--arch/--change/--parent-id "
             "for a useful record. Ingesting the same eval twice does not duplicate it."
         ),
         request=ExpIngestRequest,

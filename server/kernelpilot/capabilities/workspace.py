@@ -10,6 +10,7 @@ from kernelpilot.workspace.models import (
     MemoryRecordResult,
     MemoryRestartRequest,
     MemoryRestartResult,
+    MemoryRevertRequest,
     MemorySummaryRequest,
     MemorySummaryResult,
     MemoryUnmaskRequest,
@@ -35,6 +36,8 @@ CAPABILITIES = [
             "README.md holds "
             "Task Context, Hardware Spec (gpu-wiki citations only), Roofline analysis and Stop Conditions "
             "(computed when --flops and --bytes-moved or --roofline-args are given); unknown fields say TBD. "
+            "Refuses to leave them TBD silently: without --roofline-args (or --flops/--bytes-moved) it fails "
+            "naming them, unless --allow-tbd. "
             "Refuses names with separators or '..', an existing non-empty target, a missing kernel file; "
             "on any failure nothing is left behind."
         ),
@@ -51,11 +54,12 @@ CAPABILITIES = [
         description=(
             "Call after each iteration's correctness check and timing (v0 = baseline). Commits the current "
             "kernel (commit hash stored in the record, so restart can restore it), then writes "
-            "memory/v<N>.json "
-            "validated against the shipped schema: change, plan, correctness (passed, max rel "
-            "err), performance "
-            "(median, spread, unit, vs baseline — computed from the baseline median when omitted), profile "
-            "verdict (--verdict or --profile JSON with evidence/hotspots), pitfalls ('pitfall => fix')."
+            "memory/v<N>.json validated against the shipped schema: change, plan, correctness (passed, "
+            "max rel err), performance (median, spread, unit; vs_baseline = the first unmasked version's "
+            "median / this one; vs_parent = the parent's / this one), profile verdict (--verdict or "
+            "--profile JSON with evidence/hotspots), pitfalls ('pitfall => fix'). --eval-result takes an "
+            "eval result.json or baseline.json and keeps eval's verdict under performance.eval (its "
+            "speed-up is vs the task's baseline.json, usually the parent)."
         ),
         request=MemoryCreateRequest,
         result=MemoryRecordResult,
@@ -144,6 +148,23 @@ CAPABILITIES = [
         result=MemoryRestartResult,
         target=f"{_M}:memory_restart",
         short={"from_version": "--from"},
+        read_only=False,
+        destructive=True,
+    ),
+    Capability(
+        tool="memory_revert",
+        command=("memory", "revert"),
+        summary="Undo one iteration's change but keep its record visible (status reverted, with why).",
+        description=(
+            "For a neutral, regressed or failed iteration: restores the kernel file from the version it "
+            "started from (its parent), marks memory/v<N>.json `reverted` with the eval status and the "
+            "reason, and commits. Unlike memory_restart it masks nothing: summaries and reports keep "
+            "listing the iteration as reverted; it is never the best or latest version nor the next "
+            "parent. Refuses the baseline, a masked or reverted version, and a dirty workspace tree."
+        ),
+        request=MemoryRevertRequest,
+        result=MemoryRecordResult,
+        target=f"{_M}:memory_revert",
         read_only=False,
         destructive=True,
     ),

@@ -170,7 +170,10 @@ class ExpExportRequest(_Filters):
 class ExpIngestRequest(_DbRequest):
     """Record eval results."""
 
-    path: str = Field(description="An eval result.json, or a ledger.jsonl (all lines, or --line N).")
+    path: str = Field(
+        description="An eval result.json, a ledger.jsonl (all lines, or --line N), or a task's baseline.json "
+        "(recorded as the baseline: success, score 1.0, tag baseline)."
+    )
     line: int | None = Field(None, ge=1, description="Only this 1-based line of a ledger.jsonl.")
     operator: str | None = Field(None, description="Operator signature (default: the eval task name).")
     dtype: str = Field("", description="Dtype signature.")

@@ -1,11 +1,12 @@
-"""Turn an eval `result.json` or a `ledger.jsonl` line into a record.
+"""Turn an eval `result.json`, a `ledger.jsonl` line or a task's `baseline.json` into a record.
 
 The format is `kernelpilot.tasks.models.EvalRecord`, written by `kernelpilot.tasks`.
 
 Status map (eval -> record): improved -> success, regressed -> regression, neutral -> neutral,
 failed -> crash (is_buggy), correctness_failed -> incorrect (is_buggy), unstable -> neutral (tag
 `unstable`: the timing could not separate the two), out_of_scope -> abandoned (tag `out_of_scope`),
-needs_baseline -> neutral with no score (tag `needs_baseline`). Score = the speed-up.
+needs_baseline -> neutral with no score (tag `needs_baseline`). Score = the speed-up. A baseline.json
+(no status) -> success, score 1.0, tag `baseline`.
 The record id is derived from the eval object's content (`ev-` + 16 hex of its SHA-256), so ingesting
 the same line twice finds the existing record instead of duplicating it.
 """
@@ -80,11 +81,81 @@ def parse_eval(obj: Any, where: str) -> EvalResult:
 
 
 def _created(ev: EvalResult, where: str) -> datetime:
+    return _iso_time(ev.created, where)
+
+
+def _iso_time(text: str, where: str) -> datetime:
     try:
-        ts = datetime.fromisoformat(ev.created.replace("Z", "+00:00"))
+        ts = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError as exc:
-        raise FormatError(f"{where}: created {ev.created!r} is not an ISO-8601 time", "fix the file") from exc
+        raise FormatError(f"{where}: created {text!r} is not an ISO-8601 time", "fix the file") from exc
     return ts.replace(tzinfo=UTC) if ts.tzinfo is None else ts
+
+
+def is_baseline(obj: Any) -> bool:
+    """A `baseline.json` (`tasks.models.Baseline`) rather than an eval result: it has no status."""
+    return isinstance(obj, dict) and "task_hash" in obj and "stats" in obj and "status" not in obj
+
+
+def _record_from_baseline(obj: dict[str, Any], where: str, **kw: Any) -> ExperimentRecord:
+    """The baseline measurement as the first record of a line of work: status success, score 1.0, tag
+    `baseline` (kernel-exp-history conventions)."""
+    from kernelpilot.tasks.models import Baseline
+
+    try:
+        base = Baseline.model_validate(obj)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise FormatError(
+            f"{where}: not a baseline.json ({'.'.join(str(p) for p in err['loc'])}: {err['msg']})",
+            "give the baseline.json written by `kernelpilot eval --refresh-baseline`",
+        ) from exc
+    s = base.stats
+    outcome = f"baseline median {s.median:.4g} {base.metric}"
+    what = " ".join(str(kw["change"] or "baseline").split())[:WHAT_MAX_CHARS]
+    data = {
+        "id": eval_record_id(obj),
+        "parent_id": kw["parent_id"],
+        "created": _iso_time(base.created, where),
+        "operator": kw["operator"] or base.task,
+        "dtype": kw["dtype"],
+        "gpu": kw["gpu"] if kw["gpu"] is not None else _gpu_from_env(base.environment),
+        "arch": kw["arch"],
+        "environment": _environment(base.environment),
+        "base_commit": base.commit,
+        "diff_hash": base.diff_hash,
+        "summary": f"{what} - {outcome}"[:SUMMARY_MAX_CHARS],
+        "description": {
+            "approach": kw["change"] or "baseline",
+            "result": f"{base.metric} median {s.median} ({base.direction} is better), {s.count} runs, "
+            f"CV {s.cv:.4f} ({s.verdict})",
+            "why": "",
+        },
+        "raw_result": json.loads(
+            json.dumps(
+                {
+                    "eval_status": "baseline",
+                    "metric": base.metric,
+                    "direction": base.direction,
+                    "candidate_median": s.median,
+                    "samples": base.samples,
+                    "stable": base.stable,
+                }
+            )
+        ),
+        "score": 1.0,
+        "status": Status.success,
+        "is_buggy": False,
+        "error_message": None,
+        "tags": list(dict.fromkeys([*kw["tags"], "baseline", *([] if base.stable else ["unstable"])])),
+        "links": {kw["link_field"]: kw["link"], "workspace": kw["workspace"], "files": []},
+    }
+    try:
+        return ExperimentRecord.model_validate(data)
+    except ValidationError as exc:
+        from kernelpilot.experiments.store import record_error
+
+        raise record_error(exc, f"ingest of {where}") from exc
 
 
 def _environment(env: dict[str, Any]) -> dict[str, Any]:
@@ -157,7 +228,12 @@ def record_from_eval(
     link: str,
     workspace: str | None,
 ) -> ExperimentRecord:
-    """The record for one eval object (validation errors name the field)."""
+    """The record for one eval object, or for a baseline.json (validation errors name the field)."""
+    if is_baseline(obj):
+        return _record_from_baseline(
+            obj, where, operator=operator, dtype=dtype, gpu=gpu, arch=arch, change=change,
+            parent_id=parent_id, tags=tags, link_field=link_field, link=link, workspace=workspace,
+        )  # fmt: skip
     ev = parse_eval(obj, where)
     status, extra_tag = STATUS_MAP[ev.status]
     score = ev.speedup if ev.speedup is not None and math.isfinite(ev.speedup) and ev.speedup > 0 else None
@@ -174,11 +250,18 @@ def record_from_eval(
         "candidate_median": ev.candidate_median,
         "samples": ev.samples,
         "baseline_samples": ev.baseline_samples,
+        # paired timing (tasks.paired): how the verdict was measured and the clocks seen meanwhile
+        **{
+            k: obj[k]
+            for k in ("method", "ratio_median", "ratio_ci", "pairs", "clocks")
+            if obj.get(k) is not None
+        },
     }
     error = ev.output_tail[-2000:].strip() or ev.status if buggy else None
     result_text = (
         f"{ev.metric or 'metric'} median {ev.baseline_median} -> {ev.candidate_median} ({ev.direction} is "
         f"better), speed-up {ev.speedup} CI {ev.speedup_ci}"
+        + (f", paired ({obj.get('pairs')} pairs)" if obj.get("method") == "paired" else "")
         if ev.baseline_median is not None or ev.candidate_median is not None
         else f"eval status {ev.status}"
     )

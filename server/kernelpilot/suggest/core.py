@@ -15,9 +15,10 @@ from typing import Any
 
 from kernelpilot.bottleneck.models import Cause
 from kernelpilot.bottleneck.rules import MIN_GAIN_PCT, contradicted_levers
-from kernelpilot.errors import FormatError, InputFileError
+from kernelpilot.errors import FormatError
 from kernelpilot.suggest.models import EvalContract, Suggestion, SuggestRequest, SuggestResult
 from kernelpilot.suggest.rules import LEVERS, Lever
+from kernelpilot.validation import load_json_argument, looks_inline_json
 
 BY_ID = {lv.id: lv for lv in LEVERS}
 LEVER_STEP = 0.15  # each later lever of one cause scores 15% less than the one before it
@@ -41,33 +42,23 @@ PREDICTIONS = {
 
 
 def _load(value: str, what: str) -> Any:
-    text = value.strip()
-    if text.startswith(("{", "[")):
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise FormatError(
-                f"{what}: inline JSON is invalid: {exc}", "pass valid JSON or a file path"
-            ) from exc
-    p = Path(text).expanduser()
+    """A JSON argument (inline or a file, `validation.load_json_argument`), or a `.jsonl` file / a task folder
+    holding `ledger.jsonl` (history), read line by line."""
+    if looks_inline_json(value):
+        return load_json_argument(value, what)
+    p = Path(value.strip()).expanduser()
     if p.is_dir() and (p / "ledger.jsonl").is_file():
         p = p / "ledger.jsonl"
-    if not p.is_file():
-        raise InputFileError(f"{what}: file {value!r} not found", "give a JSON file path or inline JSON")
-    raw = p.read_text(encoding="utf-8", errors="replace")
-    if p.suffix == ".jsonl":
-        out = []
-        for n, line in enumerate(raw.splitlines(), 1):
-            if line.strip():
-                try:
-                    out.append(json.loads(line))
-                except json.JSONDecodeError as exc:
-                    raise FormatError(f"{what}: {p.name} line {n} is not JSON", "repair the file") from exc
-        return out
-    try:
-        return json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise FormatError(f"{what}: {p} is not valid JSON: {exc}", "give the tool's JSON output") from exc
+    if p.suffix != ".jsonl" or not p.is_file():
+        return load_json_argument(value, what)
+    out = []
+    for n, line in enumerate(p.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+        if line.strip():
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise FormatError(f"{what}: {p.name} line {n} is not JSON", "repair the file") from exc
+    return out
 
 
 def _verdicts(doc: Any) -> list[dict[str, Any]]:

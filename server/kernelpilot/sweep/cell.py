@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelpilot.errors import KernelpilotError
-from kernelpilot.sweep.models import CellOutcome, Shape, VariantSpec
+from kernelpilot.sweep.models import CellOutcome, CellTiming, Shape, VariantSpec
 
 _FACTORIES: dict[tuple[str, str], Callable[..., Any]] = {}
 
@@ -129,6 +129,10 @@ def _factory_cell(v: VariantSpec, shape: Shape, root: Path, p: dict[str, Any], o
         if not ok:
             out.state = "incorrect"
             return
+    base = VariantSpec.model_validate(p["baseline_spec"]) if p.get("baseline_spec") else None
+    if base is not None and base.factory is not None:
+        out.timing = _paired_timing(base, closures, shape, root, p)
+        return
     try:
         out.timing = time_cell(
             lambda: closures,
@@ -144,6 +148,26 @@ def _factory_cell(v: VariantSpec, shape: Shape, root: Path, p: dict[str, Any], o
         raise _Crash(f"timed closure raised {type(exc).__name__}: {exc}") from exc
     if out.timing.method == "cuda_event":
         out.device_name = out.timing.note.split("; ", 1)[-1]
+
+
+def _paired_timing(
+    base: VariantSpec, closures: list[Any], shape: Shape, root: Path, p: dict[str, Any]
+) -> CellTiming:
+    """The candidate timed together with the baseline variant at this shape (sweep/timing_adapter.py)."""
+    from kernelpilot.sweep.timing_adapter import time_cell_paired
+
+    assert base.factory is not None
+    try:
+        made = _call(_factory(base.factory, root), shape)
+        base_closures = list(made) if isinstance(made, list | tuple) else [made]
+        return time_cell_paired(
+            base_closures, closures, name=p["variant"], mode=p["mode"], runs=p["runs"],
+            device="cpu" if p["device"] == "cpu" else "auto", cv_threshold=p["cv_threshold"],
+        )  # fmt: skip
+    except KernelpilotError:
+        raise
+    except Exception as exc:  # the baseline's factory or either closure raised: a crashed cell
+        raise _Crash(f"paired timing raised {type(exc).__name__}: {exc}") from exc
 
 
 def _command_cell(v: VariantSpec, shape: Shape, root: Path, p: dict[str, Any], out: CellOutcome) -> None:

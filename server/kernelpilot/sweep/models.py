@@ -123,6 +123,19 @@ class Shape(BaseModel):
         return {**self.fields, "dtype": self.dtype, "model": self.model, "stage": self.stage}
 
 
+class PairedCell(BaseModel):
+    """A candidate cell timed together with the baseline variant at the same shape, in the same worker,
+    interleaved A,B,B,A (`timing.compare.compare_sides`): its speed-up comes from the per-pair ratio."""
+
+    ratio_median: float = Field(description="Median per-pair time ratio candidate/baseline.")
+    ratio_ci: list[float] = Field(description="95% bootstrap CI of that median.")
+    ratios: list[float] = Field(description="Every pair's ratio (the geomean CI resamples them).")
+    pairs: int
+    baseline_median_us: float = Field(description="The baseline's median in the same run.")
+    verdict: str = Field(description="improved / regressed / neutral / unstable (compare's verdict).")
+    clocks_note: str = ""
+
+
 class CellTiming(BaseModel):
     """What the timing seam returns for one cell (all times in microseconds, or the command's unit)."""
 
@@ -133,6 +146,9 @@ class CellTiming(BaseModel):
     method: str = Field(description="cuda_event | cpu_perf_counter_ns | command_metric")
     iqr_us: float = 0.0
     note: str = ""
+    paired: PairedCell | None = Field(
+        None, description="Candidate factory cells: the paired comparison with the baseline variant."
+    )
 
 
 class CellOutcome(BaseModel):
@@ -187,6 +203,11 @@ class CellRow(BaseModel):
         default_factory=list,
         exclude=True,
         description="Per-run samples (for the CIs; left out of the JSON: `exp get <record_id>` has them).",
+    )
+    paired_ratios: list[float] = Field(
+        default_factory=list,
+        exclude=True,
+        description="Per-pair ratios when the cell was timed paired with the baseline (for the geomean CI).",
     )
     speedup: float | None = Field(None, description="vs the baseline at this shape (> 1 better).")
     speedup_ci: list[float] | None = Field(None, description="95% bootstrap CI of the cell's speed-up.")

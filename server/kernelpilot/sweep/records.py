@@ -24,6 +24,7 @@ from kernelpilot.sweep import stats
 from kernelpilot.sweep.models import (
     CellOutcome,
     CellRow,
+    PairedCell,
     Shape,
     SweepSpec,
     SweepSummary,
@@ -189,6 +190,8 @@ def cell_record(
         }
     dims = ",".join(f"{k}={v}" for k, v in shape.fields.items())
     what = f"{out.variant} {dims} {shape.dtype}"
+    if role == "candidate" and t is not None and t.paired is not None and out.state != "incorrect":
+        return _paired_record(loaded, out, shape, roof, raw, t.paired)
     if out.state == "incorrect":
         raw["verdict"] = "incorrect"
         status, result = Status.incorrect, f"incorrect: {out.check_note or 'check failed'}"[:60]
@@ -221,11 +224,41 @@ def cell_record(
     )
 
 
+def _paired_record(
+    loaded: LoadedSweep, out: CellOutcome, shape: Shape, roof: Roofline, raw: dict[str, Any], pc: PairedCell
+) -> ExperimentRecord:
+    """A candidate cell timed paired with the baseline: scored at once from the per-pair ratio."""
+    spec = loaded.spec
+    lo, hi = pc.ratio_ci
+    sp, ci = 1.0 / pc.ratio_median, (1.0 / hi, 1.0 / lo)
+    v = stats.verdict(sp, ci, pc.verdict != "unstable", spec.parity)
+    raw.update(speedup=sp, speedup_ci=[ci[0], ci[1]], verdict=v)
+    result = f"{sp:.3f}x vs {spec.baseline} ({v}, paired: {pc.pairs} pairs)"
+    dims = ",".join(f"{k}={val}" for k, val in shape.fields.items())
+    return ExperimentRecord(
+        id=cell_id(loaded.sweep_id, out.variant, shape.key),
+        parent_id=loaded.sweep_id,
+        operator=spec.operator,
+        dtype=shape.dtype,
+        shapes=_int_shapes(shape.fields),
+        gpu=roof.gpu_id or "",
+        summary=_summary_line(f"{out.variant} {dims} {shape.dtype}", result),
+        status=_STATUS.get(v, Status.neutral),
+        score=sp,
+        raw_result=raw,
+        tags=[CELL_TAG, "candidate"],
+        description=Description(
+            approach=f"variant {out.variant} of sweep {spec.name} at {shape.label()}", result=result
+        ),
+    )
+
+
 def scored_changes(rec: ExperimentRecord, base: ExperimentRecord, spec: SweepSpec) -> dict[str, Any] | None:
-    """Field changes giving a candidate cell its speed-up vs the recorded baseline cell (None: cannot)."""
+    """Field changes giving a candidate cell its speed-up vs the recorded baseline cell (None: cannot, or
+    already scored from its paired timing)."""
     raw, braw = rec.raw_result, base.raw_result
     t, bt = raw.get("timing"), braw.get("timing")
-    if raw.get("role") != "candidate" or raw.get("verdict") == "incorrect" or not t:
+    if raw.get("role") != "candidate" or raw.get("verdict") == "incorrect" or not t or t.get("paired"):
         return None
     if not bt or braw.get("verdict") == "incorrect":
         return None
@@ -288,6 +321,7 @@ def _row(rec: ExperimentRecord) -> CellRow:
         method=t.get("method"),
         gpu=(raw.get("worker") or {}).get("visible_devices"),
         samples=t.get("samples_us", []),
+        paired_ratios=(t.get("paired") or {}).get("ratios", []),
         speedup=raw.get("speedup"),
         speedup_ci=list(ci) if ci else None,
         roofline_pct=roof.get("pct"),
@@ -338,7 +372,15 @@ def summarize(sweep: ExperimentRecord, cells: list[ExperimentRecord], db: str) -
                     [r.speedup or 1.0 for r in scored], [r.weight for r in scored]
                 )
                 lo, hi = stats.geomean_ci(
-                    [(base_rows[r.shape_key].samples, r.samples, r.weight) for r in scored], spec.direction
+                    [
+                        (
+                            None if r.paired_ratios else base_rows[r.shape_key].samples,
+                            r.paired_ratios or r.samples,
+                            r.weight,
+                        )
+                        for r in scored
+                    ],
+                    spec.direction,
                 )
                 vs.geomean_ci = [lo, hi]
                 vs.weight_covered = sum(r.weight for r in scored) / total_weight

@@ -187,6 +187,10 @@ def _execute(
             "warmup": sp.warmup,
             "cv_threshold": sp.cv_threshold,
             "device": "cpu" if device == "cpu" else cl.device,
+            # a candidate factory cell is timed together with the baseline variant (paired)
+            "baseline_spec": sp.variants[sp.baseline].model_dump(mode="json")
+            if v != sp.baseline and sp.variants[v].factory and sp.variants[sp.baseline].factory
+            else None,
         }
         fut = cl.client.submit(
             run_cell,

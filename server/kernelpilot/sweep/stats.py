@@ -31,22 +31,38 @@ def _ratio_draws(base: Sequence[float], cand: Sequence[float], direction: str, r
     return bm / cm if direction == "lower" else cm / bm
 
 
+def _paired_draws(ratios: Sequence[float], direction: str, rng: object, n: int) -> object:
+    """Speed-up draws of a paired cell: the median of resampled per-pair ratios (candidate/baseline)."""
+    import numpy as np
+
+    gen: np.random.Generator = rng  # type: ignore[assignment]
+    r = np.asarray(ratios, dtype=np.float64)
+    m = np.median(r[gen.integers(0, len(r), size=(n, len(r)))], axis=1)
+    return 1.0 / m if direction == "lower" else m
+
+
 def geomean_ci(
-    cells: Sequence[tuple[Sequence[float], Sequence[float], float]],
+    cells: Sequence[tuple[Sequence[float] | None, Sequence[float], float]],
     direction: str,
     *,
     confidence: float = 0.95,
     resamples: int = RESAMPLES,
     seed: int = 0,
 ) -> tuple[float, float]:
-    """CI of the weighted geomean speed-up; `cells` = (baseline samples, variant samples, weight)."""
+    """CI of the weighted geomean speed-up; `cells` = (baseline samples, variant samples, weight), or
+    (None, per-pair ratios, weight) for a cell timed paired with the baseline."""
     import numpy as np
 
     rng = np.random.default_rng(seed)
     weights = np.asarray([w for _b, _c, w in cells], dtype=np.float64)
     logs = np.empty((resamples, len(cells)))
     for i, (b, c, _w) in enumerate(cells):
-        logs[:, i] = np.log(np.asarray(_ratio_draws(b, c, direction, rng, resamples)))
+        draws = (
+            _ratio_draws(b, c, direction, rng, resamples)
+            if b is not None
+            else _paired_draws(c, direction, rng, resamples)
+        )
+        logs[:, i] = np.log(np.asarray(draws))
     gm = np.exp(logs @ weights / weights.sum())
     alpha = (1 - confidence) / 2
     lo, hi = np.quantile(gm, [alpha, 1 - alpha])

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
-from kernelpilot.sweep.models import CellTiming
+from kernelpilot.sweep.models import CellTiming, PairedCell
 
 Mode = Literal["cold", "warm"]
 
@@ -63,6 +63,40 @@ def time_cell(
     assert t.cpu_samples_us is not None
     note = t.cpu_note + ("; cold mode has no L2 to flush here" if mode == "cold" else "")
     return _timing(t.cpu_samples_us, "cpu_perf_counter_ns", cv_threshold, note)
+
+
+def time_cell_paired(
+    baseline: list[Callable[[], Any]],
+    candidate: list[Callable[[], Any]],
+    *,
+    name: str,
+    mode: Mode,
+    runs: int,
+    device: str = "auto",
+    cv_threshold: float = 0.02,
+) -> CellTiming:
+    """The candidate's closures timed together with the baseline's at the same shape (A,B,B,A blocks, NVML
+    clock tags; `timing.compare.compare_sides`): the cell's samples are the candidate's, its speed-up the
+    per-pair ratio's, so a GPU drifting between cells cannot move a speed-up."""
+    from kernelpilot.timing import paired
+    from kernelpilot.timing.callables import _cuda_torch
+    from kernelpilot.timing.compare import compare_sides
+    from kernelpilot.timing.models import CompareRequest
+
+    torch = None if device == "cpu" else _cuda_torch()
+    req = CompareRequest(
+        a="baseline", b=name, label_a="baseline", label_b=name, timing=mode, device="auto",
+        warmup_min_ms=100.0, max_pairs=max(16, runs // 2), max_wall_s=10.0, target_halfwidth=0.005,
+    )  # fmt: skip
+    r = compare_sides(paired.Side("baseline", baseline), paired.Side(name, candidate), req, torch)
+    gpu = r.environment.get("torch_device", "CPU")
+    note = f"paired with the baseline ({r.order}, {r.pairs} pairs): {r.timer_note}; {gpu}"
+    t = _timing(r.b_samples, r.timer, cv_threshold, note)
+    t.paired = PairedCell(
+        ratio_median=r.ratio_median, ratio_ci=r.ratio_ci, ratios=r.ratios, pairs=r.pairs,
+        baseline_median_us=r.a_stats.median, verdict=r.verdict, clocks_note=r.clocks.note,
+    )  # fmt: skip
+    return t
 
 
 def time_command(

@@ -29,11 +29,42 @@ def now_iso() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
 
+PYTHON_TOKEN = "{python}"
+"""argv[0] of a task command that means "the interpreter running kernelpilot at eval time", so task.json
+names no machine's interpreter path (`interpreter_argv` resolves it)."""
+
+
+def interpreter_argv(argv: list[str]) -> list[str]:
+    """A stored task command made runnable here: `{python}` becomes this process's interpreter."""
+    return [sys.executable if a == PYTHON_TOKEN else a for a in argv]
+
+
+def _portable(argv: list[str], workdir: Path) -> list[str]:
+    """A command as task.json stores it: this interpreter as `{python}`, paths inside workdir relative (the
+    commands run in workdir), so the task evaluates from another checkout or virtual environment."""
+    here = Path(sys.executable)
+    out: list[str] = []
+    for i, a in enumerate(argv):
+        p = Path(a)
+        if p.is_absolute() and p == here:  # this very path; another interpreter stays what it is
+            out.append(PYTHON_TOKEN)
+        elif p.is_absolute() and p.resolve().is_relative_to(workdir):
+            rel = p.resolve().relative_to(workdir).as_posix()
+            out.append(f"./{rel}" if i == 0 else rel)
+        else:
+            out.append(a)
+    return out
+
+
 def command_env(env: TaskEnvironment) -> dict[str, str]:
     """The environment every task command runs with: ours minus stripped variables, plus `set`."""
     out = instrumentation.stripped(patterns=env.strip)
     out.update(env.set)
     return out
+
+
+def _uses_token(task: Task) -> bool:
+    return any(PYTHON_TOKEN in c for c in (task.eval_command, *task.correctness_commands))
 
 
 def render_task_md(task: Task) -> str:
@@ -54,11 +85,13 @@ def render_task_md(task: Task) -> str:
             if task.metric.regex
             else f" (JSON key `{task.metric.json_key}`)"
         ),
-        f"- eval command (argv, run in `{task.workdir}` relative to this folder): {argv(task.eval_command)}",
+        f"- eval command (argv, run in `{task.workdir}` relative to this folder): {argv(task.eval_command)}"
+        + (f" (`{PYTHON_TOKEN}` = the Python running kernelpilot at eval time)" if _uses_token(task) else ""),
         *(
             [
-                f"- timing: **{task.timing_mode}** GPU time (`kernelpilot time`; cold = L2 flushed before "
-                "every launch, warm = back-to-back launches) is what the verdict uses"
+                f"- timing: **{task.timing_mode}** GPU time (cold = L2 flushed before every launch, warm = "
+                "back-to-back launches); each eval times the candidate and the baseline commit together, "
+                "interleaved (`kernelpilot compare`), and judges the per-pair ratio"
             ]
             if task.timing_mode
             else []
@@ -117,7 +150,7 @@ def _eval_command(req: CreateTaskRequest) -> tuple[list[str], dict[str, Any], Li
         )
     mode = req.timing_mode
     argv = [
-        sys.executable, "-m", "kernelpilot.cli", "--json", "time", req.time_spec,
+        PYTHON_TOKEN, "-m", "kernelpilot.cli", "--json", "time", req.time_spec,
         "--timing", mode, "--verdict", mode, "--no-kernels",
     ]  # fmt: skip
     metric = {"name": f"{mode}_time_us", "direction": "lower", "unit": "us", "json_key": "stats.median"}
@@ -133,8 +166,9 @@ def create_task(req: CreateTaskRequest) -> CreateTaskResult:
     if not workdir.is_dir():
         raise InputFileError(f"workdir {req.workdir!r} is not a directory", "give the repository root")
     workdir = workdir.resolve()
-    checks = [check_argv(c, "correctness_command") for c in req.correctness_command]
+    checks = [_portable(check_argv(c, "correctness_command"), workdir) for c in req.correctness_command]
     eval_cmd, metric_kw, timing_mode = _eval_command(req)
+    eval_cmd = _portable(eval_cmd, workdir)
     if timing_mode is None and (req.metric_regex is None) == (req.metric_json_key is None):
         raise InvalidArgumentError(
             "give exactly one of metric_regex or metric_json_key",
@@ -180,6 +214,7 @@ def create_task(req: CreateTaskRequest) -> CreateTaskResult:
         correctness_commands=checks,
         metric=Metric(**metric_kw),
         timing_mode=timing_mode,
+        time_spec=req.time_spec,
         allowed_files=list(req.allowed_file),
         runs=req.runs,
         warmup=req.warmup,

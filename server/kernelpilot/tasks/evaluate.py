@@ -2,10 +2,12 @@
 
 Candidate order: baseline present and current (else needs_baseline) -> changed files within the
 allowed list (else out_of_scope, nothing run) -> correctness commands (else correctness_failed)
--> eval command warmup+N times (else failed) -> stability of both sides (else unstable, no
-speed-up claimed) -> speed-up with a bootstrap CI of the ratio of medians -> improved / regressed /
-neutral. Everything is computed first; result.json is then written atomically and one ledger
-line appended, so a crash mid-eval leaves neither.
+-> timing against the baseline commit, paired (`tasks.paired`: the commit as a detached worktree in
+`<task>/.baseline-tree/`, both sides timed now, interleaved A,B,B,A; verdict from the median per-pair
+ratio and its bootstrap CI -> improved / regressed / neutral, unstable only when the ratio is) or, when
+the baseline cannot run now, unpaired against baseline.json's samples (stability of both sides, then the
+bootstrap CI of the ratio of medians), the record saying which and why. Everything is computed first;
+result.json is then written atomically and one ledger line appended, so a crash mid-eval leaves neither.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from kernelpilot.atomic import write_temp
 from kernelpilot.capability import Progress, no_progress
 from kernelpilot.errors import InputFileError, KernelpilotError, StateError, ToolchainError
 from kernelpilot.models import compact_json
-from kernelpilot.tasks.create import command_env, now_iso
+from kernelpilot.tasks import paired
+from kernelpilot.tasks.create import command_env, interpreter_argv, now_iso
 from kernelpilot.tasks.errors import CorrectnessFailedError
 from kernelpilot.tasks.models import (
     LEDGER_VERSION,
@@ -100,7 +103,26 @@ def _excluded(workdir: Path, task_dir: Path) -> list[str]:
 
     if (workdir / CONFIG_FILE).is_file():
         out += [*SUBDIRS, "README.md", CONFIG_FILE]
+    # every task's own bookkeeping (result.json, ledger.jsonl, baseline.json of a second task beside this one)
+    if (workdir / ".kernelpilot").is_dir():
+        out.append(".kernelpilot")
+    try:
+        listed = _git(workdir, ["ls-files", "--cached", "--others", "--exclude-standard", "--", "*task.json"])
+    except StateError:  # not a git tree: there is no scope check to feed (the caller reports it)
+        listed = ""
+    out += [Path(f).parent.as_posix() for f in listed.splitlines() if _is_task_file(workdir / f)]
     return out
+
+
+def _is_task_file(path: Path) -> bool:
+    """A kernelpilot task.json (not some other file of that name)."""
+    if path.name != "task.json" or path.parent == path.parent.parent:
+        return False
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return False
+    return isinstance(doc, dict) and {"eval_command", "allowed_files", "metric"} <= set(doc)
 
 
 def changed_files(workdir: Path, base_commit: str, exclude: list[str]) -> list[str]:
@@ -119,7 +141,11 @@ def _run_checks(task: Task, workdir: Path, env: dict[str, str]) -> tuple[bool, s
     for i, argv in enumerate(task.correctness_commands, 1):
         try:
             run_command(
-                argv, cwd=workdir, env=env, timeout_s=task.timeout_s, field=f"correctness_command[{i}]"
+                interpreter_argv(argv),
+                cwd=workdir,
+                env=env,
+                timeout_s=task.timeout_s,
+                field=f"correctness_command[{i}]",
             )
         except ToolchainError as exc:
             tail = getattr(exc, "stderr_tail", "") or ""
@@ -131,7 +157,7 @@ def _measure(
     task: Task, workdir: Path, env: dict[str, str], runs: int, progress: Progress
 ) -> tuple[list[float], str]:
     return measure_command(
-        task.eval_command,
+        interpreter_argv(task.eval_command),
         cwd=workdir,
         env=env,
         runs=runs,
@@ -186,8 +212,8 @@ def _refresh_baseline(
         ""
         if stats.stable
         else (
-            f"WARNING: baseline is {stats.verdict}; candidates will be 'unstable' until a stable "
-            "baseline is measured"
+            f"WARNING: baseline is {stats.verdict}; evals time the baseline commit again beside each "
+            "candidate (paired), but an unpaired fallback would call candidates 'unstable'"
         )
     )
     return EvaluateResult(mode="baseline", baseline=baseline, written=["baseline.json"], message=msg)
@@ -264,17 +290,11 @@ def _candidate(
                 fields.update(status="correctness_failed", output_tail=tail)
                 message = "a correctness command failed; nothing timed"
             else:
-                try:
-                    samples, tail = _measure(task, workdir, env, req.runs or task.runs, progress)
-                except (ToolchainError, KernelpilotError) as exc:
-                    t = getattr(exc, "stderr_tail", "") or ""
-                    fields.update(status="failed", output_tail=f"{exc.message}\n{t}"[-OUTPUT_TAIL_CHARS:])
-                    message = exc.message
-                else:
-                    fields.update(_verdict(task, base, samples), output_tail=tail)
-                    message = fields.pop("_message")
-                    if message:
-                        fields["output_tail"] = f"{message}\n{tail}"[-OUTPUT_TAIL_CHARS:]
+                timed = _time_candidate(req, task, task_dir, workdir, env, base, progress)
+                fields.update(timed.fields)
+                message = timed.message
+                if message and message not in fields["output_tail"]:
+                    fields["output_tail"] = f"{message}\n{fields['output_tail']}"[-OUTPUT_TAIL_CHARS:]
     fields["environment"] = {
         **environment.capture(),
         "stripped_env": instrumentation.present(patterns=task.environment.strip),
@@ -308,6 +328,59 @@ def _record_in_db(req: EvaluateRequest, task: Task, task_dir: Path) -> list[str]
         )
     )
     return [r.id for r in out.records]
+
+
+CLEAN_DIFF_HASH = hashlib.sha256(b"").hexdigest()  # environment.git_diff_hash of a clean tree
+
+
+def _time_candidate(
+    req: EvaluateRequest, task: Task, task_dir: Path, workdir: Path, env: dict[str, str], base: Baseline,
+    progress: Progress,
+) -> paired.Timed:  # fmt: skip
+    """Paired against the baseline commit (tasks.paired) when it can be; else unpaired, saying why."""
+    if base.diff_hash not in (None, CLEAN_DIFF_HASH):
+        why = "the baseline was measured on a tree with uncommitted changes, so no commit holds its code"
+        return _unpaired(req, task, workdir, env, base, progress, why)
+    try:
+        root = paired.baseline_tree(workdir, task_dir, base.commit)
+    except StateError as exc:
+        return _unpaired(req, task, workdir, env, base, progress, f"no baseline tree: {exc.message}")
+    spec = paired.time_spec_of(task)
+    if spec is not None:
+        return paired.paired_spec(task, spec, root, workdir, env)
+    try:
+        return paired.paired_command(task, root, workdir, env, req.runs or task.runs, progress)
+    except paired.BaselineUnrunnable as exc:
+        return _unpaired(req, task, workdir, env, base, progress, exc.message)
+    except (ToolchainError, KernelpilotError) as exc:
+        t = getattr(exc, "stderr_tail", "") or ""
+        tail = f"{exc.message}\n{t}"[-OUTPUT_TAIL_CHARS:]
+        return paired.Timed({"status": "failed", "method": "paired", "output_tail": tail}, exc.message)
+
+
+def _unpaired(
+    req: EvaluateRequest, task: Task, workdir: Path, env: dict[str, str], base: Baseline, progress: Progress,
+    why: str,
+) -> paired.Timed:  # fmt: skip
+    """The candidate's runs now against baseline.json's samples (taken when the baseline was refreshed)."""
+    note = f"unpaired (candidate now vs baseline.json samples): {why}"
+    try:
+        samples, tail = _measure(task, workdir, env, req.runs or task.runs, progress)
+    except (ToolchainError, KernelpilotError) as exc:
+        t = getattr(exc, "stderr_tail", "") or ""
+        return paired.Timed(
+            {
+                "status": "failed",
+                "method": "unpaired",
+                "output_tail": f"{exc.message}\n{t}"[-OUTPUT_TAIL_CHARS:],
+            },
+            exc.message,
+        )
+    fields = _verdict(task, base, samples)
+    message = fields.pop("_message")
+    message = f"{message}; {note}" if message else note
+    fields.update(method="unpaired", output_tail=f"{message}\n{tail}"[-OUTPUT_TAIL_CHARS:])
+    return paired.Timed(fields, message)
 
 
 def _verdict(task: Task, base: Baseline, samples: list[float]) -> dict[str, Any]:

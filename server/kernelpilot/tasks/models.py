@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from kernelpilot.models import Request, Result
 from kernelpilot.timing.commands import coerce_argv, coerce_argv_list
 from kernelpilot.timing.instrumentation import DEFAULT_STRIP_ENV
+from kernelpilot.timing.models import ClockEvidence
 from kernelpilot.timing.stats import DEFAULT_CV_THRESHOLD, SampleStats
 
 SCHEMA_VERSION = 1
@@ -66,6 +67,11 @@ class Task(BaseModel):
     timing_mode: Literal["cold", "warm"] | None = Field(
         None, description="GPU timing the metric is (time_spec tasks); None: the command's own metric."
     )
+    time_spec: str | None = Field(
+        None,
+        description="The launch-closure factory of a time_spec task: eval times it paired against the "
+        "baseline commit's (tasks.paired).",
+    )
     allowed_files: list[str]
     runs: int = 10
     warmup: int = 1
@@ -117,6 +123,19 @@ class EvalRecord(Result):
     environment: dict[str, Any]
     timing_mode: Literal["cold", "warm"] | None = Field(
         None, description="The GPU timing the verdict used (time_spec tasks), else None (command metric)."
+    )
+    method: Literal["paired", "unpaired"] | None = Field(
+        None,
+        description="paired: baseline and candidate timed now, interleaved (ABBA), verdict from the per-pair "
+        "ratio; unpaired: the candidate against baseline.json's samples (why in output_tail).",
+    )
+    ratio_median: float | None = Field(
+        None, description="Paired: median per-pair ratio candidate/baseline of the metric."
+    )
+    ratio_ci: list[float] | None = Field(None, description="Paired: 95% bootstrap CI of that median.")
+    pairs: int | None = Field(None, description="Paired: ABBA blocks kept (one ratio each).")
+    clocks: ClockEvidence | None = Field(
+        None, description="SM clock, power, temperature and throttle reasons seen while timing; drops."
     )
 
 
@@ -265,6 +284,15 @@ class EvaluateResult(Result):
             )
         elif r.candidate_median is not None:
             lines.append(f"  candidate median {r.candidate_median:g}, baseline median {r.baseline_median}")
+        if r.method == "paired" and r.ratio_median is not None and r.ratio_ci is not None:
+            lines.append(
+                f"  paired (baseline commit and candidate timed together, A,B,B,A): ratio candidate/baseline "
+                f"{r.ratio_median:.4f} (95% CI {r.ratio_ci[0]:.4f}-{r.ratio_ci[1]:.4f}, {r.pairs} pairs)"
+            )
+        elif r.method == "unpaired":
+            lines.append("  unpaired: the candidate now against baseline.json's samples (see the message)")
+        if r.clocks is not None and r.clocks.note:
+            lines.append(f"  clocks: {r.clocks.note}")
         if r.changed_files:
             lines.append(f"  changed files: {', '.join(r.changed_files)}")
         if self.message:
@@ -303,14 +331,29 @@ class LedgerResult(Result):
                 else ""
             )
         ]
-        lines.append(f"{'created':<26} {'status':<19} {'speedup':>8} {'CI':>17} {'commit':<12} changed")
+        lines.append(
+            f"{'created':<26} {'status':<19} {'speedup':>8} {'CI':>17} {'method':<8} {'ratio':>7} "
+            f"{'pairs':>5} {'SM MHz':>9} {'commit':<12} changed"
+        )
         for e in self.entries:
-            sp = e.get("speedup")
-            ci = e.get("speedup_ci")
-            lines.append(
-                f"{str(e.get('created', ''))[:26]:<26} {e.get('status', '?'):<19} "
-                f"{(f'{sp:.3f}x' if isinstance(sp, (int, float)) else '-'):>8} "
-                f"{(f'{ci[0]:.3f}-{ci[1]:.3f}' if ci else '-'):>17} {str(e.get('commit') or '-')[:12]:<12} "
-                f"{','.join(e.get('changed_files', []))}"
-            )
+            sp, ci, ratio = e.get("speedup"), e.get("speedup_ci"), e.get("ratio_median")
+            clk = e.get("clocks") or {}
+            sm = clk.get("sm_mhz_median") if isinstance(clk, dict) else None
+            cells = [
+                f"{str(e.get('created', ''))[:26]:<26}",
+                f"{e.get('status', '?'):<19}",
+                f"{_num(sp, '{:.3f}x'):>8}",
+                f"{(f'{ci[0]:.3f}-{ci[1]:.3f}' if ci else '-'):>17}",
+                f"{e.get('method') or '-'!s:<8}",
+                f"{_num(ratio, '{:.4f}'):>7}",
+                f"{e.get('pairs') or '-'!s:>5}",
+                f"{_num(sm, '{:.0f}'):>9}",
+                f"{str(e.get('commit') or '-')[:12]:<12}",
+                ",".join(e.get("changed_files", [])),
+            ]
+            lines.append(" ".join(cells))
         return "\n".join(lines)
+
+
+def _num(value: Any, fmt: str) -> str:
+    return fmt.format(value) if isinstance(value, (int, float)) else "-"

@@ -10,7 +10,7 @@ from typing import Literal
 
 from kernelpilot.capability import Progress, no_progress
 from kernelpilot.errors import InputFileError, InvalidArgumentError
-from kernelpilot.timing import environment, instrumentation
+from kernelpilot.timing import clocks, environment, instrumentation
 from kernelpilot.timing.callables import time_callable
 from kernelpilot.timing.commands import check_argv, compile_metric_regex, extract_metric, run_command
 from kernelpilot.timing.gpu import ModeTiming
@@ -79,26 +79,45 @@ def _modes(req: TimeRequest) -> list[Literal["cold", "warm"]]:
     return [req.timing]
 
 
+def _clock_sampler(req: TimeRequest) -> clocks.ClockSampler:
+    """NVML/amdsmi readings every 20 ms while the closure is timed (GPU path only; `timing.clocks`)."""
+    if req.device == "cpu":
+        return clocks.ClockSampler(None)
+    from kernelpilot.timing.callables import _cuda_torch
+
+    torch = _cuda_torch()
+    return clocks.ClockSampler(clocks.open_source(torch) if torch is not None else None, 0.02)
+
+
 def _time_spec(req: TimeRequest, wd: Path, progress: Progress) -> TimeResult:
     if req.metric_regex or req.metric_json_key:
         raise InvalidArgumentError("metric_regex/metric_json_key apply to command only", "drop them")
     modes = _modes(req)
     verdict = req.verdict if req.verdict in modes else modes[0]
     before = environment.gpu_state()
-    t = time_callable(
-        req.spec or "",
-        cwd=wd,
-        runs=req.runs,
-        warmup=req.warmup,
-        rotate=req.rotate,
-        modes=list(modes),
-        device=req.device,
-        warmup_min_s=req.warmup_min_ms / 1000.0,
-        kernels=req.kernels,
-        graph=req.graph,
-        progress=progress,
-        cold_timer=req.cold_timer,
-    )
+    sampler = _clock_sampler(req)
+    start = time.perf_counter()
+    try:
+        with sampler:
+            t = time_callable(
+                req.spec or "",
+                cwd=wd,
+                runs=req.runs,
+                warmup=req.warmup,
+                rotate=req.rotate,
+                modes=list(modes),
+                device=req.device,
+                warmup_min_s=req.warmup_min_ms / 1000.0,
+                kernels=req.kernels,
+                graph=req.graph,
+                progress=progress,
+                cold_timer=req.cold_timer,
+            )
+    finally:
+        if sampler.source is not None:
+            sampler.source.close()
+    span = [(start, time.perf_counter())]
+    clock_ev = clocks.evidence(sampler, span, clocks.DropLog(), clocks.ThrottlePolicy())
     after = environment.gpu_state()
     others = environment.other_gpu_processes(os.getpid()) if before else []
     machine = MachineState(
@@ -110,6 +129,12 @@ def _time_spec(req: TimeRequest, wd: Path, progress: Progress) -> TimeResult:
     instr = instrumentation.present()
     if instr:
         machine.warnings.append(f"instrumentation variables set in this process: {', '.join(instr)}")
+    if clock_ev.clock_held is False:
+        machine.warnings.append(
+            "the GPU could not hold its clock while this ran (a power or thermal limit was active): the "
+            "times are at the limited clock and can differ between runs; compare versions with "
+            "`kernelpilot compare` (paired), never two separate `time` runs"
+        )
     env = environment.capture(wd)
     env["clocks_before"] = before
     if t.device_name:
@@ -124,6 +149,7 @@ def _time_spec(req: TimeRequest, wd: Path, progress: Progress) -> TimeResult:
         "l2_flush_bytes": t.l2_flush_bytes,
         "machine": machine,
         "environment": env,
+        "clocks": clock_ev,
     }
     if not t.modes:  # CPU fallback
         assert t.cpu_samples_us is not None

@@ -5,6 +5,7 @@ from __future__ import annotations
 from kernelpilot.errors import (
     DeviceUnavailableError,
     FormatError,
+    InvalidArgumentError,
     KernelpilotError,
     ToolFailedError,
     ToolTimeoutError,
@@ -53,3 +54,19 @@ class MetricNotFoundError(FormatError):
     def __init__(self, message: str, hint: str = "", *, stderr_tail: str = "") -> None:
         super().__init__(message, hint)
         self.stderr_tail = stderr_tail
+
+
+class NotComparableError(InvalidArgumentError):
+    """The two sides of a comparison return outputs of different shapes or dtypes: not the same work."""
+
+    kind = "not_comparable"
+
+
+class SideFailedError(CallableError):
+    """One side of a paired comparison raised; `side` names it (nothing is recorded)."""
+
+    kind = "side_failed"
+
+    def __init__(self, message: str, hint: str = "", *, side: str = "") -> None:
+        super().__init__(message, hint)
+        self.side = side

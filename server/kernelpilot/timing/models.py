@@ -11,6 +11,43 @@ from kernelpilot.timing.commands import coerce_argv
 from kernelpilot.timing.stats import DEFAULT_CV_THRESHOLD, SampleStats
 
 
+class ClockEvidence(Result):
+    """What the GPU's clocks did while the work was timed (`timing.clocks`): readings, reasons, drops."""
+
+    source: str = Field(description="nvml | amdsmi | replay | none (clocks not readable here).")
+    device: str | None = None
+    note: str = Field("", description="One readable line: clocks seen, reasons, drops, whether it held.")
+    period_ms: float | None = Field(None, description="Sampling period of the reader thread.")
+    readings: int = Field(0, description="Readings taken inside the timed work.")
+    sm_mhz_rated_max: float | None = Field(None, description="The GPU's maximum SM clock (NVML/amdsmi).")
+    power_limit_w: float | None = Field(None, description="Enforced power limit (read, never set).")
+    sm_mhz_min: float | None = None
+    sm_mhz_median: float | None = None
+    sm_mhz_max: float | None = None
+    power_w_median: float | None = None
+    power_w_max: float | None = None
+    temp_c_max: float | None = None
+    reasons_seen: dict[str, float] = Field(
+        default_factory=dict, description="Clock-event reason -> share of the readings it was active in."
+    )
+    slowdown_fraction: float | None = Field(
+        None, description="Share of readings with a power or thermal slowdown reason active."
+    )
+    clock_held: bool | None = Field(
+        None,
+        description="True: no slowdown reason and the median SM clock within 3 % of the rated maximum; "
+        "False: the GPU could not hold its clock for this work; None: not readable.",
+    )
+    threshold: float = Field(description="Drop a timed window whose SM clock fell under this x rated max.")
+    dropped: int = Field(0, description="Timed windows dropped (and redone) for throttling.")
+    dropped_why: list[str] = Field(default_factory=list)
+    recovery_waits: int = 0
+    recovery_wait_s: float = 0.0
+    persistent_slowdown: bool = Field(
+        False, description="The slowdown outlasted the bounded recovery waits; windows after it were kept."
+    )
+
+
 class TimeRequest(Request):
     """Time either a Python launch closure (`spec`) or a whole command (`command`)."""
 
@@ -160,6 +197,9 @@ class TimeResult(Result):
         None, description="GPU: what an empty event pair queued the same way reads (the timer's floor)."
     )
     machine: MachineState = Field(default_factory=MachineState)
+    clocks: ClockEvidence | None = Field(
+        None, description="GPU: SM clock, power, temperature and throttle reasons read while it was timed."
+    )
     environment: dict[str, Any]
 
     def render_text(self) -> str:
@@ -196,6 +236,8 @@ class TimeResult(Result):
                 )
             if len(k.kernels) > 8:
                 lines.append(f"    ... {len(k.kernels) - 8} more (see --json)")
+        if self.clocks is not None and self.clocks.readings:
+            lines.append(f"  clocks while timed: {self.clocks.note}")
         for w in self.machine.warnings:
             lines.append(f"  WARNING: {w}")
         env = self.environment
@@ -229,3 +271,124 @@ def _mode_line(m: ModeResult, unit: str) -> str:
         + ("" if m.gap_free else ", GAPS POSSIBLE")
         + "]"
     )
+
+
+class CompareRequest(Request):
+    """Compare two launch closures (A = baseline, B = candidate) timed together, interleaved."""
+
+    a: str = Field(description="Baseline factory 'file.py:function' or 'module:function' (as `time` takes).")
+    b: str = Field(description="Candidate factory, the same way.")
+    workdir: str = Field(".", description="Directory both specs are resolved from (unless root_a/root_b).")
+    root_a: str | None = Field(None, description="Resolve A's spec (and its imports) under this directory.")
+    root_b: str | None = Field(None, description="Resolve B's spec (and its imports) under this directory.")
+    label_a: str = Field("A", description="Name of side A in the result and in errors (e.g. baseline).")
+    label_b: str = Field("B", description="Name of side B (e.g. candidate).")
+    timing: Literal["cold", "warm"] = Field(
+        "cold",
+        description="Each sample as `time` takes it: cold = L2 flushed before every launch; warm = "
+        "back-to-back launches.",
+    )
+    min_effect: float = Field(
+        0.01, ge=0, description="Smallest change called improved/regressed (0.01 = 1 percent)."
+    )
+    ci_halfwidth_max: float = Field(
+        0.02,
+        gt=0,
+        description="Unstable when the ratio's CI half-width exceeds this fraction of its median "
+        "and the CI does not settle the verdict.",
+    )
+    target_halfwidth: float = Field(
+        0.002, gt=0, description="Stop adding pairs once the CI half-width is within this fraction."
+    )
+    min_pairs: int = Field(16, ge=2, le=100000, description="At least this many ABBA blocks (pairs).")
+    max_pairs: int = Field(400, ge=2, le=100000, description="At most this many pairs.")
+    max_wall_s: float = Field(15.0, gt=0, le=3600, description="Wall budget of the interleaved timing loop.")
+    warmup: int = Field(5, ge=0, le=100000, description="Untimed calls of each side before measuring.")
+    warmup_min_ms: float = Field(
+        500.0, ge=0, le=60000, description="Warm both sides up (alternately) for at least this long."
+    )
+    rotate: int = Field(1, ge=1, le=1024, description="Input sets to rotate through (passed as rotate=K).")
+    graph: bool = Field(True, description="Warm mode: replay a captured CUDA/HIP graph when allowed.")
+    throttle_threshold: float = Field(
+        0.75,
+        gt=0,
+        le=1,
+        description="Drop a block whose SM clock fell under this x the rated maximum while "
+        "a power/thermal slowdown was active (NVBench's default 75 percent).",
+    )
+    recovery_budget_s: float = Field(
+        5.0, ge=0, le=600, description="Total wait for the GPU to recover from throttling."
+    )
+    clock_period_ms: float = Field(5.0, gt=0, le=1000, description="Clock sampling period (NVML/amdsmi).")
+    device: Literal["auto", "cuda", "cpu"] = Field(
+        "auto", description="auto: GPU events when torch sees a GPU, else the labelled CPU fallback."
+    )
+    observe: bool = Field(
+        False,
+        description="After timing, observe each side's GPU work (all streams, threads, replaced "
+        "timers) with kernelpilot.guard.observe when it is installed; eval always asks.",
+    )
+
+
+class CompareResult(Result):
+    """A paired comparison: per-pair ratio B/A with its CI and verdict, absolute times, clock evidence."""
+
+    a: str
+    b: str
+    label_a: str
+    label_b: str
+    method: Literal["paired"] = "paired"
+    order: str = Field("ABBA", description="Sample order inside each block.")
+    timer: str = Field(
+        description="held_stream_events | graph_replay | held_stream_batch | cpu_perf_counter_ns"
+    )
+    timer_note: str
+    verdict_mode: Literal["cold", "warm", "cpu"]
+    ratio_median: float = Field(description="Median of per-block time ratios B/A (< 1: B faster).")
+    ratio_ci: list[float] = Field(description="Bootstrap CI of that median [low, high].")
+    confidence: float
+    speedup: float = Field(description="1 / ratio_median (> 1: B faster).")
+    verdict: Literal["improved", "regressed", "neutral", "unstable"] = Field(
+        description="B against A, from the CI against min_effect."
+    )
+    verdict_note: str
+    min_effect: float
+    pairs: int = Field(description="ABBA blocks kept (each one ratio).")
+    rounds: int
+    stop_reason: str
+    a_stats: SampleStats
+    b_stats: SampleStats
+    a_samples: list[float]
+    b_samples: list[float]
+    ratios: list[float]
+    launches_per_sample: list[int] = Field(description="[A, B]: launches inside one sample.")
+    gap_free: bool
+    output_signature: str = Field(description="What both sides return (shapes, dtypes): checked equal.")
+    clocks: ClockEvidence
+    wall_s: float = Field(description="Wall time of the whole comparison (loading, warm-up, timing).")
+    observations: dict[str, dict[str, Any]] | None = Field(
+        None, description="Per side label: what kernelpilot.guard.observe saw (observe=true)."
+    )
+    watch_findings: list[str] | None = Field(
+        None, description="Timing functions replaced / threads started while the factories were loaded."
+    )
+    environment: dict[str, Any]
+
+    def render_text(self) -> str:
+        lo, hi = self.ratio_ci
+        a, b = self.a_stats, self.b_stats
+        lines = [
+            f"compare ({self.verdict_mode}, paired {self.order}): {self.label_b} vs {self.label_a} -> "
+            f"{self.verdict.upper()}",
+            f"  ratio {self.label_b}/{self.label_a} {self.ratio_median:.4f}  ({self.confidence:.0%} CI "
+            f"{lo:.4f}-{hi:.4f}, {self.pairs} pairs, {self.rounds} rounds; {self.stop_reason})",
+            f"  {self.verdict_note}",
+            f"  {self.label_a}: median {a.median:.3f} us (CV {a.cv * 100:.2f}%)  {self.a}",
+            f"  {self.label_b}: median {b.median:.3f} us (CV {b.cv * 100:.2f}%)  {self.b}",
+            f"  how: {self.timer_note}" + ("" if self.gap_free else " (GAPS POSSIBLE)"),
+            f"  clocks: {self.clocks.note}",
+            f"  wall {self.wall_s:.1f} s",
+        ]
+        for f in self.watch_findings or []:
+            lines.append(f"  WATCH: {f}")
+        return "\n".join(lines)

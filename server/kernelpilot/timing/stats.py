@@ -111,3 +111,47 @@ def bootstrap_speedup_ci(
     alpha = (1 - confidence) / 2
     lo, hi = np.quantile(ratio, [alpha, 1 - alpha])
     return float(lo), float(hi)
+
+
+def paired_ratio_ci(
+    ratios: Sequence[float], *, confidence: float = 0.95, resamples: int = 2000, seed: int = 0
+) -> tuple[float, float, float]:
+    """(median, CI low, CI high) of per-pair ratios: percentile bootstrap of the median, seeded.
+
+    Pairs are resampled whole, so what both sides shared in a pair (the GPU's clock, its temperature, the
+    neighbours in the queue) cancels inside each ratio instead of widening the interval."""
+    import numpy as np
+
+    if not ratios:
+        raise InvalidArgumentError("no paired ratios to summarize", "time at least one pair")
+    if not 0 < confidence < 1:
+        raise InvalidArgumentError(f"confidence must be in (0, 1), got {confidence}", "use e.g. 0.95")
+    r = np.asarray(ratios, dtype=np.float64)
+    if not np.all(np.isfinite(r)) or np.any(r <= 0):
+        raise InvalidArgumentError("paired ratios must be finite and > 0", "check both sides' samples")
+    med = float(np.median(r))
+    if len(r) == 1:
+        return med, med, med
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, len(r), size=(resamples, len(r)))
+    meds = np.median(r[idx], axis=1)
+    alpha = (1 - confidence) / 2
+    lo, hi = np.quantile(meds, [alpha, 1 - alpha])
+    return med, float(lo), float(hi)
+
+
+def ratio_verdict(
+    median: float, lo: float, hi: float, direction: str, min_effect: float, max_halfwidth: float
+) -> str:
+    """improved / regressed / neutral / unstable from a candidate/baseline ratio and its CI.
+
+    `direction` is the metric's ('lower' for times). Improved/regressed need the whole CI on one side of
+    1 and the median beyond `min_effect`; otherwise the answer is neutral when the CI is tight (half-width
+    at most `max_halfwidth` of the median) and unstable when it is not (the ratio itself is not resolved)."""
+    up, down = lo > 1.0 and median >= 1.0 + min_effect, hi < 1.0 and median <= 1.0 / (1.0 + min_effect)
+    better, worse = (down, up) if direction == "lower" else (up, down)
+    if better:
+        return "improved"
+    if worse:
+        return "regressed"
+    return "neutral" if (hi - lo) / 2 <= max_halfwidth * median else "unstable"

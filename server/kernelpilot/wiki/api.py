@@ -35,8 +35,22 @@ def _issues(wiki: Wiki, gpu_id: str | None = None) -> list[str]:
     return out
 
 
+def _gpu_words(wiki: Wiki, req: SpecRequest) -> SpecRequest:
+    """`kernelpilot spec H100 SXM` (unquoted) splits the GPU name over both positionals: when the name and
+    the "metric" together name a GPU, they are the GPU and every spec is listed."""
+    if req.metric is None:
+        return req
+    joined = f"{req.gpu} {req.metric}"
+    try:
+        wiki.resolve_gpu(joined)
+    except (UnknownSpecError, AmbiguousNameError):
+        return req  # not a GPU name: the second word is the metric
+    return req.model_copy(update={"gpu": joined, "metric": None})
+
+
 def spec_lookup(req: SpecRequest) -> SpecResult:
     wiki = wiki_from_dirs(req.wiki)
+    req = _gpu_words(wiki, req)
     try:
         gpu_id = wiki.resolve_gpu(req.gpu)
         if req.metric is None:

@@ -94,10 +94,13 @@ def launch_facts_from_kineto(args: dict[str, Any]) -> LaunchFacts:
     return LaunchFacts(registers=num("registers per thread"), shared_bytes=num("shared memory"), block=block)
 
 
-# Kernels that no file holds: their libraries compile them at run time, so the join does not search every
-# mapped library for them (which would read all of them), and says why they are not matched.
+# Kernels no cubin holds, so the join does not read every mapped library looking for them, and says why.
 RUNTIME_COMPILED = {
     "cudnn_generated_": "cuDNN compiles its runtime-fusion kernels (cudnn_generated_*) at run time",
+    # on the H100 box: none of libcublasLt.so.13's 42,200 fatbin kernels (every arch) is an nvjet kernel;
+    # the library names them from a format string `nvjet_sm90_%s_%dx%d_...` and carries a 110 MB
+    # `.cask_resource` section besides its fatbin (tests/fixtures/workload/join/gpu2/nvjet_probe.*)
+    "nvjet_": "cuBLASLt keeps its nvjet GEMM kernels outside its fatbin (not in any cubin it carries)",
 }
 
 
@@ -296,7 +299,7 @@ def _runtime_compiled(name: str) -> str | None:
 def _from_trace(r: JoinedKernel, f: LaunchFacts | None, arch: str | None, block: int | None) -> JoinedKernel:
     """An unmatched kernel: the reason, and the facts its trace recorded where there are some."""
     why = _runtime_compiled(r.name)
-    note = f"{why}: no file holds it" if why else r.note
+    note = f"{why}: no code object to read" if why else r.note
     if f is None or (f.registers is None and f.shared_bytes is None):
         return r.model_copy(update={"note": note})
     from kernelpilot.isa.occupancy import occupancy_for

@@ -177,6 +177,7 @@ def init_workspace(req: InitWorkspaceRequest) -> InitWorkspaceResult:
     for label, value in (("platform", req.platform), ("framework", req.framework)):
         if not value.strip():
             raise InvalidArgumentError(f"--{label} is empty", f"give the {label}")
+    _check_roofline_args(req)
     root = workspaces_root(req.root)
     target = root / name
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
@@ -196,6 +197,30 @@ def init_workspace(req: InitWorkspaceRequest) -> InitWorkspaceResult:
         raise
     result.workspace = str(target)
     return result
+
+
+ROOFLINE_ARGS_HINT = (
+    "add the op with --roofline-args, the fields of `kernelpilot roofline` as inline JSON or a JSON file, "
+    """e.g. --roofline-args '{"op": "softmax", "rows": 32768, "cols": 4096}' (gemm: m, n, k; elementwise: """
+    "numel, inputs, outputs, flops_per_element; attention: batch, heads, seq_q, head_dim), or give --flops "
+    "and --bytes-moved; --allow-tbd creates the workspace without them"
+)
+
+
+def _check_roofline_args(req: InitWorkspaceRequest) -> None:
+    """Refuse to leave Roofline and Stop Conditions TBD silently, and reject roofline args the roofline
+    would reject (a wiki gap may still leave them TBD: the README then names the gap)."""
+    if req.roofline_args is None:
+        if (req.flops is None or req.bytes_moved is None) and not req.allow_tbd:
+            raise InvalidArgumentError(
+                "workspace init would leave Roofline and Stop Conditions TBD: no op description "
+                "(--roofline-args) and no --flops/--bytes-moved",
+                ROOFLINE_ARGS_HINT,
+            )
+        return
+    problem = hardware.roofline_args_problem(req.platform, req.dtype, req.roofline_args)
+    if problem:
+        raise InvalidArgumentError(f"--roofline-args rejected by the roofline: {problem}", ROOFLINE_ARGS_HINT)
 
 
 def _build(tmp: Path, req: InitWorkspaceRequest, name: str, kernel_src: Path) -> InitWorkspaceResult:

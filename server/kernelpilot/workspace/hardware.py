@@ -141,6 +141,20 @@ def _roofline_request(
     return cls.model_validate(kwargs)
 
 
+def roofline_args_problem(platform: str, dtype: str | None, args: dict[str, Any]) -> str | None:
+    """Why the roofline would reject these op arguments (unknown key, bad value), or None."""
+    mod = _import("kernelpilot.roofline")
+    if mod is None:
+        return None
+    try:
+        _roofline_request(mod, platform, dtype, None, None, args, [], None)
+    except ValidationError as exc:
+        return "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}" for e in exc.errors()
+        )
+    return None
+
+
 def _roofline_body(text: str, ascii_chart: str | None) -> str:
     """`render_text()` minus the ASCII chart and the Stop Conditions block (each rendered on its own)."""
     if ascii_chart:
@@ -196,7 +210,8 @@ def gather(
     extra = dict(roofline_args or {})
     if (flops is None or bytes_moved is None) and not extra:
         info.roofline_reason = (
-            "FLOPs and bytes moved not given (init --flops/--bytes-moved or --roofline-args)"
+            "no op description or FLOPs and bytes moved were given: init --roofline-args "
+            """'{"op": ..., <sizes>}' (the fields of `kernelpilot roofline`) or --flops and --bytes-moved"""
         )
         return info
     if not dtype and "dtype" not in extra:

@@ -25,6 +25,7 @@ from kernelpilot.workspace.models import (
     MemoryRecordResult,
     MemoryRestartRequest,
     MemoryRestartResult,
+    MemoryRevertRequest,
     MemorySummaryRequest,
     MemorySummaryResult,
     MemoryUnmaskRequest,
@@ -134,10 +135,14 @@ def _parse_pitfall(text: str) -> dict[str, str]:
     return {"pitfall": pitfall, "fix": fix}
 
 
-def _from_eval(req: MemoryCreateRequest, ws: Workspace) -> MemoryCreateRequest:
-    """Fill unset performance/correctness fields from an eval `result.json` (`tasks.models.EvalRecord`)."""
-    if req.eval_result is None:
-        return req
+def is_kept(record: dict[str, Any]) -> bool:
+    """A version whose kernel is (or was, until a later kept one) the current kernel: not masked, not
+    reverted. Parents, best and latest versions are chosen among these."""
+    return not record["masked"] and not record.get("reverted")
+
+
+def _read_eval_file(req: MemoryCreateRequest, ws: Workspace) -> tuple[Path, dict[str, Any]]:
+    assert req.eval_result is not None
     path = Path(req.eval_result).expanduser()
     if not path.is_absolute() and not path.exists():
         path = ws.path / path
@@ -151,41 +156,79 @@ def _from_eval(req: MemoryCreateRequest, ws: Workspace) -> MemoryCreateRequest:
         raise InputFileError(
             f"--eval-result {req.eval_result!r} is not readable JSON: {exc}", "re-run eval"
         ) from exc
-    if not isinstance(data, dict) or data.get("schema_version") != 1 or "status" not in data:
+    is_result = isinstance(data, dict) and data.get("schema_version") == 1 and "status" in data
+    is_baseline = isinstance(data, dict) and data.get("schema_version") == 1 and "task_hash" in data
+    if not (is_result or is_baseline):
         raise InputFileError(
-            f"--eval-result {req.eval_result!r} is not an eval result.json (schema_version 1 with status)",
-            "pass the result.json written by `kernelpilot eval`",
+            f"--eval-result {req.eval_result!r} is neither an eval result.json (schema_version 1 with "
+            "status) nor a baseline.json",
+            "pass the result.json or baseline.json written by `kernelpilot eval`",
         )
+    return path, data
+
+
+def _eval_timing(data: dict[str, Any]) -> tuple[float | None, list[float]]:
+    """(median, samples) of the measured side: a result's candidate, a baseline.json's own runs."""
+    samples = [float(x) for x in data.get("samples") or [] if isinstance(x, (int, float))]
+    if "task_hash" in data:
+        stats = data.get("stats") or {}
+        median = stats.get("median") if isinstance(stats, dict) else None
+    else:
+        median = data.get("candidate_median")
+    return (float(median) if isinstance(median, (int, float)) and median > 0 else None), samples
+
+
+def _from_eval(req: MemoryCreateRequest, ws: Workspace) -> tuple[MemoryCreateRequest, dict[str, Any] | None]:
+    """Fill unset performance/correctness fields from an eval `result.json` (`tasks.models.EvalRecord`) or
+    a `baseline.json`; also return the eval's own verdict (its speed-up is vs the eval's baseline)."""
+    if req.eval_result is None:
+        return req, None
+    path, data = _read_eval_file(req, ws)
     updates: dict[str, Any] = {}
     metric = str(data.get("metric") or "")
     unit = next((u for u in ("ns", "us", "ms", "s") if metric.endswith(f"_{u}")), None)
-    median = data.get("candidate_median")
+    median, samples = _eval_timing(data)
     lower = data.get("direction", "lower") == "lower"
-    if req.median is None and unit is not None and lower and isinstance(median, (int, float)) and median > 0:
-        updates["median"] = float(median)
+    if req.median is None and unit is not None and lower and median is not None:
+        updates["median"] = median
         updates["unit"] = unit
-        samples = [float(x) for x in data.get("samples") or [] if isinstance(x, (int, float))]
         if req.samples is None and samples:
             updates["samples"] = len(samples)
         if req.spread_pct is None and len(samples) >= 2:
-            # (max - min) / median of the candidate's per-run samples, as eval recorded them
-            updates["spread_pct"] = round((max(samples) - min(samples)) / float(median) * 100.0, 3)
-    speedup = data.get("speedup")
-    if req.vs_baseline is None and isinstance(speedup, (int, float)) and speedup > 0:
-        updates["vs_baseline"] = float(speedup)
-    if req.correct is None and data["status"] == "correctness_failed":
+            # (max - min) / median of the measured side's per-run samples, as eval recorded them
+            updates["spread_pct"] = round((max(samples) - min(samples)) / median * 100.0, 3)
+    status = "baseline" if "task_hash" in data else str(data["status"])
+    if req.correct is None and status == "correctness_failed":
         updates["correct"] = False
     if req.perf_source is None:
         try:
             updates["perf_source"] = path.resolve().relative_to(ws.path).as_posix()
         except ValueError:
             updates["perf_source"] = str(path)
-    return req.model_copy(update=updates)
+    speedup = data.get("speedup")
+    verdict = {
+        "status": status,
+        "speedup": float(speedup) if isinstance(speedup, (int, float)) else None,
+        "speedup_ci": data.get("speedup_ci"),
+        "baseline_median": data.get("baseline_median"),
+        "baseline_commit": data.get("baseline_commit")
+        or (data.get("commit") if status == "baseline" else None),
+        "metric": metric or None,
+    }
+    return req.model_copy(update=updates), verdict
+
+
+def _ratio(reference: dict[str, Any] | None, median: float | None, unit: str) -> float | None:
+    """reference median / this median (both converted to µs), or None when either is unknown."""
+    if reference is None or median is None:
+        return None
+    ref = _to_us(reference["performance"]["median"], reference["performance"]["unit"])
+    return None if ref is None else round(ref / (median * _UNIT_TO_US[unit]), 6)
 
 
 def memory_create(req: MemoryCreateRequest) -> MemoryRecordResult:
     ws = locate(req.workspace, req.root)
-    req = _from_eval(req, ws)
+    req, eval_verdict = _from_eval(req, ws)
     records = load_all(ws)
     by_version = {int(r["version"]): r for r in records}
     version = req.version if req.version is not None else (max(by_version) + 1 if by_version else 0)
@@ -196,7 +239,7 @@ def memory_create(req: MemoryCreateRequest) -> MemoryRecordResult:
         )
     parent = req.parent
     if parent is None:
-        earlier = [v for v, r in by_version.items() if v < version and not r["masked"]]
+        earlier = [v for v, r in by_version.items() if v < version and is_kept(r)]
         parent = max(earlier) if earlier else None
     elif parent not in by_version:
         raise MemoryVersionError(
@@ -205,12 +248,9 @@ def memory_create(req: MemoryCreateRequest) -> MemoryRecordResult:
     vs_baseline = req.vs_baseline
     base = _baseline(records)
     if vs_baseline is None and req.median is not None:
-        if base is None:
-            vs_baseline = 1.0  # the first unmasked record is the baseline
-        else:
-            bm = _to_us(base["performance"]["median"], base["performance"]["unit"])
-            if bm is not None:
-                vs_baseline = round(bm / (req.median * _UNIT_TO_US[req.unit]), 6)
+        # the first unmasked record is the baseline; eval's own speed-up is vs its baseline.json (the parent)
+        vs_baseline = 1.0 if base is None else _ratio(base, req.median, req.unit)
+    vs_parent = _ratio(by_version.get(parent) if parent is not None else None, req.median, req.unit)
     profile: dict[str, Any] = copy.deepcopy(req.profile) if req.profile else {}
     profile.pop("kernel", None)  # a BottleneckVerdict names the kernel; the workspace already does
     profile.pop("next_measurements", None)
@@ -238,8 +278,10 @@ def memory_create(req: MemoryCreateRequest) -> MemoryRecordResult:
             "unit": req.unit,
             "samples": req.samples,
             "vs_baseline": vs_baseline,
+            "vs_parent": vs_parent,
             "expected_speedup": req.expected_speedup,
             "source": req.perf_source,
+            "eval": eval_verdict,
         },
         "profile": profile,
         "pitfalls_and_fixes": [_parse_pitfall(p) for p in req.pitfall],
@@ -268,11 +310,11 @@ def memory_create(req: MemoryCreateRequest) -> MemoryRecordResult:
 def memory_read(req: MemoryReadRequest) -> MemoryRecordResult:
     ws = locate(req.workspace, req.root)
     if req.version is None:
-        records = [r for r in load_all(ws) if not r["masked"]]
+        records = [r for r in load_all(ws) if is_kept(r)]
         if not records:
             raise MemoryVersionError(
-                f"workspace {ws.name} has no unmasked memory versions",
-                "record one with `kernelpilot memory create`",
+                f"workspace {ws.name} has no kept (unmasked, not reverted) memory versions",
+                "record one with `kernelpilot memory create`, or read one with --version",
             )
         record = records[-1]
     else:
@@ -347,12 +389,14 @@ def summarize(ws: Workspace, records: list[dict[str, Any]], include_masked: bool
                 version=r["version"],
                 parent=r["parent"],
                 change=r["change"],
+                status=status_of(r),
                 passed=corr["passed"],
                 max_rel_err=corr["max_rel_err"],
                 median=perf["median"],
                 unit=perf["unit"],
                 spread_pct=perf["spread_pct"],
                 vs_baseline=perf["vs_baseline"],
+                vs_parent=perf.get("vs_parent"),
                 expected_speedup=perf.get("expected_speedup"),
                 verdict=r["profile"].get("verdict"),
                 masked=r["masked"],
@@ -361,26 +405,42 @@ def summarize(ws: Workspace, records: list[dict[str, Any]], include_masked: bool
         )
         med_us = _to_us(perf["median"], perf["unit"])
         if (
-            not r["masked"]
+            is_kept(r)
             and med_us is not None
             and corr["passed"] is not False
             and (best is None or med_us < best[0])
         ):
             best = (med_us, int(r["version"]))
     unmasked = [int(r["version"]) for r in records if not r["masked"]]
+    kept = [int(r["version"]) for r in records if is_kept(r)]
     return MemorySummaryResult(
         workspace=str(ws.path),
         entries=entries,
         masked_versions=masked,
+        reverted_versions=[int(r["version"]) for r in records if not r["masked"] and r.get("reverted")],
         baseline_version=unmasked[0] if unmasked else None,
         best_version=best[1] if best else None,
-        latest_version=unmasked[-1] if unmasked else None,
+        latest_version=kept[-1] if kept else None,
     )
+
+
+def status_of(record: dict[str, Any]) -> str:
+    """`kept`, `reverted:<eval status>` or `masked`: how summaries and reports label a version."""
+    if record["masked"]:
+        return "masked"
+    reverted = record.get("reverted")
+    return f"reverted:{reverted['status']}" if reverted else "kept"
 
 
 def memory_summary(req: MemorySummaryRequest) -> MemorySummaryResult:
     ws = locate(req.workspace, req.root)
     return summarize(ws, load_all(ws), req.include_masked)
+
+
+def _dirty(ws: Workspace) -> list[str]:
+    """Uncommitted changes a kernel restore would clobber: a task's own bookkeeping under `.kernelpilot/`
+    (result.json, ledger.jsonl, baseline.json that eval rewrites) is not one of them."""
+    return [d for d in gitops.dirty_entries(ws.path) if not d[3:].strip('"').startswith(".kernelpilot/")]
 
 
 def memory_restart(req: MemoryRestartRequest) -> MemoryRestartResult:
@@ -392,7 +452,7 @@ def memory_restart(req: MemoryRestartRequest) -> MemoryRestartResult:
             f"no memory version >= v{req.from_version} in {ws.name}",
             "list versions with `kernelpilot memory summary`",
         )
-    dirty = gitops.dirty_entries(ws.path)
+    dirty = _dirty(ws)
     if dirty:
         shown = "; ".join(d.strip() for d in dirty[:5]) + (" ..." if len(dirty) > 5 else "")
         raise DirtyTreeError(
@@ -400,7 +460,7 @@ def memory_restart(req: MemoryRestartRequest) -> MemoryRestartResult:
             "commit them (or record them with `kernelpilot memory create`), or discard them "
             "with git, then retry",
         )
-    survivors = [r for r in records if r["version"] < req.from_version and not r["masked"]]
+    survivors = [r for r in records if r["version"] < req.from_version and is_kept(r)]
     kernel = ws.kernel_file
     if survivors:
         src = survivors[-1]
@@ -451,3 +511,85 @@ def memory_restart(req: MemoryRestartRequest) -> MemoryRestartResult:
         kernel_file=kernel,
         commit=head,
     )
+
+
+def _revert_target(ws: Workspace, records: list[dict[str, Any]], version: int | None) -> dict[str, Any]:
+    """The record to revert: the given version, else the latest kept one; never the baseline."""
+    kept = [r for r in records if is_kept(r)]
+    if version is None:
+        if len(kept) < 2:
+            raise MemoryVersionError(
+                f"workspace {ws.name} has no kept iteration after the baseline to revert",
+                "record the iteration first (`kernelpilot memory create --eval-result ...`)",
+            )
+        return kept[-1]
+    record = next((r for r in records if int(r["version"]) == version), None)
+    if record is None:
+        raise MemoryVersionError(
+            f"memory version v{version} does not exist in {ws.name}", "list versions with `memory summary`"
+        )
+    if not is_kept(record):
+        raise StateError(
+            f"v{version} is already {status_of(record)}",
+            "pick a kept version from `kernelpilot memory summary`",
+        )
+    if kept and int(kept[0]["version"]) == version:
+        raise StateError(
+            f"v{version} is the baseline of {ws.name}; there is nothing to revert to",
+            "revert an iteration after the baseline, or start a new workspace",
+        )
+    return record
+
+
+def memory_revert(req: MemoryRevertRequest) -> MemoryRecordResult:
+    """Undo one iteration's change but keep its record visible: restore the kernel of the version it started
+    from, mark the record `reverted` with the eval status and why, commit (`memory restart` masks instead)."""
+    ws = locate(req.workspace, req.root)
+    records = load_all(ws)
+    record = _revert_target(ws, records, req.version)
+    ev = record["performance"].get("eval") or {}
+    status = req.status or ev.get("status")
+    if not status:
+        raise InvalidArgumentError(
+            f"v{record['version']} has no eval status on record", "pass --status (e.g. neutral, regressed)"
+        )
+    dirty = _dirty(ws)
+    if dirty:
+        raise DirtyTreeError(
+            f"workspace {ws.name} has uncommitted changes ({'; '.join(d.strip() for d in dirty[:5])}); "
+            "a revert would overwrite them",
+            "commit them (or record them with `kernelpilot memory create`), or discard them with git, "
+            "then retry",
+        )
+    by_version = {int(r["version"]): r for r in records}
+    parent = by_version.get(record["parent"]) if record["parent"] is not None else None
+    kernel = str(record.get("kernel_file") or ws.kernel_file)
+    if parent is not None and parent["commit"]:
+        commit = str(parent["commit"])
+    else:
+        commit = gitops.git(ws.path, "rev-list", "--max-parents=0", "HEAD").stdout.split()[-1]
+    if not gitops.commit_exists(ws.path, commit, kernel):
+        raise StateError(f"commit {commit[:12]} does not hold {kernel}", "check `git log` in the workspace")
+    record["reverted"] = {
+        "status": status,
+        "reason": req.reason,
+        "restored_version": int(parent["version"]) if parent is not None else None,
+        "restored_commit": commit,
+        "at": now_iso(),
+    }
+    record["updated"] = now_iso()
+    path = memory_path(ws, int(record["version"]))
+    validate_record(record, rel(ws, path))
+    try:
+        gitops.restore_file(ws.path, commit, kernel)
+        write_json_atomic(path, record)
+        src = f"v{parent['version']}" if parent is not None else "the initial kernel"
+        head = gitops.commit_all(
+            ws.path,
+            f"revert v{record['version']} ({status}): {req.reason}; {kernel} from {src}",
+            allow_empty=True,
+        )
+    except BaseException:
+        gitops.reset_hard(ws.path)
+        raise
+    return MemoryRecordResult(workspace=str(ws.path), path=rel(ws, path), record=record, commit=head)

@@ -48,8 +48,16 @@ class InitWorkspaceRequest(Request):
     )
     roofline_args: dict[str, Any] | None = Field(
         default=None,
-        description="Extra arguments for the roofline request (e.g. an op description), merged over the "
-        "platform/dtype/flops/bytes the workspace passes.",
+        description="The op description for the roofline, as the fields of `kernelpilot roofline` "
+        '(e.g. {"op": "softmax", "rows": 32768, "cols": 4096}; gemm: m, n, k; elementwise: numel, inputs, '
+        "outputs), merged over the platform/dtype/flops/bytes the workspace passes. Fills the README's "
+        "Roofline and Stop Conditions.",
+    )
+    allow_tbd: bool = Field(
+        default=False,
+        description="Create the workspace although neither roofline_args nor flops and bytes_moved are "
+        "given (Roofline and Stop Conditions stay TBD, naming the argument that fills them). Without it, "
+        "init refuses.",
     )
     wiki: list[str] = Field(default_factory=list, description="Extra gpu-wiki folders (user wikis).")
     root: str | None = Field(default=None, description=_ROOT_HELP)
@@ -143,13 +151,27 @@ class MemoryRecordResult(Result):
         perf = r.get("performance", {})
         corr = r.get("correctness", {})
         prof = r.get("profile", {})
+        rv = r.get("reverted")
+        mark = "  [MASKED]" if r.get("masked") else (f"  [REVERTED: {rv.get('status')}]" if rv else "")
+        ev = perf.get("eval") or {}
         lines = [
-            f"{self.path}{'  [MASKED]' if r.get('masked') else ''}  (parent: {_v(r.get('parent'))})",
+            f"{self.path}{mark}  (parent: {_v(r.get('parent'))})",
             f"  change:      {r.get('change')}",
             f"  plan:        {r.get('plan') or '-'}",
             f"  correctness: passed={_na(corr.get('passed'))} max_rel_err={_na(corr.get('max_rel_err'))}",
             f"  performance: median={_na(perf.get('median'))} {perf.get('unit', '')} "
-            f"spread={_na(perf.get('spread_pct'))}% vs_baseline={_x(perf.get('vs_baseline'))}",
+            f"spread={_na(perf.get('spread_pct'))}% vs_baseline={_x(perf.get('vs_baseline'))} "
+            f"vs_parent={_x(perf.get('vs_parent'))}",
+            *(
+                [f"  eval:        {ev.get('status')} {_x(ev.get('speedup'))} vs the eval's baseline.json"]
+                if ev
+                else []
+            ),
+            *(
+                [f"  reverted:    {rv.get('reason')} (kernel restored from {_v(rv.get('restored_version'))})"]
+                if rv
+                else []
+            ),
             f"  verdict:     {_na(prof.get('verdict'))}",
             f"  commit:      {(r.get('commit') or '-')[:12]}",
         ]
@@ -192,12 +214,16 @@ class SummaryEntry(Result):
     version: int
     parent: int | None
     change: str
+    status: str = Field(
+        description="kept | reverted:<eval status> (memory revert: change undone, record kept) | masked."
+    )
     passed: bool | None
     max_rel_err: float | None
     median: float | None
     unit: str
     spread_pct: float | None
     vs_baseline: float | None
+    vs_parent: float | None = None
     expected_speedup: float | None
     verdict: str | None
     masked: bool
@@ -208,27 +234,35 @@ class MemorySummaryResult(Result):
     workspace: str
     entries: list[SummaryEntry]
     masked_versions: list[int] = Field(description="Versions skipped because they are masked.")
+    reverted_versions: list[int] = Field(
+        default_factory=list, description="Versions whose change was reverted (listed, never best or latest)."
+    )
     baseline_version: int | None
     best_version: int | None = Field(
-        description="Correct (or unchecked) unmasked version with the lowest median."
+        description="Correct (or unchecked) kept version (not masked, not reverted) with the lowest median."
     )
-    latest_version: int | None = Field(description="Highest unmasked version.")
+    latest_version: int | None = Field(
+        description="Highest kept version: the current kernel and the default parent of the next one."
+    )
 
     def render_text(self) -> str:
         head = (
-            f"{'ver':>4} {'parent':>6} {'ok':>5} {'median':>12} {'spread%':>8} {'x base':>7} {'verdict':>14}"
-            "  change"
+            f"{'ver':>4} {'parent':>6} {'status':>18} {'ok':>5} {'median':>12} {'spread%':>8} {'x base':>7} "
+            f"{'x parent':>8} {'verdict':>14}  change"
         )
         lines = [f"workspace {self.workspace}: {len(self.entries)} iterations", head]
         for e in self.entries:
             med = f"{e.median:g} {e.unit}" if e.median is not None else "-"
             lines.append(
-                f"{('*' if e.masked else '') + 'v' + str(e.version):>4} {_v(e.parent):>6} {_na(e.passed):>5} "
-                f"{med:>12} {_na(e.spread_pct):>8} {_x(e.vs_baseline):>7} {_na(e.verdict):>14}  {e.change}"
+                f"{('*' if e.masked else '') + 'v' + str(e.version):>4} {_v(e.parent):>6} {e.status:>18} "
+                f"{_na(e.passed):>5} {med:>12} {_na(e.spread_pct):>8} {_x(e.vs_baseline):>7} "
+                f"{_x(e.vs_parent):>8} {_na(e.verdict):>14}  {e.change}"
             )
         lines.append(
             f"baseline: {_v(self.baseline_version)}  best: {_v(self.best_version)}  "
-            f"latest: {_v(self.latest_version)}  masked (skipped): "
+            f"latest kept: {_v(self.latest_version)}  reverted: "
+            + (", ".join(f"v{m}" for m in self.reverted_versions) or "none")
+            + "  masked (skipped): "
             + (", ".join(f"v{m}" for m in self.masked_versions) or "none")
         )
         return "\n".join(lines)
@@ -241,6 +275,22 @@ class MemoryRestartRequest(WorkspaceRef):
         "unmasked version before it.",
     )
     reason: str | None = Field(default=None, description="Why this line of work is abandoned.")
+
+
+class MemoryRevertRequest(WorkspaceRef):
+    version: int | None = Field(
+        default=None, ge=0, description="Version whose change to undo (default: the latest kept version)."
+    )
+    status: (
+        Literal[
+            "neutral", "regressed", "correctness_failed", "failed", "unstable", "out_of_scope", "improved"
+        ]
+        | None
+    ) = Field(
+        default=None,
+        description="The eval status that led to the revert (default: the one recorded from --eval-result).",
+    )
+    reason: str = Field(description="Why the change is undone (e.g. 'neutral 1.0003x: block 1024 -> 2048').")
 
 
 class MemoryRestartResult(Result):

@@ -82,7 +82,8 @@ def _audit_or_remove(paths: list[Path], ws: Workspace, hw: HardwareInfo) -> str:
 
 
 def _history(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Unmasked records with derived speed-up over their parent and claim-vs-measured."""
+    """Unmasked records (kept and reverted: a reverted iteration stays in the history with its status) with
+    derived speed-up over their parent and claim-vs-measured."""
     schema = memory_schema()
     by_v = {int(r["version"]): r for r in records}
     rows = []
@@ -103,6 +104,8 @@ def _history(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
             {
                 "r": r,
                 "version": int(r["version"]),
+                "status": "reverted" if r.get("reverted") else "kept",
+                "reverted": r.get("reverted"),
                 "median_us": med,
                 "vs_parent": vs_parent,
                 "claim": claim,
@@ -122,9 +125,8 @@ def _points(ws: Workspace, rows: list[dict[str, Any]]) -> list[charts.RooflinePo
     out = []
     for row in rows:
         if row["median_us"]:
-            out.append(
-                charts.RooflinePoint(f"v{row['version']}", flops / nbytes, flops / (row["median_us"] * 1e-6))
-            )
+            label = f"v{row['version']}" + (" (reverted)" if row["reverted"] else "")
+            out.append(charts.RooflinePoint(label, flops / nbytes, flops / (row["median_us"] * 1e-6)))
     return out
 
 
@@ -139,11 +141,12 @@ def render_report(req: RenderReportRequest) -> RenderReportResult:
             "record the baseline first: `kernelpilot memory create --change baseline ...`",
         )
     by_v = {row["version"]: row for row in rows}
+    kept = [row for row in rows if not row["reverted"]] or rows
     if req.kind == "final":
-        focus = by_v[summary.best_version] if summary.best_version is not None else rows[-1]
+        focus = by_v[summary.best_version] if summary.best_version is not None else kept[-1]
         stem = "final"
     elif req.kind == "baseline":
-        focus = rows[0]
+        focus = kept[0]
         stem = "baseline"
     else:
         v = req.version if req.version is not None else summary.latest_version
@@ -169,13 +172,14 @@ def render_report(req: RenderReportRequest) -> RenderReportResult:
         "kind": req.kind,
         "rows": rows,
         "focus": focus,
-        "baseline": rows[0],
+        "baseline": kept[0],
         "summary": summary,
         "hotspots_src": hotspots_src,
         "roofline_svg": roofline_svg,
         "speedup_svg": speedup_svg,
         "generated": now_iso(),
         "masked_versions": summary.masked_versions,
+        "reverted_rows": [row for row in rows if row["reverted"]],
         "best": by_v.get(summary.best_version) if summary.best_version is not None else None,
         "att": None,
     }

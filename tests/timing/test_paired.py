@@ -1,0 +1,229 @@
+"""Paired A/B timing (timing/paired.py, timing/compare.py): ABBA blocks on the simulated stream
+(tests/timing/fake_torch.py), typed errors before and during timing, the CPU fallback through the CLI, and
+the two sides' modules kept apart. The same engine ran on an H100 (bench/paired_bench.py)."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.timing.fake_torch import FakeTorch, Sim
+
+from kernelpilot.timing import paired
+from kernelpilot.timing.compare import compare_sides, time_compare
+from kernelpilot.timing.errors import NotComparableError, SideFailedError
+from kernelpilot.timing.models import CompareRequest
+from kernelpilot.timing.stats import paired_ratio_ci, ratio_verdict
+
+
+def _compare(sim: Sim, a_us: float, b_us: float, **kw: Any) -> Any:
+    t = FakeTorch(sim)
+    a = paired.Side("baseline", [t.kernel(a_us)])
+    b = paired.Side("candidate", [t.kernel(b_us)])
+    kw.setdefault("warmup_min_ms", 0.0)  # the simulated GPU needs no clock ramp
+    req = CompareRequest(a="base.py:make", b="cand.py:make", max_wall_s=30, **kw)
+    return compare_sides(a, b, req, t)
+
+
+def test_a_three_percent_slower_candidate_is_regressed_and_the_reverse_improved() -> None:
+    jitter = lambda i: (i % 7) * 0.3  # noqa: E731 - deterministic per-launch jitter of 0-1.8 us
+    slow = _compare(Sim(jitter=jitter), 100.0, 103.0)
+    assert slow.verdict == "regressed" and slow.method == "paired" and slow.order == "ABBA"
+    assert slow.ratio_median == pytest.approx(1.03, abs=0.005)
+    lo, hi = slow.ratio_ci
+    assert 1.0 < lo <= slow.ratio_median <= hi and slow.pairs >= 16
+    assert slow.timer == "held_stream_events" and slow.gap_free
+    assert slow.a_stats.median == pytest.approx(100.0, abs=2.0) and slow.b_stats.median == pytest.approx(
+        103.0, abs=2.0
+    )
+    fast = _compare(Sim(jitter=jitter), 103.0, 100.0)
+    assert fast.verdict == "improved" and fast.ratio_ci[1] < 1.0 and fast.speedup > 1.02
+
+
+def test_the_same_kernel_is_neutral_with_a_tight_ci() -> None:
+    rng = random.Random(0)
+    same = _compare(Sim(jitter=lambda i: rng.random()), 50.0, 50.0)  # 0-1 us of seeded noise per launch
+    lo, hi = same.ratio_ci
+    assert same.verdict == "neutral" and lo <= 1.0 <= hi and (hi - lo) / 2 < 0.01
+
+
+def test_a_drift_across_the_run_cancels_in_the_pairs() -> None:
+    """Kernels slow down over the run (a GPU heating up): absolute times spread, the ratio does not."""
+    drift = lambda i: i * 0.004  # noqa: E731 - +0.004 us per launch
+    r = _compare(Sim(jitter=drift), 100.0, 102.0, max_pairs=200, target_halfwidth=0.0005)
+    assert r.a_stats.max - r.a_stats.min > 5.0  # the baseline alone drifted by more than 5 %
+    assert r.ratio_median == pytest.approx(1.02, abs=0.003) and r.verdict == "regressed"
+
+
+def test_warm_mode_times_graph_replays() -> None:
+    r = _compare(Sim(), 20.0, 25.0, timing="warm")
+    assert r.timer == "graph_replay" and r.verdict_mode == "warm"
+    assert r.ratio_median == pytest.approx(1.25, rel=1e-3) and r.verdict == "regressed"
+    assert r.launches_per_sample == [10, 8]
+
+
+class _Out:
+    def __init__(self, shape: tuple[int, ...], dtype: str) -> None:
+        self.shape, self.dtype = shape, dtype
+
+
+def test_different_output_shapes_or_dtypes_are_refused_before_timing() -> None:
+    t = FakeTorch(Sim())
+    calls = {"a": 0, "b": 0}
+
+    def side(name: str, out: _Out) -> paired.Side:
+        def run() -> _Out:
+            calls[name] += 1
+            return out
+
+        return paired.Side(name, [run])
+
+    req = CompareRequest(a="a", b="b")
+    with pytest.raises(NotComparableError, match=r"a .*\(4, 4\).*b .*\(4, 8\)"):
+        compare_sides(side("a", _Out((4, 4), "bf16")), side("b", _Out((4, 8), "bf16")), req, t)
+    with pytest.raises(NotComparableError, match="fp32"):
+        compare_sides(side("a", _Out((4, 4), "bf16")), side("b", _Out((4, 4), "fp32")), req, t)
+    assert calls == {"a": 2, "b": 2}  # one call each, per attempt: nothing was timed
+
+
+def test_a_side_raising_mid_run_is_a_typed_error_naming_it() -> None:
+    t = FakeTorch(Sim())
+    n = [0]
+    kernel = t.kernel(10.0)
+
+    def flaky() -> None:
+        n[0] += 1
+        if n[0] > 40:
+            raise ValueError("index out of range in the candidate")
+        kernel()
+
+    a = paired.Side("baseline", [t.kernel(10.0)])
+    b = paired.Side("candidate", [flaky])
+    with pytest.raises(SideFailedError, match="side candidate raised ValueError") as info:
+        compare_sides(a, b, CompareRequest(a="a", b="b"), t)
+    assert info.value.side == "candidate" and n[0] == 41
+
+
+def test_paired_ratio_ci_and_verdicts() -> None:
+    med, lo, hi = paired_ratio_ci([1.0, 1.01, 0.99, 1.0, 1.02, 0.98] * 5)
+    assert med == pytest.approx(1.0) and lo <= 1.0 <= hi
+    assert paired_ratio_ci([1.0, 1.01, 0.99] * 5) == paired_ratio_ci([1.0, 1.01, 0.99] * 5)  # seeded
+    assert ratio_verdict(1.03, 1.02, 1.04, "lower", 0.01, 0.02) == "regressed"
+    assert ratio_verdict(1.03, 1.02, 1.04, "higher", 0.01, 0.02) == "improved"
+    assert ratio_verdict(0.97, 0.96, 0.98, "lower", 0.01, 0.02) == "improved"
+    assert ratio_verdict(1.005, 1.001, 1.009, "lower", 0.01, 0.02) == "neutral"  # real but below min_effect
+    assert ratio_verdict(1.0, 0.9, 1.1, "lower", 0.01, 0.02) == "unstable"
+
+
+KERNEL = """import helper
+
+
+def make():
+    def run():
+        s = 0
+        for i in range(helper.N):
+            s += i
+
+    return run
+"""
+
+
+def test_cli_compare_keeps_the_two_sides_modules_apart(tmp_path: Path, run_cli: Any) -> None:
+    """Both trees hold kern.py importing helper.py; each side must get its own helper (N 3000 vs 3600)."""
+    for side, n in (("base", 3000), ("cand", 3600)):
+        (tmp_path / side).mkdir()
+        (tmp_path / side / "kern.py").write_text(KERNEL)
+        (tmp_path / side / "helper.py").write_text(f"N = {n}\n")
+    res = run_cli(
+        "--json", "compare", "kern.py:make", "kern.py:make", "--root-a", str(tmp_path / "base"),
+        "--root-b", str(tmp_path / "cand"), "--device", "cpu", "--max-wall-s", "5",
+    )  # fmt: skip
+    assert res.code == 0, res.err
+    r = json.loads(res.out)
+    assert r["timer"] == "cpu_perf_counter_ns" and r["verdict"] == "regressed"
+    assert r["ratio_median"] == pytest.approx(1.2, rel=0.08)
+
+
+def test_time_compare_of_a_missing_side_is_typed(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text("def make():\n    return lambda: None\n")
+    from kernelpilot.errors import InputFileError
+
+    with pytest.raises(InputFileError, match="side B"):
+        time_compare(CompareRequest(a="a.py:make", b="nope.py:make", workdir=str(tmp_path), device="cpu"))
+
+
+class FakeObserver:
+    """The seam of kernelpilot.guard.observe (docs/eval-design.md): observe each side, findings into B's."""
+
+    def __init__(self) -> None:
+        self.calls: list[int] = []
+
+    def observe(self, torch: Any, closures: list[Any], calls: int) -> dict[str, Any]:
+        self.calls.append(calls)
+        return {"observed": True, "calls": calls, "closures": len(closures)}
+
+    def with_findings(self, obs: dict[str, Any], watch: Any) -> dict[str, Any]:
+        return {**obs, "watch_findings": watch.findings()}
+
+
+class FakeWatch:
+    def __init__(self) -> None:
+        self.asked = 0
+
+    def findings(self) -> list[str]:
+        self.asked += 1
+        return ["thread started: x"]
+
+
+def test_each_side_is_observed_after_timing_and_the_watch_findings_go_to_the_candidate() -> None:
+    t = FakeTorch(Sim())
+    obs, watch = FakeObserver(), FakeWatch()
+    a = paired.Side("baseline", [t.kernel(10.0)])
+    b = paired.Side("candidate", [t.kernel(10.0), t.kernel(10.0)])
+    r = compare_sides(a, b, CompareRequest(a="a", b="b", warmup_min_ms=0), t, watch=watch, observer=obs)
+    assert obs.calls == [10, 10] and watch.asked == 1
+    assert r.observations is not None and r.observations["baseline"]["closures"] == 1
+    assert r.observations["candidate"]["watch_findings"] == ["thread started: x"]
+    assert r.watch_findings == ["thread started: x"]
+
+
+def test_a_factory_with_a_root_keyword_is_told_its_sides_root(tmp_path: Path) -> None:
+    for side in ("base", "cand"):
+        (tmp_path / side).mkdir()
+        (tmp_path / side / "k.py").write_text(
+            "import os\nSEEN = []\n\ndef make(root=None):\n    SEEN.append(root)\n    return lambda: None\n"
+        )
+    r = time_compare(
+        CompareRequest(
+            a="k.py:make", b="k.py:make", root_a=str(tmp_path / "base"), root_b=str(tmp_path / "cand"),
+            device="cpu", max_wall_s=1, min_pairs=2,
+        )
+    )  # fmt: skip
+    import sys
+
+    seen = {
+        name: mod.SEEN
+        for name, mod in sys.modules.items()
+        if name.startswith("_kernelpilot_side_")
+        and str(getattr(mod, "__file__", "")).startswith(str(tmp_path))
+    }
+    assert sorted(v[0] for v in seen.values()) == [str(tmp_path / "base"), str(tmp_path / "cand")]
+    assert r.pairs >= 2
+
+
+class RaisingObserver(FakeObserver):
+    def observe(self, torch: Any, closures: list[Any], calls: int) -> dict[str, Any]:
+        if len(self.calls) == 1:
+            raise ValueError("the candidate failed when observed")
+        return super().observe(torch, closures, calls)
+
+
+def test_a_side_failing_while_observed_is_a_typed_error_naming_it() -> None:
+    t = FakeTorch(Sim())
+    a = paired.Side("baseline", [t.kernel(10.0)])
+    b = paired.Side("candidate", [t.kernel(10.0)])
+    with pytest.raises(SideFailedError, match="side candidate raised ValueError during observation"):
+        compare_sides(a, b, CompareRequest(a="a", b="b", warmup_min_ms=0), t, observer=RaisingObserver())
