@@ -241,7 +241,8 @@ def _steps(trace: Trace, kernel_us: float, launches: float) -> StepSummary:
         idle_us=max(wall - busy, 0.0),
         kernel_us=kernel_us,
         launches=launches,
-        launch_bound_gap_us=statistics.median(bounds)
+        # medians of different steps: the launch-bound part never reads larger than the idle it is part of
+        launch_bound_gap_us=min(statistics.median(bounds), max(wall - busy, 0.0))
         if any(a.launch_ts_us is not None for a in trace.activities)
         else None,
         host_wait_us=statistics.median(trace.host_sync_us) if trace.host_sync_us else None,
