@@ -121,6 +121,7 @@ TOOLSETS: dict[str, str] = {
     "isa": "code objects: kernels, resources, disassembly, instruction mix, occupancy, fit view",
     "experiments": "the experiment database and hypotheses: record, query, rank, lineage, suggest",
     "sweep": "parameter sweeps over a task",
+    "workload": "workload triage: a model step or trace -> the kernels holding its time, opportunities",
 }
 
 

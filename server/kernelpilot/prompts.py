@@ -96,6 +96,19 @@ PROMPTS: tuple[PromptSpec, ...] = (
         ),
     ),
     PromptSpec(
+        "workload-triage",
+        command="workload-triage",
+        arguments=(
+            PromptArg(
+                "target",
+                "<file.py:factory | trace file>",
+                "a step factory whose closure runs one step, or a recorded trace (Kineto/rocprofv3/nsys/ncu)",
+            ),
+            _GPU,
+            PromptArg("steps", "[--steps N]", "steps to capture (default 10)"),
+        ),
+    ),
+    PromptSpec(
         "kernel-triage",
         skill="kernel-triage",
         arguments=(

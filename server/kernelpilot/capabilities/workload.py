@@ -1,0 +1,94 @@
+"""Capability declarations for workload triage: `workload run|read|diff|report`."""
+
+from kernelpilot.capability import Capability
+from kernelpilot.workload.models import (
+    WorkloadDiffRequest,
+    WorkloadDiffResult,
+    WorkloadReadRequest,
+    WorkloadReportRequest,
+    WorkloadReportResult,
+    WorkloadResult,
+    WorkloadRunRequest,
+)
+
+_C = "kernelpilot.workload.core"
+
+CAPABILITIES = [
+    Capability(
+        tool="workload_run",
+        command=("workload", "run"),
+        summary="Triage a model step: which kernels hold its time and how many µs a fix could win back.",
+        description=(
+            "Start here when the user names a model, a step or a program instead of a kernel. `spec` = "
+            "'file.py:factory' whose closure runs one step (as `time` takes it): warm-up, CUDA-event step "
+            "times, then `steps` steps under torch.profiler (CUPTI/roctracer), each step separable. Or "
+            "`command` with `region` (NVTX range) or cudaProfilerStart/Stop: ncu per-launch durations on "
+            "NVIDIA (no idle time: said in the result), rocprofv3 kernel trace on AMD. Returns the step's "
+            "wall/busy/idle time (launch-bound gaps, host waits), kernels per step with share, cumulative "
+            "share, launches, median/min/max, category, ATen op, nn.Module path, range and phase; with "
+            "`drill` (default) one ncu launch per hot kernel (roofline position, bound) and ISA facts "
+            "joined from the code objects the process loaded; and opportunities in µs/step with formulas "
+            "(headroom to roof, launch overhead/idle a graph removes, fusion chains), the top one with its "
+            "next command. `out` keeps the JSON for `workload diff`."
+        ),
+        request=WorkloadRunRequest,
+        result=WorkloadResult,
+        target=f"{_C}:run_workload",
+        positional=("spec",),
+        long_running=True,
+        takes_progress=True,
+        read_only=False,
+        destructive=True,
+        open_world=True,
+    ),
+    Capability(
+        tool="workload_read",
+        command=("workload", "read"),
+        summary="Break down a recorded trace (Kineto JSON, rocprofv3, nsys stats or ncu CSV) per step.",
+        description=(
+            "Reads a PyTorch profiler Chrome trace (kernels with their launch calls, ATen ops, "
+            "record_function ranges, nn.Module paths, steps from ProfilerStep#/kernelpilot.step# ranges, "
+            "graph replays), a rocprofv3 kernel trace or kernel stats CSV, an `nsys stats` cuda_gpu_trace "
+            "or cuda_gpu_kern_sum CSV, or an ncu raw CSV; format detected from the content. Same "
+            "breakdown and opportunities as workload_run, without the drill-down. A truncated or foreign "
+            "file is a typed error naming what is wrong."
+        ),
+        request=WorkloadReadRequest,
+        result=WorkloadResult,
+        target=f"{_C}:read_workload",
+        positional=("path",),
+        read_only=False,
+        idempotent=True,
+    ),
+    Capability(
+        tool="workload_diff",
+        command=("workload", "diff"),
+        summary="Compare two workload captures: µs per step per kernel and category, with a CI.",
+        description=(
+            "How a user checks that a kernel change helped the whole step. Matches kernels by normalised "
+            "name; per kernel, per category and for the step wall gives A and B µs/step, the change with "
+            "a bootstrap confidence interval over steps, and a verdict (no change within threshold_pct, "
+            "faster/slower when the interval excludes zero, unclear, new, gone)."
+        ),
+        request=WorkloadDiffRequest,
+        result=WorkloadDiffResult,
+        target=f"{_C}:diff_workload",
+        positional=("a", "b"),
+    ),
+    Capability(
+        tool="workload_report",
+        command=("workload", "report"),
+        summary="Write the HTML report of a workload result (bars, cumulative share, opportunities).",
+        description=(
+            "Renders a saved workload result JSON as a self-contained HTML page (no scripts): the "
+            "opportunity table with formulas, breakdown bars by kernel coloured by category, the "
+            "cumulative-share curve with the hot-set line, every kernel and the groups."
+        ),
+        request=WorkloadReportRequest,
+        result=WorkloadReportResult,
+        target=f"{_C}:report_workload",
+        positional=("path",),
+        read_only=False,
+        idempotent=True,
+    ),
+]

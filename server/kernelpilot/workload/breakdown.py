@@ -1,0 +1,324 @@
+"""Per-step breakdown of a `Trace`: the step's time budget, kernels aggregated per step, groups, hot set.
+
+Definitions (the result's fields say the same): a step's wall time is its period on the GPU timeline (first
+activity of step i to first activity of step i+1; the last step ends at its last activity); busy is the
+union of device activity in that window; idle = wall - busy. An idle gap is launch-bound when the launch
+call of the activity after it started only after the GPU had drained (the host was too slow to keep the
+queue full), which a CUDA/HIP graph would remove. Medians over steps; per-kernel times are means over steps
+(`per_step_us` keeps each step's figure for diffs).
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from kernelpilot.workload.categories import categorize
+from kernelpilot.workload.errors import NoStepWorkError
+from kernelpilot.workload.models import GroupRow, KernelStats, StepSummary, WorkloadKernel
+from kernelpilot.workload.readers.trace import Activity, Trace
+
+
+@dataclass
+class _Acc:
+    kind: str
+    durs: list[float] = field(default_factory=list)
+    per_step: list[float] = field(default_factory=list)
+    first: float = 0.0
+    ops: dict[str, float] = field(default_factory=dict)  # values: µs
+    top_ops: dict[str, float] = field(default_factory=dict)
+    ranges: dict[str, float] = field(default_factory=dict)
+    modules: dict[str, float] = field(default_factory=dict)
+    phases: dict[str, float] = field(default_factory=dict)
+    shape_samples: list[tuple[Any, float]] = field(default_factory=list)
+    grid: list[int] | None = None
+    block: list[int] | None = None
+    graph: bool = False
+    launch: dict[str, Any] | None = None
+
+
+def dims(v: object) -> list[int] | None:
+    """Grid/block dims as a trace gave them, when they are a list of numbers."""
+    if isinstance(v, list) and v and all(isinstance(x, (int, float)) for x in v):
+        return [int(x) for x in v]
+    return None
+
+
+# what a Kineto kernel event records about its launch (CUPTI's kernel record), kept per kernel name
+LAUNCH_KEYS = ("registers per thread", "shared memory", "grid", "block", "blocks per SM", "warps per SM")
+SHAPE_SAMPLES = 64  # launches per kernel name whose op input shapes are kept (rendering each costs)
+
+
+def _shapes(samples: list[tuple[Any, float]]) -> str | None:
+    """The input shapes of the ATen op behind most of the sampled launch time, as compact JSON."""
+    by: dict[str, float] = {}
+    for dims, dur in samples:
+        key = json.dumps(dims, separators=(",", ":"))
+        by[key] = by.get(key, 0.0) + dur
+    return max(by, key=lambda k: by[k]) if by else None
+
+
+def _top(c: dict[str, float], n: int = 3) -> list[str]:
+    return sorted(c, key=lambda k: -c[k])[:n]
+
+
+Combo = tuple[str, str | None, str | None, str | None, str | None, str | None]  # name, op, top op, range, ...
+
+
+def _accumulate(trace: Trace) -> tuple[dict[str, _Acc], dict[Combo, list[float]]]:
+    """Per kernel name: durations, per-step sums, shape samples; and µs and launches per (name, op, outer
+    op, range, module, phase) combination, which the op/range/module/phase tables are summed from (a step's
+    thousands of launches fall into a few hundred combinations)."""
+    accs: dict[str, _Acc] = {}
+    combos: dict[Combo, list[float]] = {}
+    steps = trace.steps
+    for a in trace.activities:
+        acc = accs.get(a.name)
+        if acc is None:
+            acc = accs[a.name] = _Acc(
+                a.kind, per_step=[0.0] * steps, first=a.start_us, grid=dims(a.grid), block=dims(a.block)
+            )
+            if isinstance(a.args, dict):
+                acc.launch = {k: a.args[k] for k in LAUNCH_KEYS if k in a.args}
+        acc.durs.append(a.dur_us)
+        if 0 <= a.step < steps:
+            acc.per_step[a.step] += a.dur_us
+        key = (a.name, a.op, a.top_op, a.range, a.module, a.phase)
+        v = combos.get(key)
+        if v is None:
+            combos[key] = [a.dur_us, 1.0]
+        else:
+            v[0] += a.dur_us
+            v[1] += 1.0
+        if a.graph:
+            acc.graph = True
+        if a.shapes and len(acc.shape_samples) < SHAPE_SAMPLES:
+            acc.shape_samples.append((a.shapes, a.dur_us))
+    for (name, op, top, rng, mod, phase), (us, _n) in combos.items():
+        acc = accs[name]
+        for counter, k in (
+            (acc.ops, op),
+            (acc.top_ops, top),
+            (acc.ranges, rng),
+            (acc.modules, mod),
+            (acc.phases, phase),
+        ):
+            if k:
+                counter[k] = counter.get(k, 0.0) + us
+    if steps == 1:
+        for acc in accs.values():
+            acc.per_step = [sum(acc.durs)]
+    return accs, combos
+
+
+def _kernels(trace: Trace, accs: dict[str, _Acc]) -> list[WorkloadKernel]:
+    from kernelpilot.workload.names import normalize, short_name
+
+    out: list[WorkloadKernel] = []
+    steps = trace.steps
+    if trace.activities:
+        total = sum(sum(a.durs) for a in accs.values())
+        for name, acc in sorted(accs.items(), key=lambda kv: (-sum(kv[1].durs), kv[1].first)):
+            cat, rule = categorize(name, acc.kind)
+            s = sum(acc.durs)
+            out.append(
+                WorkloadKernel(
+                    name=name,
+                    short_name=short_name(name, 60),
+                    key=normalize(name),
+                    category=cat,
+                    rule=rule,
+                    launches_per_step=len(acc.durs) / steps,
+                    us_per_step=s / steps,
+                    share=s / total if total > 0 else 0.0,
+                    cumulative_share=0.0,
+                    launch=KernelStats(
+                        median_us=statistics.median(acc.durs), min_us=min(acc.durs), max_us=max(acc.durs)
+                    ),
+                    per_step_us=acc.per_step,
+                    ops=_top(acc.top_ops) or _top(acc.ops),
+                    ranges=_top(acc.ranges),
+                    modules=_top(acc.modules),
+                    phases=_top(acc.phases),
+                    grid=acc.grid,
+                    block=acc.block,
+                    input_shapes=_shapes(acc.shape_samples),
+                    graph_launched=acc.graph,
+                    launch_record=acc.launch or None,
+                )
+            )
+    else:
+        total = sum(g.total_us for g in trace.aggregates)
+        for g in sorted(trace.aggregates, key=lambda g: -g.total_us):
+            cat, rule = categorize(g.name)
+            out.append(
+                WorkloadKernel(
+                    name=g.name,
+                    short_name=short_name(g.name, 60),
+                    key=normalize(g.name),
+                    category=cat,
+                    rule=rule,
+                    launches_per_step=g.calls / steps,
+                    us_per_step=g.total_us / steps,
+                    share=g.total_us / total if total > 0 else 0.0,
+                    cumulative_share=0.0,
+                    launch=KernelStats(
+                        median_us=g.median_us if g.median_us is not None else g.total_us / max(g.calls, 1),
+                        min_us=g.min_us,
+                        max_us=g.max_us,
+                    ),
+                )
+            )
+    cum = 0.0
+    for k in out:
+        cum += k.share
+        k.cumulative_share = min(cum, 1.0)
+    return out
+
+
+def _union(acts: list[Activity]) -> float:
+    busy, end = 0.0, float("-inf")
+    for a in acts:
+        s, e = a.start_us, a.start_us + a.dur_us
+        if e <= end:
+            continue
+        busy += e - max(s, end)
+        end = e
+    return busy
+
+
+def _gaps(acts: list[Activity], until: float) -> float:
+    """Launch-bound idle in one step window: gaps whose next launch call began after the GPU drained."""
+    bound, end = 0.0, float("-inf")
+    for a in acts:
+        if end > float("-inf") and a.start_us > end and a.launch_ts_us is not None and a.launch_ts_us >= end:
+            bound += min(a.start_us, until) - end
+        end = max(end, a.start_us + a.dur_us)
+    return bound
+
+
+def _steps(trace: Trace, kernel_us: float, launches: float) -> StepSummary:
+    n = trace.steps
+    if not trace.timeline or not trace.activities:
+        return StepSummary(
+            steps=n, wall_us=None, busy_us=None, idle_us=None, kernel_us=kernel_us, launches=launches
+        )
+    by_step: dict[int, list[Activity]] = defaultdict(list)
+    for a in trace.activities:
+        by_step[a.step if a.step >= 0 else 0].append(a)
+    keys = sorted(by_step)
+    walls, busys, bounds = [], [], []
+    if not trace.step_host:  # no step ranges: the whole timeline is n steps
+        acts = sorted(by_step[keys[0]], key=lambda a: a.start_us)
+        span = max(a.start_us + a.dur_us for a in acts) - acts[0].start_us
+        walls, busys, bounds = [span / n], [_union(acts) / n], [_gaps(acts, float("inf")) / n]
+    else:
+        for i, k in enumerate(keys):
+            acts = sorted(by_step[k], key=lambda a: a.start_us)
+            last_end = max(a.start_us + a.dur_us for a in acts)
+            nxt = min(a.start_us for a in by_step[keys[i + 1]]) if i + 1 < len(keys) else last_end
+            walls.append(
+                max(nxt, last_end) - acts[0].start_us if i + 1 == len(keys) else nxt - acts[0].start_us
+            )
+            busys.append(_union(acts))
+            bounds.append(_gaps(acts, nxt))
+    calls = [a.launch_dur_us for a in trace.activities if a.launch_dur_us is not None and not a.graph]
+    # the last step has no next step to end its period: its span only, so it is left out of the median
+    wall, busy = statistics.median(walls[:-1] if len(walls) > 1 else walls), statistics.median(busys)
+    if not trace.step_host:
+        trace.notes.append(
+            "wall time is the trace's span / steps (no step ranges): it includes whatever ran between the "
+            "kernels, host work outside a region too; shares of the step use kernel time instead"
+        )
+    return StepSummary(
+        steps=n,
+        marked=bool(trace.step_host),
+        wall_us=wall,
+        busy_us=busy,
+        idle_us=max(wall - busy, 0.0),
+        kernel_us=kernel_us,
+        launches=launches,
+        # medians of different steps: the launch-bound part never reads larger than the idle it is part of
+        launch_bound_gap_us=min(statistics.median(bounds), max(wall - busy, 0.0))
+        if any(a.launch_ts_us is not None for a in trace.activities)
+        else None,
+        host_wait_us=statistics.median(trace.host_sync_us) if trace.host_sync_us else None,
+        launch_call_us=statistics.median(calls) if calls else None,
+        per_step_wall_us=walls[:-1] if len(walls) > 1 else walls,
+    )
+
+
+def _group_keys(
+    trace: Trace, kernels: list[WorkloadKernel], combos: dict[Combo, list[float]]
+) -> list[tuple[str, float, float, dict[str, str | None]]]:
+    """(name, µs, launches, level -> key) per combination; per kernel name for formats of aggregates only."""
+    cat = {k.name: k.category for k in kernels}
+    if trace.activities:
+        return [
+            (
+                name,
+                us,
+                n,
+                {"category": cat[name], "op": top or op, "range": rng, "module": mod, "phase": phase},
+            )
+            for (name, op, top, rng, mod, phase), (us, n) in combos.items()
+        ]
+    n = trace.steps
+    return [(k.name, k.us_per_step * n, k.launches_per_step * n, {"category": k.category}) for k in kernels]
+
+
+def _groups(trace: Trace, kernels: list[WorkloadKernel], combos: dict[Combo, list[float]]) -> list[GroupRow]:
+    """Time per step by category, ATen op, range, nn.Module path and phase, summed over the launches under
+    each key (a kernel launched from two modules counts in both, for the launches of each)."""
+    steps = trace.steps
+    total = sum(k.us_per_step for k in kernels) or 1.0
+    agg: dict[tuple[str, str], list[float]] = {}
+    names: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for name, us, launches, keys in _group_keys(trace, kernels, combos):
+        for level, key in keys.items():
+            if key:
+                v = agg.setdefault((level, key), [0.0, 0.0])
+                v[0] += us
+                v[1] += launches
+                names[(level, key)].add(name)
+    rows = [
+        GroupRow(
+            level=level,
+            key=key,
+            us_per_step=us / steps,
+            share=us / steps / total,
+            launches_per_step=n / steps,
+            kernels=len(names[(level, key)]),
+        )
+        for (level, key), (us, n) in agg.items()
+    ]
+    order = {"category": 0, "op": 1, "range": 2, "module": 3, "phase": 4}
+    rows.sort(key=lambda r: (order[r.level], -r.us_per_step))
+    return rows
+
+
+def mark_hot(kernels: list[WorkloadKernel], share: float, cap: int) -> list[WorkloadKernel]:
+    """The hot set: largest first until `share` of kernel time is covered, at most `cap` kernels."""
+    hot: list[WorkloadKernel] = []
+    for k in kernels:
+        if len(hot) >= cap or (hot and hot[-1].cumulative_share >= share):
+            break
+        k.hot = True
+        hot.append(k)
+    return hot
+
+
+def breakdown(trace: Trace) -> tuple[StepSummary, list[WorkloadKernel], list[GroupRow]]:
+    accs, combos = _accumulate(trace) if trace.activities else ({}, {})
+    kernels = _kernels(trace, accs)
+    if not kernels:
+        raise NoStepWorkError(
+            f"{trace.source}: the captured steps ran no kernel, copy or fill on the GPU",
+            "check that the step launches GPU work (inputs on the device) and that the region was entered",
+        )
+    kernel_us = sum(k.us_per_step for k in kernels)
+    launches = sum(k.launches_per_step for k in kernels)
+    return _steps(trace, kernel_us, launches), kernels, _groups(trace, kernels, combos)

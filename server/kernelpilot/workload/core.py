@@ -1,0 +1,219 @@
+"""The workload capabilities: `workload run` (capture + breakdown + drill-down), `read`, `diff`, `report`."""
+
+from __future__ import annotations
+
+import gc
+import math
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from kernelpilot.atomic import write_text_atomic
+from kernelpilot.capability import Progress, no_progress
+from kernelpilot.errors import InputFileError, InvalidArgumentError, KernelpilotError
+from kernelpilot.workload.breakdown import breakdown, mark_hot
+from kernelpilot.workload.models import (
+    CaptureTarget,
+    WorkloadDiffRequest,
+    WorkloadDiffResult,
+    WorkloadKernel,
+    WorkloadReadRequest,
+    WorkloadReportRequest,
+    WorkloadReportResult,
+    WorkloadResult,
+    WorkloadRunRequest,
+)
+from kernelpilot.workload.opportunities import opportunities
+from kernelpilot.workload.readers.trace import Trace
+
+
+def _result(
+    trace: Trace, hot_share: float, hot_cap: int, gpu: str | None
+) -> tuple[WorkloadResult, list[WorkloadKernel]]:
+    step, kernels, groups = breakdown(trace)
+    hot = mark_hot(kernels, hot_share, hot_cap)
+    res = WorkloadResult(
+        source=trace.source,
+        format=trace.format,
+        method=trace.method,
+        gpu=gpu or trace.gpu,
+        notes=list(trace.notes),
+        step=step,
+        kernels=kernels,
+        groups=groups,
+        hot_share=hot_share,
+    )
+    return res, hot
+
+
+def _write(res: WorkloadResult, out: str | None, html: str | None) -> None:
+    if out:
+        write_text_atomic(Path(out), res.model_dump_json(indent=1))
+    if html:
+        from kernelpilot.workload.views import render_html
+
+        write_text_atomic(Path(html), render_html(res))
+
+
+def read_workload(req: WorkloadReadRequest) -> WorkloadResult:
+    """A recorded trace into the breakdown and the opportunities it supports (no drill-down)."""
+    from kernelpilot.workload.readers.detect import read_trace
+
+    enabled = gc.isenabled()
+    gc.disable()  # millions of acyclic objects live until the end: collections would only rescan them
+    try:
+        trace = read_trace(req.path, req.format, req.steps, req.skip_steps)
+        res, _ = _result(trace, req.hot_share, req.hot_cap, None)
+        res.opportunities = opportunities(trace, res.step, res.kernels, res.gpu)
+        del trace
+    finally:
+        if enabled:
+            gc.enable()
+    _write(res, req.out, req.html)
+    return res
+
+
+def _join(res: WorkloadResult, hot: list[WorkloadKernel], meta: dict[str, Any], progress: Progress) -> None:
+    """ISA facts of each hot kernel from the code objects the capture process had loaded (runner meta)."""
+    from kernelpilot.workload.join import join_names, launch_facts_from_kineto
+
+    progress(2, 4, f"joining {len(hot)} hot kernels to the loaded code objects")
+    objects = [Path(p) for p in meta.get("code_objects") or []]
+    if not objects:
+        res.notes.append(
+            "ISA join skipped: " + str(meta.get("code_objects_error") or "the capture listed no code objects")
+        )
+        return
+    blocks = {k.name: math.prod(k.block) for k in hot if k.block}
+    facts = {k.name: launch_facts_from_kineto(k.launch_record) for k in hot if k.launch_record}
+    try:
+        joined = join_names([k.name for k in hot], objects, meta.get("arch"), blocks, facts)
+    except KernelpilotError as exc:
+        res.notes.append(f"ISA join failed: {exc}")
+        return
+    for k, j in zip(hot, joined, strict=True):
+        k.isa = j.model_dump(mode="json")
+        if not j.matched:
+            res.unmatched.append(f"{k.short_name}: {j.note}")
+
+
+def _drill(
+    res: WorkloadResult,
+    hot: list[WorkloadKernel],
+    req: WorkloadRunRequest,
+    gpu: str | None,
+    progress: Progress,
+) -> None:
+    """One ncu launch per hot kernel (workload/drill.py); a kernel that fails keeps the breakdown."""
+    from kernelpilot.workload.drill import DrillTarget, HotKernel, drill_hot
+
+    devices = [k for k in hot if k.rule.startswith("device ")]  # Kineto memcpy/memset: no kernel to profile
+    res.drill_failures += [f"{k.short_name}: a device copy/fill, not a kernel (not drilled)" for k in devices]
+    hot = [k for k in hot if not k.rule.startswith("device ")]
+    if not hot:
+        return
+    progress(3, 4, f"profiling one launch of each of {len(hot)} hot kernels (ncu)")
+    region = f"nvtx:{req.region}" if req.region else ("profiler" if req.command else None)
+    target = DrillTarget(
+        spec=req.spec,
+        command=req.command,
+        workdir=req.workdir,
+        region=region,
+        warmup_steps=req.warmup,
+        timeout_s=req.timeout_s,
+    )
+    items = [
+        HotKernel(
+            name=k.name,
+            launches_per_step=k.launches_per_step,
+            us_per_step=k.us_per_step,
+            symbol=(k.isa or {}).get("symbol"),
+        )
+        for k in hot
+    ]
+    try:
+        results = drill_hot(target, items, gpu, progress, Path(req.drill_csv) if req.drill_csv else None)
+    except KernelpilotError as exc:
+        res.notes.append(f"drill-down failed for the whole hot set: {exc}")
+        res.drill_failures = [f"{k.short_name}: {exc.message}" for k in hot]
+        return
+    for k, r in zip(hot, results, strict=True):
+        k.drill = r.model_dump(mode="json", exclude={"profile"})
+        if not r.ok:
+            res.drill_failures.append(f"{k.short_name}: {r.error}")
+
+
+def run_workload(req: WorkloadRunRequest, progress: Progress = no_progress) -> WorkloadResult:
+    """Capture `steps` steady-state steps, break them down, drill into the hot set, rank opportunities."""
+    from kernelpilot.workload.capture import capture_closure, capture_command
+
+    if bool(req.spec) == bool(req.command):
+        raise InvalidArgumentError(
+            "give exactly one of spec (a step factory) and command",
+            "e.g. kernelpilot workload run model.py:make_decode",
+        )
+    t0 = time.perf_counter()
+    target = CaptureTarget(
+        spec=req.spec, command=req.command, workdir=req.workdir, warmup=req.warmup, region=req.region
+    )
+    with tempfile.TemporaryDirectory(prefix="kernelpilot-workload-") as tmp:
+        progress(0, 4, f"capturing {req.steps} steps")
+        cap = (capture_closure if req.spec else capture_command)(target, req.steps, Path(tmp), req.timeout_s)
+        if req.save_trace and cap.trace_path is not None:
+            shutil.copyfile(cap.trace_path, req.save_trace)
+    progress(1, 4, "breaking the steps down")
+    gpu = req.gpu or cap.meta.get("gpu") or cap.trace.gpu
+    res, hot = _result(cap.trace, req.hot_share, req.hot_cap, gpu)
+    if cap.meta.get("event_step_median_us") is not None:
+        res.step.event_step_us = float(cap.meta["event_step_median_us"])
+    res.source = req.spec or " ".join(req.command or [])
+    res.trace_path = req.save_trace
+    if req.drill:
+        _join(res, hot, cap.meta, progress)
+        _drill(res, hot, req, gpu, progress)
+    if req.drill:
+        hot_us = sum(k.us_per_step for k in hot) or 1.0
+        res.isa_joined_share = sum(k.us_per_step for k in hot if (k.isa or {}).get("facts")) / hot_us
+        res.drilled_share = (
+            sum(k.us_per_step for k in hot if (k.drill or {}).get("pct_of_attainable") is not None) / hot_us
+        )
+    res.opportunities = opportunities(cap.trace, res.step, res.kernels, gpu)
+    res.wall_s = time.perf_counter() - t0
+    progress(4, 4, "done")
+    _write(res, req.out, req.html)
+    return res
+
+
+def load_result(path: str) -> WorkloadResult:
+    p = Path(path)
+    if not p.is_file():
+        raise InputFileError(
+            f"workload result {path!r} does not exist", "give a JSON of workload run/read --out"
+        )
+    from pydantic import ValidationError
+
+    try:
+        return WorkloadResult.model_validate_json(p.read_bytes())
+    except ValidationError as exc:
+        raise InputFileError(
+            f"{path!r} is not a workload result: {exc.errors()[0]['msg']}",
+            "give the JSON that workload run/read wrote with --out",
+        ) from exc
+
+
+def diff_workload(req: WorkloadDiffRequest) -> WorkloadDiffResult:
+    from kernelpilot.workload.diff import diff_results
+
+    return diff_results(load_result(req.a), load_result(req.b), req)
+
+
+def report_workload(req: WorkloadReportRequest) -> WorkloadReportResult:
+    from kernelpilot.workload.views import render_html
+
+    html = render_html(load_result(req.path))
+    write_text_atomic(Path(req.out), html)
+    return WorkloadReportResult(
+        path=req.out, bytes=len(html.encode()), sections=["breakdown", "cumulative", "opportunities"]
+    )

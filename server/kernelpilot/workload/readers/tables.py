@@ -1,0 +1,223 @@
+"""CSV traces: rocprofv3 kernel trace and kernel stats, `nsys stats` cuda_gpu_trace / cuda_gpu_kern_sum, ncu.
+
+Column names as the tools write them: rocprofv3 1.x `--kernel-trace --stats --output-format csv`
+(`*_kernel_trace.csv`: Kernel_Name, Start_Timestamp, End_Timestamp in ns, Grid_Size_*, Workgroup_Size_*;
+`*_kernel_stats.csv`: Name, Calls, TotalDurationNs, MinNs, MaxNs); `nsys stats --format csv --report
+cuda_gpu_trace` (Start (ns), Duration (ns), Name, GrdX..., BlkX...) and `--report cuda_gpu_kern_sum`
+(Total Time (ns), Instances, Med (ns), Min (ns), Max (ns), Name); ncu `--csv --page raw` read by
+`profile/ncu_csv.py` (gpu__time_duration.sum per launch; no timeline, so no idle time).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+
+from kernelpilot.workload.errors import TraceFormatError
+from kernelpilot.workload.readers.trace import Activity, Aggregate, Trace
+
+_ROCPROF_NOTE = "rocprofv3 kernel trace: kernels only (no host calls, ops or ranges)"
+
+
+def sniff(text: str) -> str | None:
+    """The CSV format from its header line (after any tool banner lines), or None."""
+    for line in text.splitlines()[:50]:
+        if "Kernel_Name" in line and "Start_Timestamp" in line:
+            return "rocprof_trace"
+        if "TotalDurationNs" in line and "Calls" in line:
+            return "rocprof_stats"
+        if "Total Time (ns)" in line and "Instances" in line:
+            return "nsys_kern_sum"
+        if "Start (ns)" in line and "Duration (ns)" in line:
+            return "nsys_gpu_trace"
+        if '"Kernel Name"' in line or "gpu__time_duration" in line:
+            return "ncu_csv"
+    return None
+
+
+def _rows(text: str, source: str, need: tuple[str, ...]) -> list[dict[str, str]]:
+    lines = text.splitlines()
+    start = next((i for i, ln in enumerate(lines) if all(n in ln for n in need)), None)
+    if start is None:
+        raise TraceFormatError(
+            f"{source}: no header with {', '.join(need)}", "give the tool's CSV as written"
+        )
+    try:
+        rows = list(csv.DictReader(io.StringIO("\n".join(lines[start:]))))
+    except csv.Error as exc:
+        raise TraceFormatError(f"{source}: broken CSV: {exc}", "record the file again") from exc
+    full = [r for r in rows if None not in r.values() and None not in r]
+    if len(full) < len(rows):
+        raise TraceFormatError(
+            f"{source}: {len(rows) - len(full)} row(s) have fewer or more cells than the header (truncated?)",
+            "record the file again and let the tool finish writing",
+        )
+    if not full:
+        raise TraceFormatError(
+            f"{source}: the table has a header but no rows", "the capture recorded nothing"
+        )
+    return full
+
+
+def _num(row: dict[str, str], key: str, source: str) -> float:
+    cell = row.get(key, "").replace(",", "").strip()
+    try:
+        return float(cell)
+    except ValueError as exc:
+        raise TraceFormatError(
+            f"{source}: {key} = {cell!r} is not a number", "record the file again"
+        ) from exc
+
+
+def read_rocprof_trace(text: str, source: str, steps: int | None) -> Trace:
+    rows = _rows(text, source, ("Kernel_Name", "Start_Timestamp", "End_Timestamp"))
+    acts = []
+    for r in rows:
+        s, e = int(_num(r, "Start_Timestamp", source)), int(_num(r, "End_Timestamp", source))
+        if e < s:
+            raise TraceFormatError(
+                f"{source}: a dispatch ends before it starts ({s} > {e})", "record it again"
+            )
+        grid = [int(_num(r, f"Grid_Size_{d}", source)) for d in "XYZ"] if "Grid_Size_X" in r else None
+        block = (
+            [int(_num(r, f"Workgroup_Size_{d}", source)) for d in "XYZ"] if "Workgroup_Size_X" in r else None
+        )
+        acts.append(
+            Activity(
+                name=r["Kernel_Name"], start_us=s / 1000.0, dur_us=(e - s) / 1000.0, grid=grid, block=block
+            )
+        )
+    return Trace(
+        format="rocprof_trace",
+        source=source,
+        method=_ROCPROF_NOTE + "; grid in work-items",
+        steps=steps or 1,
+        activities=acts,
+        notes=[] if steps else ["no step markers in a rocprofv3 trace: the whole trace is taken as 1 step"],
+    )
+
+
+def read_rocprof_stats(text: str, source: str, steps: int | None) -> Trace:
+    rows = _rows(text, source, ("Name", "Calls", "TotalDurationNs"))
+    aggs = [
+        Aggregate(
+            name=r["Name"],
+            calls=int(_num(r, "Calls", source)),
+            total_us=_num(r, "TotalDurationNs", source) / 1000.0,
+            min_us=_num(r, "MinNs", source) / 1000.0,
+            max_us=_num(r, "MaxNs", source) / 1000.0,
+        )
+        for r in rows
+    ]
+    return Trace(
+        "rocprof_stats",
+        source,
+        "rocprofv3 --stats kernel table (no timeline: no idle time)",
+        steps or 1,
+        aggregates=aggs,
+        timeline=False,
+    )
+
+
+def read_nsys_gpu_trace(text: str, source: str, steps: int | None) -> Trace:
+    rows = _rows(text, source, ("Start (ns)", "Duration (ns)", "Name"))
+    acts = []
+    for r in rows:
+        name = r["Name"]
+        kind = "memcpy" if "[CUDA memcpy" in name else "memset" if "[CUDA memset" in name else "kernel"
+        grid = (
+            [int(_num(r, k, source)) for k in ("GrdX", "GrdY", "GrdZ")] if r.get("GrdX", "").strip() else None
+        )
+        block = (
+            [int(_num(r, k, source)) for k in ("BlkX", "BlkY", "BlkZ")] if r.get("BlkX", "").strip() else None
+        )
+        acts.append(
+            Activity(
+                name,
+                _num(r, "Start (ns)", source) / 1000.0,
+                _num(r, "Duration (ns)", source) / 1000.0,
+                kind=kind,
+                grid=grid,
+                block=block,
+            )
+        )
+    return Trace(
+        "nsys_gpu_trace",
+        source,
+        "nsys stats cuda_gpu_trace (device timeline; no ops or ranges)",
+        steps or 1,
+        activities=acts,
+    )
+
+
+def read_nsys_kern_sum(text: str, source: str, steps: int | None) -> Trace:
+    rows = _rows(text, source, ("Total Time (ns)", "Instances", "Name"))
+    aggs = [
+        Aggregate(
+            name=r["Name"],
+            calls=int(_num(r, "Instances", source)),
+            total_us=_num(r, "Total Time (ns)", source) / 1000.0,
+            min_us=_num(r, "Min (ns)", source) / 1000.0,
+            max_us=_num(r, "Max (ns)", source) / 1000.0,
+            median_us=_num(r, "Med (ns)", source) / 1000.0,
+        )
+        for r in rows
+    ]
+    return Trace(
+        "nsys_kern_sum",
+        source,
+        "nsys stats cuda_gpu_kern_sum (no timeline: no idle time)",
+        steps or 1,
+        aggregates=aggs,
+        timeline=False,
+    )
+
+
+def read_ncu_csv(text: str, source: str, steps: int | None) -> Trace:
+    """ncu raw page: one row per profiled launch; durations from gpu__time_duration.sum."""
+    from kernelpilot.profile.ncu_csv import parse_raw
+
+    page = parse_raw(text, source)
+    acts = []
+    for k in page.kernels:
+        dur = k.values.get("gpu__time_duration.sum")
+        if not isinstance(dur, float):
+            raise TraceFormatError(
+                f"{source}: launch {k.launch_id} of {k.kernel!r} has no gpu__time_duration.sum",
+                "profile with --metrics gpu__time_duration.sum --csv --page raw",
+            )
+        acts.append(Activity(k.kernel, 0.0, dur / 1000.0, grid=k.grid, block=k.block))
+    return Trace(
+        "ncu_csv",
+        source,
+        "ncu per-launch gpu__time_duration (kernels serialised, no timeline: idle time is lost)",
+        steps or 1,
+        activities=acts,
+        timeline=False,
+        notes=[] if steps else ["ncu rows carry no step markers: the whole file is taken as 1 step"],
+    )
+
+
+READERS = {
+    "rocprof_trace": read_rocprof_trace,
+    "rocprof_stats": read_rocprof_stats,
+    "nsys_gpu_trace": read_nsys_gpu_trace,
+    "nsys_kern_sum": read_nsys_kern_sum,
+    "ncu_csv": read_ncu_csv,
+}
+
+
+def read_table(path: Path, fmt: str, steps: int | None) -> Trace:
+    text = path.read_bytes().decode("utf-8", "replace")
+    if fmt == "auto":
+        found = sniff(text)
+        if found is None:
+            raise TraceFormatError(
+                f"{str(path)!r} is not a trace kernelpilot reads (Kineto JSON, rocprofv3 kernel "
+                "trace/stats CSV, "
+                "nsys stats cuda_gpu_trace/cuda_gpu_kern_sum CSV, ncu raw CSV)",
+                "give one of those, or name the format with --format",
+            )
+        fmt = found
+    return READERS[fmt](text, str(path), steps)

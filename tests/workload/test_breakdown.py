@@ -1,0 +1,67 @@
+"""The per-step arithmetic on a small hand-built Kineto trace whose answer is known by construction.
+
+Real traces are tested in test_readers.py / test_h100_capture.py; this one pins the definitions (step wall,
+busy, idle, launch-bound gaps, graph replays, steps by launch time, ops/modules/ranges around a launch).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kernelpilot.workload.core import read_workload
+from kernelpilot.workload.models import WorkloadReadRequest
+
+
+def test_step_budget_by_construction(built_trace: Path):
+    r = read_workload(WorkloadReadRequest(path=str(built_trace)))
+    s = r.step
+    assert s.steps == 2
+    assert s.per_step_wall_us == [100.0]  # step 0: 10 -> 110 (next step first kernel); the last has no end
+    assert s.busy_us == 28.0 and s.kernel_us == 28.0 and s.launches == 3
+    assert s.launch_bound_gap_us == 12.0  # 30 -> 42: the add's launch call began at 40, after the GEMM ended
+    assert s.host_wait_us == 5.0
+    assert s.launch_call_us == 2.0  # graph replays are not launch calls of one kernel
+
+
+def test_kernels_carry_op_module_range_phase_and_graph(built_trace: Path):
+    r = read_workload(WorkloadReadRequest(path=str(built_trace)))
+    gemm, add, mul = r.kernels
+    assert gemm.category == "gemm" and gemm.us_per_step == 20.0 and gemm.per_step_us == [20.0, 20.0]
+    assert gemm.ops == ["aten::linear"] and gemm.modules == ["Block"] and gemm.ranges == ["decode"]
+    assert gemm.phases == ["decode"] and gemm.block == [128, 1, 1]
+    assert gemm.input_shapes == "[[8,1,1024],[3072,1024]]" and add.input_shapes is None
+    assert add.category == "elementwise" and add.ops == ["aten::add"] and not add.graph_launched
+    assert mul.graph_launched and mul.launches_per_step == 1.0
+    assert gemm.hot and gemm.cumulative_share == pytest.approx(20 / 28)
+    assert {(g.level, g.key) for g in r.groups} >= {
+        ("category", "gemm"),
+        ("op", "aten::linear"),
+        ("phase", "decode"),
+    }
+
+
+def test_opportunities_rank_launch_gap_then_fusion_with_formulas(built_trace: Path):
+    r = read_workload(WorkloadReadRequest(path=str(built_trace)))
+    kinds = [o.kind for o in r.opportunities]
+    assert kinds == ["launch_overhead", "fusion"]
+    launch, fusion = r.opportunities
+    assert launch.saving_us_per_step == 12.0 and "launch-bound idle 12.0" in launch.formula
+    assert fusion.saving_us_per_step == 4.0  # add (4) + mul (4) back to back: chain 8 - longest 4
+    assert "launches saved 1/step" in fusion.formula
+
+
+def test_step_wall_median_leaves_out_the_last_steps_span(built_trace: Path):
+    r = read_workload(WorkloadReadRequest(path=str(built_trace)))
+    assert r.step.wall_us == 100.0 and r.step.idle_us == 72.0
+
+
+def test_enclosing_sweep_drops_closed_siblings():
+    """Ranges that closed before the next one opened leave the sweep's stack (it stayed O(n) per query)."""
+    from kernelpilot.workload.readers.kineto import _Enclosing
+
+    sweep = _Enclosing([(i * 10.0, i * 10.0 + 5.0, f"r{i}") for i in range(1000)] + [(0.0, 1e9, "outer")])
+    for i in range(1000):
+        assert [iv[2] for iv in sweep.at(i * 10.0 + 1.0)] == ["outer", f"r{i}"]
+    assert len(sweep.stack) <= 2
