@@ -44,7 +44,14 @@ from tests.skills.test_skill_names import _CLI, _FENCE, _SPAN, check_cli, comman
 REPO = Path(__file__).resolve().parents[2]
 FIX = REPO / "tests" / "fixtures"
 
-GPU_COMMANDS = {("time",), ("compare",), ("eval",), ("profile", "run"), ("ceilings", "measure"), ("sweep", "run")}
+GPU_COMMANDS = {
+    ("time",),
+    ("compare",),
+    ("eval",),
+    ("profile", "run"),
+    ("ceilings", "measure"),
+    ("sweep", "run"),
+}
 NEEDS_TOOL = {("isa", "disasm"): "nvdisasm"}  # run where the tool is installed (CI), else parsed only
 SHELL_OK = {"cp", "git", "mkdir", "find", "ls", "cat", "diff"}
 SHELL_LANGS = {"", "bash", "sh", "shell", "console"}

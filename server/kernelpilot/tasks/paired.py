@@ -160,7 +160,11 @@ class BaselineUnrunnable(KernelpilotError):
 
 def _metric(task: Task, cwd: Path, env: dict[str, str], side: str) -> tuple[float, str]:
     out = run_command(
-        interpreter_argv(task.eval_command), cwd=cwd, env=env, timeout_s=task.timeout_s, field=f"eval_command ({side})"
+        interpreter_argv(task.eval_command),
+        cwd=cwd,
+        env=env,
+        timeout_s=task.timeout_s,
+        field=f"eval_command ({side})",
     )
     return extract_metric(
         out.stdout, out.stderr, regex=task.metric.regex, json_key=task.metric.json_key
