@@ -9,6 +9,7 @@ below 60% of peak on both sides ncu points to latency issues), Nsight Compute Pr
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from pydantic import ValidationError
 
@@ -23,6 +24,8 @@ from kernelpilot.bottleneck.models import (
 from kernelpilot.bottleneck.rules import Ctx, evaluate
 from kernelpilot.errors import InvalidArgumentError
 from kernelpilot.profile.models import KernelProfile, ProfileParseRequest, ProfileResult
+from kernelpilot.roofline import stop
+from kernelpilot.roofline.models import Ceiling, StopVerdict
 from kernelpilot.validation import load_json_argument
 
 HIGH_PCT = 80.0  # ncu SOL rule: unit is saturated
@@ -374,21 +377,57 @@ _VERDICT_RULES = (_v_parallelism, _v_compute, _v_sync, _v_memory)
 _FULL_SET_RULES = ("uncoalesced_global_access", "shared_bank_conflicts", "low_eligible_warps")
 
 
-def _dram_ceiling(p: KernelProfile, peaks: list[CitedPeak]) -> tuple[float | None, str]:
-    """Achieved DRAM bandwidth as % of a cited or measured ceiling (peaks_json), when one is given."""
-    bw = p.bytes_dram()
-    if not p.duration_ns or bw is None:
-        return None, ""
+def _wiki_ceilings(device: str | None, wiki_dirs: list[str]) -> tuple[Ceiling, Ceiling | None] | None:
+    """(measured copy ceiling, spec bandwidth beside) of the profiled GPU from the wiki; the spec alone when
+    the wiki has no measured line; None when the device is not in the wiki."""
+    if not device:
+        return None
+    from kernelpilot.errors import KernelpilotError
+    from kernelpilot.wiki.core import load_wiki
+
+    try:
+        wiki = load_wiki([Path(d) for d in wiki_dirs])
+        gpu = wiki.resolve_gpu(device)
+    except KernelpilotError:  # documented fallback: a GPU the wiki lacks has no ceiling (ncu's % is used)
+        return None
+    measured, spec = wiki.get(gpu, "measured_copy_bandwidth_tb_s"), wiki.get(gpu, "memory_bandwidth_tb_s")
+    if measured is not None:
+        return stop.from_cited(measured), stop.from_cited(spec) if spec is not None else None
+    return (stop.from_cited(spec), None) if spec is not None else None
+
+
+def memory_stop(p: KernelProfile, peaks: list[CitedPeak], wiki_dirs: list[str]) -> StopVerdict | None:
+    """The one stop verdict (kernelpilot.roofline.stop) for this launch's DRAM traffic: peaks_json's memory
+    peak when given, else the wiki's measured copy ceiling of the profiled GPU."""
+    nbytes = p.bytes_dram()
+    if not p.duration_ns or not nbytes:
+        return None
+    roofs: tuple[Ceiling, Ceiling | None] | None = None
     for pk in peaks:
-        scale = {"TB/s": 1e12, "GB/s": 1e9}.get(pk.unit)
-        if scale:
-            achieved = bw / (p.duration_ns * 1e-9)
-            return 100.0 * achieved / (pk.value * scale), f"the ceiling {pk.value} {pk.unit} ({pk.citation})"
-    return None, ""
+        if pk.unit in ("TB/s", "GB/s"):
+            c = Ceiling(
+                metric=pk.metric,
+                value=pk.value,
+                unit=pk.unit,
+                citation=pk.citation,
+                measured=pk.metric.startswith("measured_"),
+            )
+            roofs = (c, None)
+            break
+    if roofs is None:
+        name = p.raw_metrics.get("device__attribute_display_name")  # ncu names the GPU; `device` is its index
+        roofs = _wiki_ceilings(name if isinstance(name, str) else p.device, wiki_dirs)
+    if roofs is None:
+        return None
+    return stop.stop_verdict("memory", nbytes, roofs[0], roofs[1], p.duration_ns / 1e3)
 
 
 def classify_profile(
-    p: KernelProfile, where: str, peaks: list[CitedPeak] | None = None, isa: dict[str, object] | None = None
+    p: KernelProfile,
+    where: str,
+    peaks: list[CitedPeak] | None = None,
+    isa: dict[str, object] | None = None,
+    wiki: list[str] | None = None,
 ) -> BottleneckVerdict:
     """Verdict (first matching verdict rule) plus the root causes of `kernelpilot.bottleneck.rules`."""
     b = _Builder(p, where)
@@ -397,10 +436,8 @@ def classify_profile(
         return _unknown(p, b)
     out = next((o for o in (r(s, b) for r in _VERDICT_RULES) if o is not None), None) or _v_latency(s, b)
     verdict, level, conf, nxt, summary = out
-    ceiling, note = _dram_ceiling(p, peaks or [])
-    causes, ruled_out = evaluate(
-        Ctx(p=p, where=where, isa=isa or {}, dram_ceiling_pct=ceiling, dram_ceiling_note=note)
-    )
+    mem_stop = memory_stop(p, peaks or [], wiki or [])
+    causes, ruled_out = evaluate(Ctx(p=p, where=where, isa=isa or {}, stop=mem_stop))
     evaluated = {c.rule for c in causes} | {r.split(":", 1)[0] for r in ruled_out}
     if causes:
         nxt = ["kernelpilot suggest --bottleneck <this JSON>: levers ranked by these causes' gains"]
@@ -410,7 +447,7 @@ def classify_profile(
             "(sectors per request, bank conflicts, local memory, stall mix)"
         )
     res = _verdict(p, verdict, level, conf, b, nxt, summary)
-    res.causes, res.ruled_out = causes, ruled_out
+    res.causes, res.ruled_out, res.stop = causes, ruled_out, mem_stop
     return res
 
 
@@ -481,6 +518,7 @@ def classify_bottleneck(req: ClassifyRequest) -> ClassifyResult:
             f"{where_base} (launch ID {k.launch_id}, {k.source.split(' (')[0]})",
             peaks,
             normalize_isa(isa_doc, k.kernel) if isa_doc is not None else None,
+            req.wiki,
         )
         for k in kernels
     ]

@@ -8,7 +8,9 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from kernelpilot.models import Request, Result
+from kernelpilot.roofline.models import StopVerdict
 from kernelpilot.validation import JsonText as JsonText  # re-exported for suggest.models
+from kernelpilot.wiki.models import WIKI_FIELD_DESCRIPTION
 
 Verdict = Literal["compute_bound", "memory_bound", "latency_bound", "sync_bound", "unknown"]
 MemoryLevel = Literal["dram", "l2", "l1_shared"]
@@ -68,6 +70,12 @@ class BottleneckVerdict(BaseModel):
         description="Rules evaluated on this input that did not fire ('rule: why'); their levers are "
         "contradicted by the evidence.",
     )
+    stop: StopVerdict | None = Field(
+        default=None,
+        description="The memory stop verdict (kernelpilot.roofline.stop) of this launch: DRAM bytes / "
+        "duration against 90% of the measured copy ceiling (peaks_json's memory peak, else the wiki's line "
+        "for the profiled GPU); MET exactly when `dram_at_roof` fires and `suggest` offers stop_or_fuse.",
+    )
 
 
 class CitedPeak(BaseModel):
@@ -105,6 +113,7 @@ class ClassifyRequest(Request):
         "JSON of `kernelpilot isa fit --json` / `isa resources --json` (a list of both is merged); they "
         "feed the root-cause rules and are quoted as evidence.",
     )
+    wiki: list[str] = Field(default_factory=list, description=WIKI_FIELD_DESCRIPTION)
     att_dir: str | None = Field(
         default=None,
         description="AMD: a rocprofv3 thread-trace (ATT) dispatch folder; adds a verdict from its stall "

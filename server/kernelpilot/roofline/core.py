@@ -25,7 +25,7 @@ from typing import Literal
 
 from kernelpilot.atomic import write_text_atomic
 from kernelpilot.errors import InputFileError, InvalidArgumentError, UnknownSpecError
-from kernelpilot.roofline import ops
+from kernelpilot.roofline import ops, stop
 from kernelpilot.roofline.models import Achieved, CeilingComparison, RooflineRequest, RooflineResult
 from kernelpilot.wiki.core import Wiki, load_wiki
 from kernelpilot.wiki.errors import BareNumberError, UnitMismatchError
@@ -227,58 +227,64 @@ def _peaks(req: RooflineRequest, wiki: Wiki, gpu_id: str, dtype: str, matrix: bo
     if req.basis != "measured":
         choice = f"{reason} -> {spec_compute.metric}; memory roof -> {spec_memory.metric}"
         return _Peaks(spec_compute, spec_memory, spec_compute, spec_memory, choice)
-    if not matrix:
-        raise InvalidArgumentError(
-            "basis=measured has no measured vector-unit ceiling", "use --basis spec for vector ops"
-        )
-    compute = _require(wiki, gpu_id, measured_compute_metric(dtype, req.allow_tf32), "measured basis")
     memory = _require(wiki, gpu_id, "measured_copy_bandwidth_tb_s", "measured basis")
+    compute = wiki.get(gpu_id, measured_compute_metric(dtype, req.allow_tf32)) if matrix else None
+    if compute is None:
+        choice = (
+            f"{reason}; measured ceiling: {memory.metric}; compute roof {spec_compute.metric} is the spec "
+            "(no measured ceiling for it in the wiki)"
+        )
+        return _Peaks(spec_compute, memory, spec_compute, spec_memory, choice)
     choice = f"{reason}; measured ceilings: {compute.metric}, {memory.metric}"
     return _Peaks(compute, memory, spec_compute, spec_memory, choice)
 
 
-def _stop_conditions(
-    req: RooflineRequest,
-    peaks: _Peaks,
-    bound: Literal["compute", "memory"],
-    floor_us: float,
-    comparisons: list[CeilingComparison],
-) -> list[str]:
-    f = req.target_fraction
-    compute, memory = peaks.compute, peaks.memory
+def _attainable(
+    wiki: Wiki, gpu_id: str, dtype: str, allow_tf32: bool, peaks: _Peaks, matrix: bool
+) -> tuple[tuple[stop.Ceiling, stop.Ceiling | None], tuple[stop.Ceiling, stop.Ceiling | None]]:
+    """(compute, memory) roofs of the stop verdict: (measured ceiling when the wiki has one, spec)."""
+    spec_c, spec_m = stop.from_cited(peaks.spec_compute), stop.from_cited(peaks.spec_memory)
+    mem = wiki.get(gpu_id, "measured_copy_bandwidth_tb_s")
+    comp = wiki.get(gpu_id, measured_compute_metric(dtype, allow_tf32)) if matrix else None
+    memory = (
+        (stop.from_cited(mem), spec_m) if mem is not None and mem.unit in _MEMORY_UNITS else (spec_m, None)
+    )
+    compute = (
+        (stop.from_cited(comp), spec_c) if comp is not None and comp.unit == spec_c.unit else (spec_c, None)
+    )
+    return compute, memory
+
+
+def _stop_conditions(req: RooflineRequest, verdict: stop.StopVerdict) -> list[str]:
+    """Stop Conditions from the one stop verdict: the attainable target first, the spec target beside."""
+    f = verdict.target_fraction
+    c = verdict.ceiling
+    kind = "measured" if c.measured else "spec"
+    rate = "bandwidth" if verdict.bound == "memory" else "throughput"
     stops = [
-        f"kernel time ≤ {_fmt_time(floor_us / f)} ({f:.0%} of the roofline; floor {_fmt_time(floor_us)} = "
-        f"max(FLOPs/compute peak, bytes/bandwidth))",
+        f"kernel time ≤ {_fmt_time(verdict.target_time_us)} ({f:.0%} of the {kind} {verdict.bound} roof; "
+        f"floor {_fmt_time(verdict.target_time_us * f)} = work / {c.citation})",
+        f"achieved {rate} ≥ {f * c.value:.4g} {c.unit} ({f:.0%} of the {kind} ceiling {c.citation})",
     ]
-    if bound == "compute":
+    sc = verdict.spec_ceiling
+    if sc is not None and verdict.spec_target_time_us is not None:
         stops.append(
-            f"achieved ≥ {f * compute.number():.4g} {compute.unit} ({f:.0%} of {compute.citation()})"
+            f"spec target, shown beside and not used: time ≤ {_fmt_time(verdict.spec_target_time_us)} "
+            f"= {f * sc.value:.4g} {sc.unit} ({f:.0%} of {sc.citation})"
         )
-    else:
-        stops.append(
-            f"achieved bandwidth ≥ {f * memory.number():.4g} {memory.unit} ({f:.0%} of {memory.citation()})"
-        )
-    for c in comparisons:
-        if req.basis == "spec" and (
-            (bound == "compute" and c.spec.metric == peaks.spec_compute.metric)
-            or (bound == "memory" and c.measured.metric == "measured_copy_bandwidth_tb_s")
-        ):
-            stops.append(
-                f"practical ceiling: achieved ≥ {f * c.measured.number():.4g} {c.measured.unit} "
-                f"({f:.0%} of measured {c.measured.citation()})"
-            )
+    if req.measured_time_us is not None:
+        stops.append(verdict.text)
     return stops
 
 
-def _achieved(req: RooflineRequest, count: ops.OpCount, roof: Roof, notes: list[str]) -> Achieved | None:
-    """The measured run against the roof; appends the stop-condition verdict to `notes`."""
+def _achieved(req: RooflineRequest, count: ops.OpCount, roof: Roof) -> Achieved | None:
+    """The measured run against the roof of the chosen basis."""
     if req.measured_time_us is None:
         return None
-    f = req.target_fraction
     t = req.measured_time_us * 1e-6
     fl = req.measured_flops if req.measured_flops is not None else count.flops
     by = req.measured_bytes if req.measured_bytes is not None else count.bytes
-    achieved = Achieved(
+    return Achieved(
         time_us=req.measured_time_us,
         tflops=fl / t / 1e12,
         tb_s=by / t / 1e12,
@@ -286,12 +292,19 @@ def _achieved(req: RooflineRequest, count: ops.OpCount, roof: Roof, notes: list[
         pct_of_memory_peak=100 * by / t / roof.memory_per_s,
         pct_of_roofline=100 * roof.floor_s / t,
     )
-    verdict = "MET" if t <= roof.floor_s / f else "NOT met"
-    notes.append(
-        f"stop condition {verdict}: measured {_fmt_time(req.measured_time_us)} "
-        f"vs target {_fmt_time(roof.floor_s * 1e6 / f)}"
-    )
-    return achieved
+
+
+def _basis_check(req: RooflineRequest, peaks: _Peaks, bound: str) -> None:
+    """basis=measured works whenever the binding roof has a measured ceiling; refuses otherwise."""
+    if req.basis != "measured":
+        return
+    roof = peaks.compute if bound == "compute" else peaks.memory
+    if not roof.measured:
+        raise InvalidArgumentError(
+            f"basis=measured: the binding {bound} roof ({roof.metric}) has no measured ceiling in the wiki",
+            "use --basis spec, or add the measured line with `kernelpilot ceilings measure --out ...` "
+            "and pass its folder with --wiki",
+        )
 
 
 def analyze(req: RooflineRequest, wiki: Wiki | None = None) -> RooflineResult:
@@ -306,14 +319,19 @@ def analyze(req: RooflineRequest, wiki: Wiki | None = None) -> RooflineResult:
     compute, memory = peaks.compute, peaks.memory
     roof = roof_from_peaks(count.flops, count.bytes, compute, memory)
     bound: Literal["compute", "memory"] = "compute" if roof.intensity >= roof.ridge else "memory"
+    _basis_check(req, peaks, bound)
     f = req.target_fraction
     floor_us = roof.floor_s * 1e6
     comparisons = _comparisons(
         wiki, gpu_id, dtype, req.allow_tf32, peaks.spec_compute if matrix else None, peaks.spec_memory
     )
-    stops = _stop_conditions(req, peaks, bound, floor_us, comparisons)
+    compute_roofs, memory_roofs = _attainable(wiki, gpu_id, dtype, req.allow_tf32, peaks, matrix)
+    fl = req.measured_flops if req.measured_flops is not None else count.flops
+    by = req.measured_bytes if req.measured_bytes is not None else count.bytes
+    verdict = stop.binding(fl, by, compute_roofs, memory_roofs, req.measured_time_us, f)
+    stops = _stop_conditions(req, verdict)
     notes: list[str] = []
-    achieved = _achieved(req, count, roof, notes)
+    achieved = _achieved(req, count, roof)
     if matrix and count.description.startswith("attention"):
         notes.append("attention softmax FLOPs (~5 per score) run on the vector units and are not counted")
     citations = [compute.citation(), memory.citation()]
@@ -342,8 +360,9 @@ def analyze(req: RooflineRequest, wiki: Wiki | None = None) -> RooflineResult:
         memory_time_us=roof.memory_s * 1e6,
         time_floor_us=floor_us,
         target_fraction=f,
-        target_time_us=floor_us / f,
+        target_time_us=verdict.target_time_us,
         stop_conditions=stops,
+        stop=verdict,
         comparisons=comparisons,
         achieved=achieved,
         citations=citations,

@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from kernelpilot.errors import InvalidArgumentError
 from kernelpilot.models import Request, Result
 from kernelpilot.wiki.models import WIKI_FIELD_DESCRIPTION, CitedValue
 
@@ -77,6 +78,62 @@ class RooflineRequest(Request):
     wiki: list[str] = Field(default_factory=list, description=WIKI_FIELD_DESCRIPTION)
 
 
+Bound = Literal["compute", "memory"]
+CEILING_SCALE = {"TB/s": 1e12, "GB/s": 1e9, "TFLOP/s": 1e12, "TOP/s": 1e12}
+
+
+class Ceiling(BaseModel):
+    """A roof with its citation: a wiki spec line, a `## Measured` line or a profiler's own peak."""
+
+    metric: str = Field(description="wiki key, e.g. measured_copy_bandwidth_tb_s or memory_bandwidth_tb_s")
+    value: float
+    unit: str = Field(description="TB/s, GB/s, TFLOP/s or TOP/s")
+    citation: str = Field(description="'<metric>: <value> <unit> <- <path>:L<line>' or the profiler's name")
+    measured: bool = Field(description="true for a ceiling measured on a device (`## Measured`)")
+
+    def per_s(self) -> float:
+        scale = CEILING_SCALE.get(self.unit)
+        if scale is None or not self.value > 0:
+            raise InvalidArgumentError(
+                f"ceiling {self.citation} has unit {self.unit!r} / value {self.value}",
+                "a ceiling is a positive TB/s, GB/s, TFLOP/s or TOP/s figure",
+            )
+        return self.value * scale
+
+
+class StopVerdict(BaseModel):
+    """MET / NOT MET against the attainable target of the binding roof, with the numbers."""
+
+    bound: Bound
+    status: Literal["MET", "NOT MET", "UNKNOWN"] = Field(
+        description="UNKNOWN when no measured time was given (the target still stands)"
+    )
+    lever: Literal["stop_or_fuse"] | None = Field(description="stop_or_fuse exactly when status is MET")
+    target_fraction: float
+    ceiling: Ceiling = Field(description="the roof the target uses: measured when the wiki has one")
+    spec_ceiling: Ceiling | None = Field(description="the datasheet roof, shown beside (never mixed in)")
+    work: float = Field(description="bytes (memory bound) or FLOPs (compute bound) of one launch")
+    target_time_us: float = Field(description="work / ceiling / target_fraction")
+    spec_target_time_us: float | None = Field(description="the same target on the spec ceiling")
+    measured_time_us: float | None = None
+    achieved: float | None = Field(default=None, description="work / measured time, in the ceiling's unit")
+    pct_of_ceiling: float | None = Field(default=None, description="achieved / ceiling, in %")
+    pct_of_spec: float | None = Field(default=None, description="achieved / spec ceiling, in %")
+    headroom_pct: float | None = Field(
+        default=None, description="time a kernel at 100 % of the ceiling would save: 100 - pct_of_ceiling"
+    )
+    text: str = Field(description="one line: the verdict with its numbers")
+
+    def brief(self) -> str:
+        """The verdict in a few words, for compact text views (the numbers are all in `text`)."""
+        kind = "measured" if self.ceiling.measured else "spec"
+        if self.pct_of_ceiling is None:
+            return f"stop verdict {self.status}: target ≤ {self.target_time_us:.4g} µs"
+        return (
+            f"stop {self.status}: {self.pct_of_ceiling:.1f}% of {kind} ceiling (≥{self.target_fraction:.0%})"
+        )
+
+
 class CeilingComparison(BaseModel):
     """A datasheet peak next to the measured ceiling for the same resource."""
 
@@ -112,8 +169,13 @@ class RooflineResult(Result):
     memory_time_us: float
     time_floor_us: float
     target_fraction: float
-    target_time_us: float
+    target_time_us: float = Field(description="the stop verdict's target time (attainable ceiling)")
     stop_conditions: list[str]
+    stop: StopVerdict = Field(
+        description="the one stop verdict (kernelpilot.roofline.stop): the binding roof's target on the "
+        "measured ceiling when the wiki has one, MET / NOT MET with the numbers, stop_or_fuse exactly "
+        "when MET"
+    )
     comparisons: list[CeilingComparison] = Field(default_factory=list)
     achieved: Achieved | None = None
     citations: list[str]

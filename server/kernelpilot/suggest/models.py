@@ -67,10 +67,19 @@ class SuggestResult(Result):
     note: str
     suggestions: list[Suggestion]
     skipped: list[str] = Field(default_factory=list, description="Levers left out, with the reason.")
+    stop_verdicts: list[str] = Field(
+        default_factory=list,
+        description="'<kernel>: <stop verdict>' per kernel whose bottleneck verdict carries one "
+        "(kernelpilot.roofline.stop); stop_or_fuse is in the queue exactly when it says MET.",
+    )
 
     def render_text(self) -> str:
         """Compact view: one line per lever plus its first reason; every field is in --json."""
         lines = [self.note.split(";")[0] + "; test each with `kernelpilot eval`."]
+        one = len(self.stop_verdicts) == 1  # one kernel: its name is on every lever line already
+        lines.extend(
+            shorten(v.split(": ", 1)[1] if one else v, 160, placeholder=" ...") for v in self.stop_verdicts
+        )
         prev = ""
         for s in self.suggestions[:TEXT_ITEMS]:
             hist = f"; {s.history_note}" if s.history_note else ""

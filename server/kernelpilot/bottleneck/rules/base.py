@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from kernelpilot.bottleneck.models import Cause, Evidence
 from kernelpilot.profile.models import KernelProfile
+from kernelpilot.roofline.models import StopVerdict
 
 NCU_GUIDE = "https://docs.nvidia.com/nsight-compute/ProfilingGuide/index.html"
 BPG = "https://docs.nvidia.com/cuda/cuda-c-best-practices-guide/index.html"
@@ -29,8 +30,9 @@ class Ctx:
     p: KernelProfile
     where: str
     isa: dict[str, object] = field(default_factory=dict)
-    dram_ceiling_pct: float | None = None  # DRAM bandwidth as % of a measured/cited ceiling, when given
-    dram_ceiling_note: str = ""
+    stop: StopVerdict | None = (
+        None  # the memory stop verdict (kernelpilot.roofline.stop), when a ceiling is known
+    )
 
     def f(self, name: str) -> float | None:
         v = self.p.raw_metrics.get(name)

@@ -1,20 +1,20 @@
-"""Compute and ISA root causes: a saturated pipe (FMA, ALU, FP64, tensor, LSU, XU), barrier stalls, 32-bit
-global loads in a DRAM-heavy kernel (ISA widest load), and register/VGPR occupancy cliffs from `isa fit`
-(NVIDIA registers per thread, AMD VGPRs per lane: the next-step figure comes from kernelpilot's cited
-occupancy tables)."""
+"""Compute and ISA root causes: a saturated pipe (FMA, ALU, FP64, tensor, LSU, XU), barrier stalls, global
+loads narrower than 128 bits in a streaming kernel (ISA widest load or the profile's sectors per request,
+whatever the DRAM share: narrow loads are what keeps such a kernel far from the roof), and register/VGPR
+occupancy cliffs from `isa fit` (NVIDIA registers per thread, AMD VGPRs per lane: the next-step figure comes
+from kernelpilot's cited occupancy tables)."""
 
 from __future__ import annotations
 
 import re
 
 from kernelpilot.bottleneck.rules.base import BPG, NCU_GUIDE, PG, Clear, Ctx, Finding, Rule
-from kernelpilot.bottleneck.rules.memory import DRAM_ROOF_PCT
+from kernelpilot.bottleneck.rules.memory import SECTOR_BYTES
 
 PIPE_BUSY_PCT = 60.0  # kernelpilot (as classify): a pipe this busy bounds the kernel
 TENSOR_ROOF_PCT = 80.0  # ncu SOL rule: > 80% = saturated
 REMOVABLE_SHARE = 0.25  # kernelpilot assumption: a fix removes or moves a quarter of the pipe's work
 SYNC_SHARE = 0.20  # kernelpilot (as classify): barrier+membar >= 20% of stalls
-NARROW_DRAM_PCT = 60.0
 OCC_CLIFF_PCT = 50.0
 
 PIPES = {
@@ -92,21 +92,123 @@ def check_barriers(c: Ctx) -> Finding | Clear | None:
     )
 
 
+_REQ = "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"
+_SECT_LD = "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"
+_BPS_LD = "smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.ratio"
+_BPS_ST = "smsp__sass_average_data_bytes_per_sector_mem_global_op_st.ratio"
+SECTOR_HALF = SECTOR_BYTES / 2
+WIDE_BYTES = 16.0  # a 128-bit access (LDG.E.128, global_load_dwordx4): the widest per-thread global load
+STREAM_SHARE = 0.5  # kernelpilot: DRAM reads >= half the bytes the loads request = each byte read ~once
+LAUNCH_BOUND_US = 10.0  # as rules.parallelism: shorter kernels are launch-bound, not bandwidth-bound
+
+
+def _bytes_per_access(c: Ctx) -> tuple[float, str] | None:
+    """Useful bytes a thread moves per global load: the ISA's widest load, else the profile's sectors per
+    request x bytes used per sector / 32 threads."""
+    widest = c.isa_num("widest_load_bits")
+    if widest is not None and widest > 0:
+        return widest / 8, f"widest global load {widest:.0f} bits (ISA)"
+    req, sect, bps = c.f(_REQ), c.f(_SECT_LD), c.f(_BPS_LD)
+    if req and sect and bps:
+        b = sect / req * bps / 32
+        return (
+            b,
+            f"{sect / req:.1f} sectors per request x {bps:.0f} B used / 32 threads = {b:.1f} B (profile)",
+        )
+    return None
+
+
+def _streaming(c: Ctx) -> tuple[bool, str]:
+    """A streaming kernel whose narrow loads are the cause: coalesced loads and stores, each byte from DRAM
+    about once, no local memory, occupancy not capped, no saturated pipe, long enough to be about
+    bandwidth. Otherwise the rule that owns that cause speaks first (uncoalesced access, local memory,
+    occupancy, ...)."""
+    sect, bps = c.f(_SECT_LD), c.f(_BPS_LD)
+    dur, dram = c.p.duration_ns, c.p.dram_bytes_read
+    if dur is not None and dur < LAUNCH_BOUND_US * 1e3:
+        return False, f"{dur / 1e3:.1f} us kernel (launch-bound range)"
+    for op, ratio in (("loads", bps), ("stores", c.f(_BPS_ST))):
+        if ratio is not None and ratio < SECTOR_HALF:
+            return False, f"{op} use {ratio:.0f} of 32 bytes per sector (see uncoalesced_global_access)"
+    if sect is not None and bps is not None and dram is not None and sect > 0:
+        share = dram / (sect * bps)
+        if share < STREAM_SHARE:
+            return False, f"DRAM reads {share:.0%} of the bytes loads request (data reused on chip)"
+    local = (c.isa_num("stack_frame_bytes") or 0.0) + (c.isa_num("spill_store_bytes") or 0.0)
+    if local > 0:
+        return False, f"{local:.0f} B of stack frame / spills (see local_memory)"
+    occ = c.isa_num("occupancy_pct")
+    occ = c.p.theoretical_occupancy_pct if c.p.theoretical_occupancy_pct is not None else occ
+    if occ is not None and occ < OCC_CLIFF_PCT:
+        return False, f"occupancy {occ:.1f}% caps the bytes in flight first (see the occupancy rules)"
+    busy = max(
+        (v for v in (c.f(m) for m in PIPES.values() if m != PIPES["lsu"]) if v is not None), default=0.0
+    )
+    if busy >= PIPE_BUSY_PCT:
+        return False, f"a compute pipe is {busy:.0f}% busy"
+    return True, ""
+
+
+def _narrow_gain(c: Ctx, b: float) -> tuple[float | None, str]:
+    """Time saved if each thread's bytes in flight grow by 16/b until the memory ceiling caps them."""
+    if c.stop is not None and c.stop.pct_of_ceiling is not None:
+        pct = c.stop.pct_of_ceiling
+        basis = f"{pct:.1f}% of the {'measured' if c.stop.ceiling.measured else 'spec'} ceiling " + (
+            c.stop.ceiling.citation
+        )
+    elif c.dram_pct() is not None:
+        pct = c.dram_pct() or 0.0
+        basis = f"{pct:.1f}% of ncu's DRAM peak (no measured ceiling)"
+    else:
+        return None, "not measurable without DRAM bytes and a ceiling"
+    keep = max(pct / 100, b / WIDE_BYTES)
+    gain = 100 * (1 - keep)
+    return gain, (
+        f"1 - max(achieved {basis}, {b:.0f} B / {WIDE_BYTES:.0f} B per access) = {gain:.1f}% "
+        "(bytes in flight x16/b until the ceiling)"
+    )
+
+
 def check_narrow_loads(c: Ctx) -> Finding | Clear | None:
-    widest, dram = c.isa_num("widest_load_bits"), c.dram_pct()
-    if widest is None or dram is None:
+    got = _bytes_per_access(c)
+    if got is None:
         return None
-    if widest >= 128 or dram < NARROW_DRAM_PCT:
-        return Clear(f"widest global load {widest:.0f} bits, DRAM {dram:.0f}%")
-    head = max(0.0, DRAM_ROOF_PCT - dram)
+    b, how = got
+    if b >= WIDE_BYTES:
+        return Clear(f"{how}: {b:.0f} B per thread per access")
+    ok, why = _streaming(c)
+    if not ok:
+        return Clear(f"{how}, but not a streaming kernel: {why}")
+    gain, formula = _narrow_gain(c, b)
+    if c.f(_SECT_LD) is None:  # roofline-mode capture: no sectors per request to confirm it streams
+        gain, formula = None, f"not measured: {formula}, if it streams (confirm with --mode full)"
+    threads, grid = c.f("launch__block_size"), c.f("launch__grid_size")
+    sect, bps = c.f(_SECT_LD), c.f(_BPS_LD)
+    per_thread = sect * bps / (threads * grid) if sect and bps and threads and grid else None
+    shape = ""
+    if per_thread is not None and threads:
+        shape = f"; each of the {threads:.0f} threads of a program loads {per_thread:.1f} B in all"
+        if per_thread < WIDE_BYTES:
+            shape += (
+                " (too few elements per program for one 16-byte access per thread: raise elements per "
+                "program)"
+            )
+    ev: list[tuple[str, float | str]] = [("bytes_per_thread_per_access", round(b, 2))]
+    if c.isa_num("widest_load_bits") is not None:
+        ev.append(("isa.widest_load_bits", c.isa_num("widest_load_bits") or 0.0))
+    if per_thread is not None:
+        ev.append(("load_bytes_per_thread", round(per_thread, 2)))
+    if c.stop is not None and c.stop.pct_of_ceiling is not None:
+        ev.append(("pct_of_memory_ceiling", round(c.stop.pct_of_ceiling, 1)))
     return Finding(
-        quantity=f"widest global load {widest:.0f} bits (ISA) while DRAM is at {dram:.0f}%",
-        value=widest,
-        unit="bits",
-        gain_pct=head,
-        gain_formula=f"bandwidth headroom to the at-roof level: {DRAM_ROOF_PCT:g} - {dram:.1f} = {head:.1f}%",
+        quantity=f"{how}: {b:.0f} B per thread per global load, under the {WIDE_BYTES:.0f} B of a 128-bit "
+        f"access{shape}",
+        value=b,
+        unit="bytes/thread/access",
+        gain_pct=gain,
+        gain_formula=formula,
         levers=("vectorize_loads",),
-        evidence=[("isa.widest_load_bits", widest), ("dram_throughput_pct", dram)],
+        evidence=ev,
     )
 
 
@@ -160,8 +262,9 @@ RULES = (
     ),
     Rule(
         "narrow_global_loads",
-        "32-bit global loads in a DRAM-heavy kernel (vectorize)",
-        ("isa.widest_load_bits", "dram__throughput.avg.pct_of_peak_sustained_elapsed"),
+        "Global loads narrower than 128 bits per thread in a streaming kernel (vectorize / more elements "
+        "per program)",
+        ("isa.widest_load_bits", _REQ, _SECT_LD, _BPS_LD, "launch__block_size", "dram__bytes_read.sum"),
         f"{PG}#device-memory-accesses (size and alignment requirement)",
         check_narrow_loads,
     ),

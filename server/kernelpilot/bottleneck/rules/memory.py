@@ -5,6 +5,7 @@ local-memory rule also reads ISA facts (stack frame, spill bytes) so it works on
 from __future__ import annotations
 
 from kernelpilot.bottleneck.rules.base import BPG, NCU_GUIDE, PG, Clear, Ctx, Finding, Rule
+from kernelpilot.roofline.stop import DEFAULT_TARGET_FRACTION
 
 # A sector is an aligned 32-byte chunk (Nsight Compute Kernel Profiling Guide, "Metrics Decoder": sector).
 # The capture's own `...bytes_per_sector...max_rate` is preferred; this is the fallback.
@@ -12,7 +13,6 @@ SECTOR_BYTES = 32.0
 UNCOALESCED_SHARE = 0.10  # kernelpilot: excess sectors >= 10% of all global sectors
 LOCAL_SHARE = 0.05  # kernelpilot: local sectors >= 5% of global+local sectors
 BANK_EXCESS = 0.10  # kernelpilot: shared wavefronts >= 10% above ideal
-DRAM_ROOF_PCT = 80.0  # ncu SOL rule: > 80% of peak is a saturated unit
 REUSE_TARGET_FLOP_PER_LOAD = 8.0  # an 8x8 register tile: 128 FLOP per 16 loaded values per k step
 REUSE_LOW_FLOP_PER_LOAD = 4.0  # kernelpilot: below a 4x4 register tile's ratio = little operand reuse
 LSU_BUSY_PCT = 50.0
@@ -141,14 +141,35 @@ def check_bank_conflicts(c: Ctx) -> Finding | Clear | None:
 
 
 def check_dram_roof(c: Ctx) -> Finding | Clear | None:
-    pct = c.dram_ceiling_pct if c.dram_ceiling_pct is not None else c.dram_pct()
+    """At the roof exactly when the one stop verdict (kernelpilot.roofline.stop) is MET; without a known
+    ceiling, ncu's DRAM % of peak against the same target fraction."""
+    if c.stop is not None and c.stop.status != "UNKNOWN":
+        st = c.stop
+        if st.status != "MET":
+            return Clear(st.text)
+        return Finding(
+            quantity=st.text,
+            value=st.pct_of_ceiling or 0.0,
+            unit="% of the memory ceiling",
+            gain_pct=st.headroom_pct,
+            gain_formula=f"headroom to 100% of the ceiling: 100 - {st.pct_of_ceiling:.1f} = "
+            f"{st.headroom_pct:.1f}% (upper bound)",
+            levers=("stop_or_fuse", "fuse_kernels", "narrower_storage"),
+            evidence=[
+                ("pct_of_memory_ceiling", round(st.pct_of_ceiling or 0.0, 2)),
+                ("stop_verdict", st.status),
+            ],
+            at_roof=True,
+        )
+    pct = c.dram_pct()
     if pct is None:
         return None
-    basis = c.dram_ceiling_note or "ncu DRAM throughput (% of peak)"
-    if pct < DRAM_ROOF_PCT:
-        return Clear(f"DRAM at {pct:.0f}% of {basis}")
+    target = DEFAULT_TARGET_FRACTION * 100
+    basis = "ncu DRAM throughput (% of ncu's peak; no measured ceiling: `kernelpilot ceilings measure`)"
+    if pct < target:
+        return Clear(f"stop verdict NOT MET: DRAM at {pct:.0f}% of {basis} < {target:.0f}%")
     return Finding(
-        quantity=f"DRAM at {pct:.1f}% of {basis}",
+        quantity=f"stop verdict MET: DRAM at {pct:.1f}% of {basis} >= {target:.0f}%",
         value=pct,
         unit="%",
         gain_pct=100.0 - pct,
@@ -251,9 +272,14 @@ RULES = (
     ),
     Rule(
         "dram_at_roof",
-        "DRAM bandwidth at the roof: stop or fuse",
-        ("dram__throughput.avg.pct_of_peak_sustained_elapsed",),
-        f"{NCU_GUIDE} (GPU Speed Of Light: a unit above 80% of peak is saturated)",
+        "DRAM bandwidth at the roof (the stop verdict is MET): stop or fuse",
+        (
+            "dram__bytes_read.sum",
+            "dram__bytes_write.sum",
+            "gpu__time_duration.sum",
+            "measured_copy_bandwidth_tb_s",
+        ),
+        f"{NCU_GUIDE} (GPU Speed Of Light); kernelpilot.roofline.stop (90% of the measured copy ceiling)",
         check_dram_roof,
     ),
     Rule(
