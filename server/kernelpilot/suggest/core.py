@@ -18,6 +18,7 @@ from kernelpilot.bottleneck.rules import MIN_GAIN_PCT, contradicted_levers
 from kernelpilot.errors import FormatError
 from kernelpilot.roofline.models import StopVerdict
 from kernelpilot.suggest.models import EvalContract, Suggestion, SuggestRequest, SuggestResult
+from kernelpilot.suggest.playbook import Shape, kernel_shape, sections
 from kernelpilot.suggest.rules import LEVERS, Lever
 from kernelpilot.validation import load_json_argument, looks_inline_json
 
@@ -372,8 +373,10 @@ def suggest_experiments(req: SuggestRequest) -> SuggestResult:
     cands: list[Suggestion] = []
     skipped: list[str] = []
     stops: list[str] = []
+    shapes: dict[str, Shape | None] = {}
     for vi, v in enumerate(verdicts):
         kernel = str(v.get("kernel") or "?")
+        shapes[kernel] = kernel_shape(v)[0]
         if isinstance(v.get("stop"), dict):
             stops.append(f"{kernel}: {_stop_brief(v)}")
         causes = _causes(v, vi)
@@ -408,6 +411,7 @@ def suggest_experiments(req: SuggestRequest) -> SuggestResult:
     queue = cands[: req.max_items]
     for i, s in enumerate(queue, 1):
         s.rank = i
+        s.playbook = sections(s.lever, shapes.get(s.target_kernel))
     note = (
         f"{len(queue)} HYPOTHESES (not results) for {len(verdicts)} kernel verdict(s); test each with "
         "`kernelpilot eval` and keep only what comes back 'improved'."

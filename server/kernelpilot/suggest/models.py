@@ -60,6 +60,11 @@ class Suggestion(Result):
     risk_note: str
     score: float = Field(description="Ranking score: rule weight x verdict confidence x ISA/history factors.")
     history_note: str = ""
+    playbook: list[str] = Field(
+        default_factory=list,
+        description="Playbook sections that say how, for this kernel's shape (kernelpilot.suggest.playbook): "
+        "a loop-free kernel never gets the loop-pipelining sections (triton.md L1 num_stages, cuda.md L3).",
+    )
     eval_contract: EvalContract
 
 
@@ -87,7 +92,12 @@ class SuggestResult(Result):
                 f"{s.rank}. [HYPOTHESIS] {s.lever} on {s.target_kernel} "
                 f"(score {s.score:.2f}, risk {s.risk}){hist}"
             )
-            lines.append(f"   {shorten(s.title, 72, placeholder=' ...')}")
+            lines.append(f"   {shorten(s.title, 72 if s.rank == 1 else 60, placeholder=' ...')}")
+            if s.playbook and s.rank == 1:  # section ids only; titles are in --json
+                ids = ", ".join(
+                    " ".join(p.removeprefix("playbooks/").split(" ")[:2]).rstrip(".") for p in s.playbook
+                )
+                lines.append(f"   how: {ids}")
             if s.evidence:
                 first = s.evidence[0]
                 same = first == prev
@@ -102,7 +112,7 @@ class SuggestResult(Result):
         if self.suggestions:
             lines.append(f"eval each: {self.suggestions[0].eval_contract.must}")
         if self.skipped:
-            lines.append("skipped: " + "; ".join(self.skipped)[:160])
+            lines.append("skipped: " + "; ".join(self.skipped)[:100])
         return "\n".join(lines)
 
 

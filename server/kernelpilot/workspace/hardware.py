@@ -69,6 +69,10 @@ class HardwareInfo:
     roofline_citations: list[str] = field(default_factory=list)
     stop_conditions: list[str] = field(default_factory=list)
     roofline_reason: str | None = None
+    stop_verdict: str | None = (
+        None  # kernelpilot.roofline.stop text for the measured time, when one was given
+    )
+    stop_status: str | None = None  # MET / NOT MET / UNKNOWN
     flops: float | None = None  # counted by the roofline from the op description (not a hardware number)
     bytes_moved: float | None = None
 
@@ -101,6 +105,15 @@ def _peak(wiki: Any, gpu_id: str, metric: str) -> CitedPeak | None:
     if scale is None or isinstance(cv.value, str):
         return None
     return CitedPeak(metric=metric, per_second=float(cv.value) * scale, citation=str(cv.citation()))
+
+
+def _used_peak(cv: Any) -> CitedPeak | None:
+    """A roofline result's peak (a wiki `CitedValue`) as a chart peak; None when it is not a rate."""
+    scale = _UNIT_SCALE.get(str(getattr(cv, "unit", "")))
+    value = getattr(cv, "value", None)
+    if scale is None or not isinstance(value, (int, float)):
+        return None
+    return CitedPeak(metric=str(cv.metric), per_second=float(value) * scale, citation=str(cv.citation()))
 
 
 def _roofline_request(
@@ -238,10 +251,17 @@ def gather(
         value = getattr(res, attr, None)
         if isinstance(value, (int, float)) and value > 0:
             setattr(info, name, float(value))
+    for attr, peak in (("compute_peak", "peak_compute"), ("memory_peak", "peak_bandwidth")):
+        used = _used_peak(getattr(res, attr, None))  # the chart draws the roofs the analysis used
+        if used is not None:
+            setattr(info, peak, used)
     info.roofline_svg = str(getattr(res, "svg", "") or "") or None
     info.roofline_bound = str(getattr(res, "bound", "") or "") or None
     info.roofline_citations = [str(c) for c in getattr(res, "citations", [])]
     info.stop_conditions = [str(s) for s in getattr(res, "stop_conditions", [])]
+    stop = getattr(res, "stop", None)
+    if stop is not None:
+        info.stop_verdict, info.stop_status = str(stop.text), str(stop.status)
     return info
 
 

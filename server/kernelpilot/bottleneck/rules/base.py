@@ -49,6 +49,15 @@ class Ctx:
         v = self.isa.get(key)
         return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
+    def loads_per_thread(self) -> float | None:
+        """Global load instructions per thread (warp instructions x 32 / launched threads): a handful in a
+        loop-free kernel, one set per iteration in a loop (kernelpilot.suggest.playbook reads it)."""
+        inst = self.f("smsp__sass_inst_executed_op_global_ld.sum")
+        grid, block = self.f("launch__grid_size"), self.f("launch__block_size")
+        if inst is None or not grid or not block:
+            return None
+        return round(inst * 32 / (grid * block), 2)
+
     def stalls(self) -> dict[str, float]:
         return {k: v for k, v in self.p.warp_stalls.items() if k != "selected"}
 

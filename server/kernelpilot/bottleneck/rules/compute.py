@@ -198,6 +198,8 @@ def check_narrow_loads(c: Ctx) -> Finding | Clear | None:
         ev.append(("isa.widest_load_bits", c.isa_num("widest_load_bits") or 0.0))
     if per_thread is not None:
         ev.append(("load_bytes_per_thread", round(per_thread, 2)))
+    if (lpt := c.loads_per_thread()) is not None:
+        ev.append(("global_loads_per_thread", lpt))
     if c.stop is not None and c.stop.pct_of_ceiling is not None:
         ev.append(("pct_of_memory_ceiling", round(c.stop.pct_of_ceiling, 1)))
     return Finding(

@@ -171,6 +171,7 @@ def check_eligible(c: Ctx) -> Finding | Clear | None:
             ("smsp__warps_eligible.avg.per_cycle_active", elig),
             ("smsp__issue_active.avg.pct_of_peak_sustained_active", issue),
             (f"smsp__average_warps_issue_stalled_{reason}_per_issue_active.ratio", c.stalls()[reason]),
+            *([("global_loads_per_thread", lpt)] if (lpt := c.loads_per_thread()) is not None else []),
         ],
     )
 
