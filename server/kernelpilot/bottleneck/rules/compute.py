@@ -190,8 +190,8 @@ def check_narrow_loads(c: Ctx) -> Finding | Clear | None:
         shape = f"; each of the {threads:.0f} threads of a program loads {per_thread:.1f} B in all"
         if per_thread < WIDE_BYTES:
             shape += (
-                " (too few elements per program for one 16-byte access per thread: raise elements per "
-                "program)"
+                " (fewer than one 16-byte access per thread: raise the elements per program / per thread, "
+                "e.g. Triton BLOCK, CUDA float4)"
             )
     ev: list[tuple[str, float | str]] = [("bytes_per_thread_per_access", round(b, 2))]
     if c.isa_num("widest_load_bits") is not None:
