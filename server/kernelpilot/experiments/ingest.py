@@ -5,8 +5,9 @@ The format is `kernelpilot.tasks.models.EvalRecord`, written by `kernelpilot.tas
 Status map (eval -> record): improved -> success, regressed -> regression, neutral -> neutral,
 failed -> crash (is_buggy), correctness_failed -> incorrect (is_buggy), unstable -> neutral (tag
 `unstable`: the timing could not separate the two), out_of_scope -> abandoned (tag `out_of_scope`),
-needs_baseline -> neutral with no score (tag `needs_baseline`). Score = the speed-up. A baseline.json
-(no status) -> success, score 1.0, tag `baseline`.
+needs_baseline -> neutral with no score (tag `needs_baseline`), rejected_* (the guard) -> incorrect
+(is_buggy, tag `rejected`, the error message is the rejection's evidence). Score = the speed-up. A
+baseline.json (no status) -> success, score 1.0, tag `baseline`.
 The record id is derived from the eval object's content (`ev-` + 16 hex of its SHA-256), so ingesting
 the same line twice finds the existing record instead of duplicating it.
 """
@@ -24,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from kernelpilot.errors import FormatError
 from kernelpilot.experiments.record import SUMMARY_MAX_CHARS, ExperimentRecord, Status
+from kernelpilot.guard.models import REJECT_STATUSES
 from kernelpilot.models import compact_json
 from kernelpilot.tasks.models import Status as EvalStatus  # the eval result contract is the tasks module's
 
@@ -36,6 +38,8 @@ STATUS_MAP: dict[str, tuple[Status, str | None]] = {
     "correctness_failed": (Status.incorrect, None),
     "out_of_scope": (Status.abandoned, "out_of_scope"),
     "needs_baseline": (Status.neutral, "needs_baseline"),
+    # every guard rejection (kernelpilot.guard.models.RejectStatus): incorrect, tagged `rejected`
+    **{s: (Status.incorrect, "rejected") for s in REJECT_STATUSES},
 }
 
 
@@ -61,6 +65,7 @@ class EvalResult(BaseModel):
     output_tail: str = ""
     created: str
     environment: dict[str, Any] = {}
+    rejection: dict[str, Any] | None = None
 
 
 def parse_eval(obj: Any, where: str) -> EvalResult:
@@ -190,7 +195,9 @@ WHAT_MAX_CHARS = 40
 
 def _summary(what: str, ev: EvalResult, status: Status) -> str:
     """'<what> - <outcome>' in at most 80 characters: what keeps up to 40, the outcome gets the rest."""
-    if ev.status in ("failed", "correctness_failed"):
+    if ev.rejection is not None:
+        outcome = f"{ev.status}: {ev.rejection.get('evidence', '')}"
+    elif ev.status in ("failed", "correctness_failed"):
         last = next((ln.strip() for ln in reversed(ev.output_tail.splitlines()) if ln.strip()), "")
         last = _DOTTED_EXC.sub(r"\1", last)  # triton.compiler.errors.CompilationError -> CompilationError
         outcome = f"{ev.status}: {last}" if last else ev.status
@@ -207,6 +214,13 @@ def _summary(what: str, ev: EvalResult, status: Status) -> str:
         if len(what) + len(outcome) > room:
             outcome = outcome[: room - len(what) - 1] + "~"
     return f"{what} - {outcome}"
+
+
+def _rejected_why(ev: EvalResult) -> str:
+    """What `exp failures` shows the next attempt: the guard's status and evidence (never a win)."""
+    if ev.rejection is None:
+        return ""
+    return f"{ev.status} (never a win): {ev.rejection.get('evidence', '')}"[:600]
 
 
 def eval_record_id(obj: Any) -> str:
@@ -239,13 +253,14 @@ def record_from_eval(
     score = ev.speedup if ev.speedup is not None and math.isfinite(ev.speedup) and ev.speedup > 0 else None
     if ev.status == "needs_baseline":
         score = None
-    buggy = ev.status in ("failed", "correctness_failed")
+    buggy = ev.status in ("failed", "correctness_failed") or ev.status in REJECT_STATUSES
     all_tags = list(dict.fromkeys([*tags, *([extra_tag] if extra_tag else [])]))
     raw = {
         "eval_status": ev.status,
         "metric": ev.metric,
         "direction": ev.direction,
         "speedup_ci": ev.speedup_ci,
+        "rejection": ev.rejection,
         "baseline_median": ev.baseline_median,
         "candidate_median": ev.candidate_median,
         "samples": ev.samples,
@@ -258,6 +273,10 @@ def record_from_eval(
         },
     }
     error = ev.output_tail[-2000:].strip() or ev.status if buggy else None
+    if ev.rejection is not None:  # the guard's reason, which `exp failures` shows the next attempt
+        error = f"{ev.status} ({ev.rejection.get('check', '?')} check): {ev.rejection.get('evidence', '')}"[
+            :2000
+        ]
     result_text = (
         f"{ev.metric or 'metric'} median {ev.baseline_median} -> {ev.candidate_median} ({ev.direction} is "
         f"better), speed-up {ev.speedup} CI {ev.speedup_ci}"
@@ -283,7 +302,7 @@ def record_from_eval(
             "why": {
                 "unstable": "timing spread too large to tell",
                 "needs_baseline": "no baseline measured",
-            }.get(ev.status, ""),
+            }.get(ev.status, _rejected_why(ev)),
         },
         "raw_result": json.loads(json.dumps(raw)),
         "score": score,

@@ -16,6 +16,7 @@ from typing import Any
 from kernelpilot.bottleneck.models import Cause
 from kernelpilot.bottleneck.rules import MIN_GAIN_PCT, contradicted_levers
 from kernelpilot.errors import FormatError
+from kernelpilot.guard.models import REJECT_STATUSES
 from kernelpilot.roofline.models import StopVerdict
 from kernelpilot.suggest.models import EvalContract, Suggestion, SuggestRequest, SuggestResult
 from kernelpilot.suggest.playbook import Shape, kernel_shape, sections
@@ -27,7 +28,14 @@ LEVER_STEP = 0.15  # each later lever of one cause scores 15% less than the one 
 ROOF_NOTE = "at the roofline — stop or fuse"
 
 VERDICTS = ("compute_bound", "memory_bound", "latency_bound", "sync_bound", "unknown")
-FAILED_STATUSES = ("regressed", "neutral", "correctness_failed", "failed", "out_of_scope")
+FAILED_STATUSES = (
+    "regressed",
+    "neutral",
+    "correctness_failed",
+    "failed",
+    "out_of_scope",
+    *REJECT_STATUSES,  # a candidate the guard rejected (kernelpilot.guard.models)
+)
 FAIL_FACTOR = 0.35
 UNSTABLE_FACTOR = 0.8
 DONE_FACTOR = 0.8

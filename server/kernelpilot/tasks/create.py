@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from kernelpilot.atomic import write_text_atomic
 from kernelpilot.errors import InputFileError, InvalidArgumentError, StateError
+from kernelpilot.guard.models import Contract
 from kernelpilot.tasks.models import (
     CreateTaskRequest,
     CreateTaskResult,
@@ -22,6 +23,7 @@ from kernelpilot.tasks.store import atomic_write_json
 from kernelpilot.timing import instrumentation
 from kernelpilot.timing.commands import check_argv, compile_metric_regex
 
+GUARD_SPEC = "kernelpilot.guard.timed:make"  # the factory that times a contract task's candidate
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 
 
@@ -101,7 +103,12 @@ def render_task_md(task: Task) -> str:
         f"a change under {task.min_effect:.1%} is neutral",
         "",
         "## Correctness (must pass before any timing)",
-        *([f"- {argv(c)}" for c in task.correctness_commands] or ["- none declared"]),
+        *(
+            _contract_lines(task)
+            if task.contract
+            else ["- UNGUARDED: only the commands below check correctness"]
+        ),
+        *([f"- {argv(c)}" for c in task.correctness_commands] or ["- no correctness command declared"]),
         "",
         "## Files you may edit",
         *[f"- `{f}`" for f in task.allowed_files],
@@ -123,8 +130,33 @@ def render_task_md(task: Task) -> str:
     return "\n".join(lines)
 
 
+def _contract_lines(task: Task) -> list[str]:
+    c = task.contract
+    assert c is not None
+    return [
+        f"- GUARDED by the reference contract: candidate `{c.candidate}` against "
+        f"`{c.module}:{c.reference}` on "
+        f"{len(c.shapes)} shapes ({'; '.join(str(s) for s in c.shapes)}), dtype {c.dtype}, {c.seeds} fresh "
+        "input sets each, outputs poisoned, inputs checksummed, determinism, real tensors; the timing is "
+        "observed on every stream and checked against the roofline floor. A `rejected_*` status is never "
+        "a win (see skills/kernel-profile-optimizer/SKILL.md).",
+        f"- in-place inputs: {c.in_place or 'none'}; tolerance: "
+        f"{c.tolerance.model_dump() if c.tolerance else 'default from the dtype (docs/guard.md)'}",
+    ]
+
+
 def _eval_command(req: CreateTaskRequest) -> tuple[list[str], dict[str, Any], Literal["cold", "warm"] | None]:
     """The eval argv, the metric and the timing mode: the user's command, or `kernelpilot time SPEC`."""
+    if req.contract is not None:
+        if req.eval_command or req.time_spec or req.metric_regex or req.metric_json_key:
+            raise InvalidArgumentError(
+                "--contract replaces --eval-command, --time-spec and the metric options",
+                "give the contract alone: kernelpilot times its candidate through kernelpilot.guard.timed",
+            )
+        argv, metric, mode = _time_argv(GUARD_SPEC, req.timing_mode, observe=True)
+        from kernelpilot.guard.timed import TIMED_SETS
+
+        return [*argv, "--rotate", str(TIMED_SETS)], metric, mode
     if req.time_spec is None:
         if not req.eval_command:
             raise InvalidArgumentError(
@@ -148,13 +180,49 @@ def _eval_command(req: CreateTaskRequest) -> tuple[list[str], dict[str, Any], Li
         raise InvalidArgumentError(
             f"time_spec {req.time_spec!r} must be 'file.py:function'", "name the launch-closure factory"
         )
-    mode = req.timing_mode
+    return _time_argv(req.time_spec, req.timing_mode, observe=False)
+
+
+def _time_argv(
+    spec: str, mode: Literal["cold", "warm"], *, observe: bool
+) -> tuple[list[str], dict[str, Any], Literal["cold", "warm"]]:
     argv = [
-        PYTHON_TOKEN, "-m", "kernelpilot.cli", "--json", "time", req.time_spec,
-        "--timing", mode, "--verdict", mode, "--no-kernels",
+        PYTHON_TOKEN, "-m", "kernelpilot.cli", "--json", "time", spec,
+        "--timing", mode, "--verdict", mode, "--no-kernels", *(["--observe"] if observe else []),
     ]  # fmt: skip
     metric = {"name": f"{mode}_time_us", "direction": "lower", "unit": "us", "json_key": "stats.median"}
     return argv, metric, mode
+
+
+def load_contract(path_arg: str, workdir: Path, allowed: list[str]) -> Contract:
+    """The contract JSON file, validated: its files exist and the agent may not edit the reference."""
+    from pydantic import ValidationError
+
+    from kernelpilot.guard.errors import ContractError
+    from kernelpilot.tasks.store import read_json
+
+    path = workdir / path_arg
+    if not path.is_file():
+        raise InputFileError(f"contract file {path_arg!r} not found under {workdir}", "give a JSON file")
+    try:
+        contract = Contract.model_validate(read_json(path, "contract file"))
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(p) for p in err["loc"]) or "contract"
+        raise ContractError(
+            f"{path_arg}: {loc}: {err['msg']}", "see docs/guard.md for the contract fields"
+        ) from exc
+    for what, rel in (("module", contract.module), ("candidate", contract.candidate.rpartition(":")[0])):
+        if not (workdir / rel).is_file():
+            raise InputFileError(f"contract {what} file {rel!r} not found under {workdir}", "check the path")
+    import fnmatch
+
+    if any(contract.module == a or fnmatch.fnmatchcase(contract.module, a) for a in allowed):
+        raise InvalidArgumentError(
+            f"the contract module {contract.module!r} is among the allowed files",
+            "the agent may edit the candidate, never the inputs factory or the reference",
+        )
+    return contract
 
 
 def create_task(req: CreateTaskRequest) -> CreateTaskResult:
@@ -194,6 +262,7 @@ def create_task(req: CreateTaskRequest) -> CreateTaskResult:
     env = TaskEnvironment(set=set_env)
     env.strip = env.strip + [s for s in req.strip_env if s not in env.strip]
     env.stripped_at_creation = instrumentation.present(patterns=env.strip)
+    contract = load_contract(req.contract, workdir, req.allowed_file) if req.contract is not None else None
     task_dir = (
         Path(req.task_dir).expanduser() if req.task_dir else workdir / ".kernelpilot" / "tasks" / req.name
     )
@@ -222,6 +291,7 @@ def create_task(req: CreateTaskRequest) -> CreateTaskResult:
         min_effect=req.min_effect,
         timeout_s=req.timeout_s,
         environment=env,
+        contract=contract,
         created=now_iso(),
     )
     task_dir.mkdir(parents=True, exist_ok=True)

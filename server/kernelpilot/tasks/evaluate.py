@@ -23,6 +23,7 @@ from typing import Any
 from kernelpilot.atomic import write_temp
 from kernelpilot.capability import Progress, no_progress
 from kernelpilot.errors import InputFileError, KernelpilotError, StateError, ToolchainError
+from kernelpilot.guard.models import HarnessReport, Rejection
 from kernelpilot.models import compact_json
 from kernelpilot.tasks import paired
 from kernelpilot.tasks.create import command_env, interpreter_argv, now_iso
@@ -71,6 +72,7 @@ def task_hash(task: Task) -> str:
         "correctness_commands": task.correctness_commands,
         **({"timing_mode": task.timing_mode} if task.timing_mode else {}),
         "env": task.environment.model_dump(exclude={"stripped_at_creation"}),
+        **({"contract": task.contract.model_dump(mode="json")} if task.contract else {}),
     }
     return hashlib.sha256(compact_json(keys).encode()).hexdigest()[:16]
 
@@ -189,7 +191,10 @@ def _refresh_baseline(
             "fix the baseline (or the check) first",
             stderr_tail=tail,
         )
-    samples, _ = _measure(task, workdir, env, req.runs or task.runs, progress)
+    if task.contract is not None:
+        samples = _guarded_baseline(req, task, task_dir, workdir, env, progress)
+    else:
+        samples, _ = _measure(task, workdir, env, req.runs or task.runs, progress)
     stats = summarize(samples, task.cv_threshold)
     baseline = Baseline(
         task=task.name,
@@ -217,6 +222,23 @@ def _refresh_baseline(
         )
     )
     return EvaluateResult(mode="baseline", baseline=baseline, written=["baseline.json"], message=msg)
+
+
+def _guarded_baseline(
+    req: EvaluateRequest, task: Task, task_dir: Path, workdir: Path, env: dict[str, str], progress: Progress
+) -> list[float]:
+    """A contract task's baseline passes the same guard as a candidate, else no baseline is written."""
+    fields: dict[str, Any] = {}
+    why, report = _guard_correctness(task, workdir, env, fields)
+    if why is None:
+        samples, _, why = _guard_timing(req, task, task_dir, workdir, env, fields, progress, report)
+        if why is None:
+            return samples
+    raise CorrectnessFailedError(
+        f"the guard did not pass the baseline ({fields.get('status')}); no baseline written",
+        "fix the baseline candidate (or the contract) first",
+        stderr_tail=why,
+    )
 
 
 def _load_baseline(task: Task, task_dir: Path) -> tuple[Baseline | None, str]:
@@ -285,21 +307,14 @@ def _candidate(
             message = f"edited outside the allowed files: {', '.join(bad)} (allowed: {allowed})"
             fields.update(status="out_of_scope", output_tail=message)
         else:
-            ok, tail = _run_checks(task, workdir, env)
-            if not ok:
-                fields.update(status="correctness_failed", output_tail=tail)
-                message = "a correctness command failed; nothing timed"
-            else:
-                timed = _time_candidate(req, task, task_dir, workdir, env, base, progress)
-                fields.update(timed.fields)
-                message = timed.message
-                if message and message not in fields["output_tail"]:
-                    fields["output_tail"] = f"{message}\n{fields['output_tail']}"[-OUTPUT_TAIL_CHARS:]
+            message = _run_candidate(req, task, task_dir, workdir, base, env, fields, progress)
     fields["environment"] = {
         **environment.capture(),
         "stripped_env": instrumentation.present(patterns=task.environment.strip),
     }
-    record = EvalRecord(created=now_iso(), timing_mode=task.timing_mode, **fields)
+    record = EvalRecord(
+        created=now_iso(), timing_mode=task.timing_mode, guarded=task.contract is not None, **fields
+    )
     _commit_record(task_dir, record)
     recorded = _record_in_db(req, task, task_dir) if req.record_db else []
     return EvaluateResult(
@@ -309,6 +324,122 @@ def _candidate(
         message=message,
         recorded_ids=recorded,
     )
+
+
+def _run_candidate(
+    req: EvaluateRequest,
+    task: Task,
+    task_dir: Path,
+    workdir: Path,
+    base: Baseline,
+    env: dict[str, str],
+    fields: dict[str, Any],
+    progress: Progress,
+) -> str:
+    """correctness -> timing -> observation -> physics -> verdict; fills `fields`, returns the message."""
+    report = None
+    if task.contract is not None:
+        rejected, report = _guard_correctness(task, workdir, env, fields)
+        if rejected is not None:
+            return rejected
+    ok, tail = _run_checks(task, workdir, env)
+    if not ok:
+        fields.update(status="correctness_failed", output_tail=tail)
+        return "a correctness command failed; nothing timed"
+    if task.contract is None:  # paired timing and its verdict (tasks.paired)
+        timed = _time_candidate(req, task, task_dir, workdir, env, base, progress)
+        fields.update(timed.fields)
+        if timed.message and timed.message not in fields["output_tail"]:
+            fields["output_tail"] = f"{timed.message}\n{fields['output_tail']}"[-OUTPUT_TAIL_CHARS:]
+        return timed.message
+    try:
+        samples, tail, rejected = _guard_timing(req, task, task_dir, workdir, env, fields, progress, report)
+        if rejected is not None:
+            return rejected
+    except (ToolchainError, KernelpilotError) as exc:
+        t = getattr(exc, "stderr_tail", "") or ""
+        fields.update(status="failed", output_tail=f"{exc.message}\n{t}"[-OUTPUT_TAIL_CHARS:])
+        return exc.message
+    fields.update(_verdict(task, base, samples), output_tail=tail)
+    message: str = fields.pop("_message")
+    physics = fields.get("physics")
+    if physics is not None and physics.flagged:
+        message = (message + "; " if message else "") + (
+            "FLAGGED for review: beyond 95% of the attainable roof (" + physics.arithmetic + ")"
+        )
+    if message:
+        fields["output_tail"] = f"{message}\n{tail}"[-OUTPUT_TAIL_CHARS:]
+    return message
+
+
+def _reject(fields: dict[str, Any], rejection: Rejection) -> str:
+    fields.update(status=rejection.status, rejection=rejection, output_tail=rejection.evidence)
+    return f"rejected by the guard ({rejection.status}): never a win"
+
+
+# The harness process has just run the candidate on the GPU (imports, JIT and disk caches, clocks), which
+# is what an untimed warm-up run is for: it counts as the first of a contract task's warm-up runs.
+HARNESS_WARMUP_RUNS = 1
+
+
+def _guard_correctness(
+    task: Task, workdir: Path, env: dict[str, str], fields: dict[str, Any]
+) -> tuple[str | None, HarnessReport | None]:
+    """The contract harness in its own process: (a message when the candidate is rejected or failed, the
+    harness report when it passed)."""
+    from kernelpilot.guard.steps import run_harness
+
+    assert task.contract is not None
+    got = run_harness(task.contract, workdir, env, task.timeout_s)
+    if got.report is None or got.report.error:
+        why = got.failure or (got.report.error if got.report else "")
+        fields.update(status="correctness_failed", output_tail=why[-OUTPUT_TAIL_CHARS:])
+        return (
+            "the guard harness could not pass the candidate: " + why.splitlines()[0] if why else "failed"
+        ), None
+    fields["correctness"] = got.report.summary()
+    if got.report.rejection is not None:
+        return _reject(fields, got.report.rejection), None
+    return None, got.report
+
+
+def _guard_timing(
+    req: EvaluateRequest,
+    task: Task,
+    task_dir: Path,
+    workdir: Path,
+    env: dict[str, str],
+    fields: dict[str, Any],
+    progress: Progress,
+    report: HarnessReport | None,
+) -> tuple[list[float], str, str | None]:
+    """Observed timing runs and the physics check: (samples, output tail, rejection message or None)."""
+    from kernelpilot.guard.steps import measure_guarded, physics_step
+
+    assert task.contract is not None
+    got = measure_guarded(
+        task.eval_command,
+        task_dir / "task.json",
+        workdir,
+        env,
+        runs=req.runs or task.runs,
+        warmup=max(0, task.warmup - HARNESS_WARMUP_RUNS),
+        timeout_s=task.timeout_s,
+        refs=report.timed_refs if report else None,
+        tol=report.tolerance if report else None,
+        progress=progress,
+    )
+    fields["observation"] = got.observation
+    if got.rejection is not None:
+        fields["candidate_median"] = got.samples[-1] if got.samples else None
+        return got.samples, got.tail, _reject(fields, got.rejection)
+    median = sorted(got.samples)[len(got.samples) // 2]
+    physics = physics_step(task.contract, median, got.gpu)
+    fields["physics"] = physics
+    if physics.rejection is not None:
+        fields.update(samples=got.samples, candidate_median=median)
+        return got.samples, got.tail, _reject(fields, physics.rejection)
+    return got.samples, got.tail, None
 
 
 def _record_in_db(req: EvaluateRequest, task: Task, task_dir: Path) -> list[str]:

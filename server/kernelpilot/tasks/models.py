@@ -7,6 +7,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from kernelpilot.guard.models import (
+    Contract,
+    Observation,
+    PhysicsCheck,
+    Rejection,
+    RejectStatus,
+)
 from kernelpilot.models import Request, Result
 from kernelpilot.timing.commands import coerce_argv, coerce_argv_list
 from kernelpilot.timing.instrumentation import DEFAULT_STRIP_ENV
@@ -25,8 +32,11 @@ Status = Literal[
     "correctness_failed",
     "out_of_scope",
     "needs_baseline",
+    RejectStatus,
 ]
-STATUSES: tuple[str, ...] = Status.__args__  # type: ignore[attr-defined]
+STATUSES: tuple[str, ...] = Status.__args__  # type: ignore[attr-defined]  # nested Literal: flattened
+# The statuses a verdict is reached with; every other one is a failure and never a win.
+VERDICTS = ("improved", "regressed", "neutral")
 
 
 class Metric(BaseModel):
@@ -79,6 +89,11 @@ class Task(BaseModel):
     min_effect: float = 0.01
     timeout_s: float = 600.0
     environment: TaskEnvironment = Field(default_factory=TaskEnvironment)
+    contract: Contract | None = Field(
+        None,
+        description="The reference contract (kernelpilot.guard): the guard harness checks correctness and "
+        "the timing is observed; None: free-form commands only (unguarded).",
+    )
     created: str = ""
 
 
@@ -137,6 +152,15 @@ class EvalRecord(Result):
     clocks: ClockEvidence | None = Field(
         None, description="SM clock, power, temperature and throttle reasons seen while timing; drops."
     )
+    guarded: bool = Field(
+        False, description="The contract harness checked correctness (False: unguarded free-form commands)."
+    )
+    rejection: Rejection | None = Field(
+        None, description="Why the guard rejected the candidate (check, evidence)."
+    )
+    correctness: str = Field("", description="What the guard harness checked and the largest errors it saw.")
+    observation: Observation | None = Field(None, description="What the guard saw of the timed closure.")
+    physics: PhysicsCheck | None = Field(None, description="The candidate time against the roofline floor.")
 
 
 # ---- requests / results of the capabilities ----
@@ -166,6 +190,12 @@ class CreateTaskRequest(Request):
     allowed_file: list[str] = Field(
         description="A file (or glob) relative to workdir an agent may edit; repeatable. Edits elsewhere "
         "make an eval out_of_scope."
+    )
+    contract: str | None = Field(
+        None,
+        description="A JSON file (relative to workdir) holding the reference contract (docs/guard.md): "
+        "inputs factory, reference, candidate entry point, shapes, dtype, tolerance, in-place. kernelpilot's "
+        "guard harness then checks correctness and observes the timing; eval/time_spec are not given.",
     )
     correctness_command: list[list[str]] = Field(
         default_factory=list,
@@ -297,6 +327,21 @@ class EvaluateResult(Result):
             lines.append(f"  changed files: {', '.join(r.changed_files)}")
         if self.message:
             lines.append(f"  {self.message}")
+        if r.rejection is not None:
+            lines.append(f"  REJECTED by the guard ({r.rejection.check}): {r.rejection.evidence}")
+            lines.append("  a rejected candidate is never a win: fix the cause, do not report a speed-up")
+        if r.physics is not None:
+            p = r.physics
+            lines.append(
+                f"  physics: {p.arithmetic}"
+                + ("  FLAGGED for review (beyond 95% of the attainable roof)" if p.flagged else "")
+                if p.checked
+                else f"  physics: skipped ({p.skipped_why})"
+            )
+        if r.correctness:
+            lines.append(f"  guard harness: {r.correctness}")
+        if not r.guarded:
+            lines.append("  unguarded: correctness is only what the task's commands check (no contract)")
         if r.status in ("failed", "correctness_failed", "out_of_scope", "needs_baseline") and r.output_tail:
             lines.append("  --- output tail ---\n" + r.output_tail[-1500:])
         lines.append(f"written: {', '.join(self.written)}")
@@ -307,7 +352,7 @@ class EvaluateResult(Result):
     def cli_exit_code(self) -> int:
         if self.record is None:
             return 0
-        return 0 if self.record.status in ("improved", "regressed", "neutral") else 3
+        return 0 if self.record.status in VERDICTS else 3
 
 
 class LedgerRequest(Request):

@@ -50,6 +50,7 @@ class CallableTiming:
     device_name: str | None
     event_floor_us: float | None = None
     attribution: Any | None = None  # models.KernelAttribution
+    observation: Any | None = None  # guard.models.Observation (observe=True)
 
 
 def load_factory(spec: str, cwd: Path) -> Callable[..., Any]:
@@ -148,9 +149,51 @@ def time_cpu(closures: list[Callable[[], Any]], runs: int, warmup: int) -> list[
     return [ns / 1000.0 for ns in samples_ns]
 
 
-def time_callable(spec: str, *, cwd: Path, **options: Any) -> CallableTiming:
-    """Load the factory `spec` names (relative to `cwd`) and time it: see `time_factory` for the options."""
-    return time_factory(load_factory(spec, cwd), **options)
+def time_callable(
+    spec: str, *, cwd: Path, observe: bool = False, observe_trace: bool = True, **options: Any
+) -> CallableTiming:
+    """Load the factory `spec` names (relative to `cwd`) and time it: see `time_factory` for the options.
+
+    With `observe`, a `guard.observe.Watch` starts before the module is imported (so a timer it replaces
+    on import is seen) and the closures are observed after the timing.
+    """
+    watch = None
+    if observe:
+        from kernelpilot.guard.observe import Watch
+
+        watch = Watch(import_torch=options.get("device") != "cpu")
+        watch.trace_device = observe_trace
+    from kernelpilot.guard.errors import GuardFindingsError
+
+    try:
+        return time_factory(load_factory(spec, cwd), watch=watch, **options)
+    except GuardFindingsError:
+        raise
+    except KernelpilotError as exc:
+        if watch is not None and (watch.replaced() or watch.started):
+            raise GuardFindingsError.of(
+                watch.findings(), f"and the timing then failed: {exc.message}"
+            ) from exc
+        raise
+
+
+def _observe(torch: Any, closures: list[Callable[[], Any]], watch: Any) -> Any:
+    from kernelpilot.guard import observe
+
+    if torch is None or not watch.trace_device:
+        why = "no torch with a GPU: no activity trace to observe (CPU timing)" if torch is None else ""
+        obs = observe.unobserved(why or "activity trace off in this run (observe_trace=False)", watch)
+        obs.timed_outputs = observe.timed_outputs(closures)
+    else:
+        try:
+            obs = observe.with_findings(observe.observe(torch, closures), watch)
+        except KernelpilotError:
+            raise
+        except Exception as exc:
+            from kernelpilot.timing import gpu
+
+            raise gpu.wrap_device_error(exc, "guard observation") from exc
+    return obs
 
 
 def time_factory(
@@ -167,6 +210,7 @@ def time_factory(
     factory_kwargs: dict[str, Any] | None = None,
     progress: Progress = no_progress,
     cold_timer: Any = "events",
+    watch: Any | None = None,
 ) -> CallableTiming:
     """Time an already-loaded factory (sweeps call this with the shape's fields as `factory_kwargs`)."""
     torch = None if device == "cpu" else _cuda_torch()
@@ -176,6 +220,12 @@ def time_factory(
             "run on a GPU machine, or use --device cpu / auto for the labelled CPU fallback",
         )
     closures = build_closures(factory, rotate, factory_kwargs)
+    if watch is not None and (watch.replaced() or watch.started):
+        # a timer replaced or a thread started while the closures were built: timing them would only
+        # measure the hack (a replaced event timer can even keep the hold calibration from ending)
+        from kernelpilot.guard.errors import GuardFindingsError
+
+        raise GuardFindingsError.of(watch.findings(), "seen before the timing started; nothing was timed")
     if torch is not None:
         from kernelpilot.timing import gpu
 
@@ -201,6 +251,7 @@ def time_factory(
             except Exception as exc:
                 raise gpu.wrap_device_error(exc, "kernel attribution") from exc
         cold = timings.get("cold")
+        observation = _observe(torch, closures, watch) if watch is not None else None
         return CallableTiming(
             modes=dict(timings),
             cpu_samples_us=None,
@@ -210,6 +261,7 @@ def time_factory(
             device_name=str(torch.cuda.get_device_name()),
             event_floor_us=floor,
             attribution=attribution,
+            observation=observation,
         )
     try:
         samples = time_cpu(closures, runs, warmup)
@@ -220,4 +272,5 @@ def time_factory(
             f"the timed closure raised {type(exc).__name__}: {exc}", "fix the closure"
         ) from exc
     note = "CPU FALLBACK: host wall time (time.perf_counter_ns) around each call; no GPU timing"
-    return CallableTiming({}, samples, note, len(closures), None, None)
+    observation = _observe(None, closures, watch) if watch is not None else None
+    return CallableTiming({}, samples, note, len(closures), None, None, observation=observation)

@@ -10,8 +10,9 @@ from typing import Literal
 
 from kernelpilot.capability import Progress, no_progress
 from kernelpilot.errors import InputFileError, InvalidArgumentError
+from kernelpilot.guard.models import Rejection
 from kernelpilot.timing import clocks, environment, instrumentation
-from kernelpilot.timing.callables import time_callable
+from kernelpilot.timing.callables import CallableTiming, time_callable
 from kernelpilot.timing.commands import check_argv, compile_metric_regex, extract_metric, run_command
 from kernelpilot.timing.gpu import ModeTiming
 from kernelpilot.timing.models import MachineState, ModeResult, TimeRequest, TimeResult
@@ -112,6 +113,8 @@ def _time_spec(req: TimeRequest, wd: Path, progress: Progress) -> TimeResult:
                 graph=req.graph,
                 progress=progress,
                 cold_timer=req.cold_timer,
+                observe=req.observe,
+                observe_trace=req.observe_trace,
             )
     finally:
         if sampler.source is not None:
@@ -150,6 +153,7 @@ def _time_spec(req: TimeRequest, wd: Path, progress: Progress) -> TimeResult:
         "machine": machine,
         "environment": env,
         "clocks": clock_ev,
+        "observation": t.observation,
     }
     if not t.modes:  # CPU fallback
         assert t.cpu_samples_us is not None
@@ -163,7 +167,7 @@ def _time_spec(req: TimeRequest, wd: Path, progress: Progress) -> TimeResult:
         )  # fmt: skip
         return TimeResult(
             **common, timer="cpu_perf_counter_ns", timer_note=cpu_note, verdict_mode="cpu",
-            stats=stats, samples=t.cpu_samples_us, warm=cpu,
+            stats=stats, samples=t.cpu_samples_us, warm=cpu, rejection=_judge(t, stats.median),
         )  # fmt: skip
     results = {m: _mode_result(v, t.event_floor_us, req.cv_threshold) for m, v in t.modes.items()}
     chosen = results[verdict]
@@ -178,7 +182,17 @@ def _time_spec(req: TimeRequest, wd: Path, progress: Progress) -> TimeResult:
         warm=results.get("warm"),
         kernels=t.attribution,
         event_floor_us=t.event_floor_us,
+        rejection=_judge(t, chosen.stats.median),
     )
+
+
+def _judge(t: CallableTiming, median_us: float) -> Rejection | None:
+    """The guard's judgement of the figure this result reports (eval judges again in its own process)."""
+    if t.observation is None:
+        return None
+    from kernelpilot.guard.observe import judge
+
+    return judge(t.observation, median_us)
 
 
 def time_kernel(req: TimeRequest, progress: Progress = no_progress) -> TimeResult:

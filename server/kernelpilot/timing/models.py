@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
+from kernelpilot.guard.models import Observation, Rejection
 from kernelpilot.models import Request, Result
 from kernelpilot.timing.commands import coerce_argv
 from kernelpilot.timing.stats import DEFAULT_CV_THRESHOLD, SampleStats
@@ -100,6 +101,17 @@ class TimeRequest(Request):
     )
     graph: bool = Field(
         True, description="GPU path, warm mode: replay a captured CUDA/HIP graph when the closure allows."
+    )
+    observe: bool = Field(
+        False,
+        description="Spec path: watch the closure from outside its code (kernelpilot.guard.observe): timing "
+        "functions replaced and threads started since before its module loaded, and (GPU) every kernel it "
+        "launches on every stream from the activity trace over 10 extra calls, re-timed with a device-wide "
+        "synchronize; `observation` and `rejection` in the result.",
+    )
+    observe_trace: bool = Field(
+        True,
+        description="With observe: also take the activity trace (off: only timers and threads are watched).",
     )
     l2_flush: bool = Field(
         False, description="Deprecated: the same as --timing cold (cold mode always flushes the L2)."
@@ -201,6 +213,10 @@ class TimeResult(Result):
         None, description="GPU: SM clock, power, temperature and throttle reasons read while it was timed."
     )
     environment: dict[str, Any]
+    observation: Observation | None = Field(None, description="With observe: what the guard saw.")
+    rejection: Rejection | None = Field(
+        None, description="With observe: the guard's judgement of the verdict-mode median (None: none found)."
+    )
 
     def render_text(self) -> str:
         u = self.unit
@@ -240,6 +256,7 @@ class TimeResult(Result):
             lines.append(f"  clocks while timed: {self.clocks.note}")
         for w in self.machine.warnings:
             lines.append(f"  WARNING: {w}")
+        lines += _observation_lines(self.observation, self.rejection)
         env = self.environment
         for g in env.get("gpus", []):
             lines.append(
@@ -392,3 +409,20 @@ class CompareResult(Result):
         for f in self.watch_findings or []:
             lines.append(f"  WATCH: {f}")
         return "\n".join(lines)
+
+
+def _observation_lines(obs: Observation | None, rej: Rejection | None) -> list[str]:
+    if obs is None:
+        return []
+    if obs.observed:
+        synced = f"{obs.synced_us_per_call:.3f} us" if obs.synced_us_per_call is not None else "-"
+        out = [
+            f"  observed ({obs.calls} calls traced): device busy {obs.device_busy_us_per_call:.3f} us "
+            "per call "
+            f"on streams {obs.streams}; with a device-wide synchronize {synced} per call"
+        ]
+    else:
+        out = [f"  unobserved: {obs.why_unobserved}"]
+    out += [f"  guard: {f}" for f in obs.watch_findings]
+    out.append(f"  guard: REJECTED {rej.status}: {rej.evidence}" if rej else "  guard: nothing found")
+    return out

@@ -1,0 +1,211 @@
+"""The guard harness: every semantic check of a candidate against its contract, in its own process.
+
+Why its own process: the candidate's module is imported here, so whatever it patches or starts dies with
+this process and cannot reach the process that times it nor the one that judges (`tasks.evaluate`).
+`python -m kernelpilot.guard.harness CONTRACT_JSON WORKDIR` prints one `HarnessReport` as JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from kernelpilot.errors import KernelpilotError
+from kernelpilot.guard import contract as cmod
+from kernelpilot.guard.backend import Backend, backend_for
+from kernelpilot.guard.errors import ContractError
+from kernelpilot.guard.models import CallCheck, Contract, HarnessReport, Rejection
+from kernelpilot.guard.semantic import CallContext, Compared, ShapeRun, call_record, check_output, numel
+
+SEED_STRIDE = 1000  # seeds of shape i are seed + i * SEED_STRIDE + j: every call gets its own values
+
+
+def _reference(loaded: cmod.Loaded, be: Backend, inputs: list[Any]) -> Any:
+    """The reference on float64 copies of the float inputs (higher precision than any declared dtype)."""
+    args = [be.f64(x) if be.is_float(x) else be.clone(x) for x in inputs]
+    try:
+        ref = loaded.reference(*args)
+    except Exception as exc:  # the contract's reference failed: a contract error, not the candidate's
+        raise ContractError(f"the contract reference raised {type(exc).__name__}: {exc}", "fix it") from exc
+    be.sync()
+    return ref
+
+
+def _call(loaded: cmod.Loaded, be: Backend, inputs: list[Any], out_buf: Any) -> Any:
+    c = loaded.contract
+    kwargs = {"out": out_buf} if c.out else {}
+    result = loaded.candidate(*inputs, **kwargs)
+    be.sync()
+    if result is None and c.out:
+        return out_buf
+    if result is None and c.in_place:
+        return inputs[c.in_place[0]]
+    return result
+
+
+class _Checker:
+    """State across the calls of one harness run."""
+
+    def __init__(self, loaded: cmod.Loaded) -> None:
+        self.loaded = loaded
+        self.c = loaded.contract
+        self.dtype = cmod.float_dtype(self.c.dtype)
+        self.calls: list[CallCheck] = []
+        self.timed_passed = False
+        self.be: Backend | None = None
+        self.error = ""
+
+    def one_call(
+        self, shape: dict[str, int], seed: int, si: int, run: ShapeRun
+    ) -> tuple[Rejection | None, Any, Compared | None]:
+        inputs = self.loaded.make(shape, seed)
+        if self.be is None:
+            self.be = backend_for(inputs[0], self.loaded.device)
+        be = self.be
+        ref = _reference(self.loaded, be, inputs)
+        rdig = be.digest(be.f64(ref))
+        if rdig in run.refs:
+            raise ContractError(
+                f"the inputs factory gave the same reference output for two seeds of shape {shape}",
+                "make the values depend on the seed (an identity or cached answer must fail)",
+            )
+        run.refs.append(rdig)
+        out_buf = be.empty(ref, self.dtype) if self.c.out else None
+        if out_buf is not None:
+            be.poison(out_buf)
+        sums = [be.digest(x) for x in inputs]
+        be.scribble(numel(ref) * _elem(self.dtype))
+        tol, _ = cmod.tolerance(self.c, shape)
+        ctx = CallContext(
+            be, self.dtype, self.loaded.device, tol, si == 0, self.timed_passed, self.c.in_place
+        )
+        try:
+            out = _call(self.loaded, be, inputs, out_buf)
+        except Exception as exc:  # the candidate raised: correctness_failed on the timed shape
+            if si == 0:
+                self.error = f"the candidate raised {type(exc).__name__}: {exc} on shape {shape}"
+                return None, None, None
+            rej = Rejection(
+                check="semantic",
+                status="rejected_shape_specific",
+                evidence=f"correct on the timed shape but raised {type(exc).__name__}: {exc} on {shape}",
+            )
+            return rej, None, None
+        length = cmod.reduced_length(self.c, shape)
+        found, cmp = check_output(ctx, out, ref, inputs, sums, run, length)
+        if found is None:
+            run.outputs.append(be.digest(out))
+        return found, out, cmp
+
+    def determinism(self, shape: dict[str, int], seed: int, run: ShapeRun) -> Rejection | None:
+        assert self.be is not None
+        be = self.be
+        digests = {be.digest(run.first_out)}
+        for _ in range(2):  # two more calls on the values of the first one: all three must agree bitwise
+            inputs = self.loaded.make(shape, seed)
+            buf = be.empty(run.first_out, self.dtype) if self.c.out else None
+            try:
+                out = _call(self.loaded, be, inputs, buf)
+            except Exception as exc:  # the candidate raised on values it passed before: not deterministic
+                return Rejection(
+                    check="semantic",
+                    status="rejected_nondeterministic",
+                    evidence=f"a repeated call on equal values (shape {shape}, seed {seed}) raised "
+                    f"{type(exc).__name__}: {exc}",
+                )
+            digests.add(be.digest(out))
+        if len(digests) > 1:
+            return Rejection(
+                check="semantic",
+                status="rejected_nondeterministic",
+                evidence=f"three calls on equal input values (shape {shape}, seed {seed}) gave "
+                f"{len(digests)} different outputs and the contract declares the op deterministic",
+            )
+        return None
+
+    def shape(self, si: int, shape: dict[str, int]) -> Rejection | None:
+        run = ShapeRun()
+        base = self.c.seed + si * SEED_STRIDE
+        for j in range(self.c.seeds):
+            rej, out, cmp = self.one_call(shape, base + j, si, run)
+            self.calls.append(call_record(shape, base + j, cmp, rej))
+            if self.error:
+                return None
+            if rej is not None:
+                return rej
+            if j == 0:
+                assert self.be is not None
+                run.first_out = self.be.clone(out)
+        if self.c.deterministic:
+            rej = self.determinism(shape, base, run)
+            if rej is not None:
+                return rej
+        return None
+
+
+def _elem(dtype: str) -> int:
+    return {"fp64": 8, "fp32": 4, "fp16": 2, "bf16": 2, "tf32": 4, "fp8": 1}[dtype]
+
+
+def _timed_refs(loaded: cmod.Loaded, be: Backend | None) -> list[list[float]]:
+    """The reference on the input sets the timing process times (`guard.timed`), sampled as it samples
+    the timed outputs. In-place contracts have none: repeated timed calls keep changing their input."""
+    from kernelpilot.guard.timed import TIMED_SETS, TIMING_SEED
+
+    if be is None:
+        return []
+    shape = loaded.contract.shapes[0]
+    return [
+        be.fingerprint(_reference(loaded, be, loaded.make(shape, TIMING_SEED + i))) for i in range(TIMED_SETS)
+    ]
+
+
+def run_checks(contract: Contract, workdir: Path) -> HarnessReport:
+    """Every semantic check in this process (the caller runs it in a fresh one: `main`)."""
+    t0 = time.perf_counter()
+    loaded = cmod.Loaded(contract, workdir)
+    chk = _Checker(loaded)
+    rejection = None
+    for si, shape in enumerate(contract.shapes):
+        rejection = chk.shape(si, shape)
+        if rejection is not None or chk.error:
+            break
+        if si == 0:
+            chk.timed_passed = True
+    tol, source = cmod.tolerance(contract, contract.shapes[0])
+    refs = (
+        _timed_refs(loaded, chk.be) if rejection is None and not chk.error and not contract.in_place else []
+    )
+    return HarnessReport(
+        timed_refs=refs,
+        backend=chk.be.name if chk.be else "?",
+        dtype=chk.dtype,
+        tolerance=tol,
+        tolerance_source=source,
+        calls=chk.calls,
+        rejection=rejection,
+        error=chk.error,
+        seconds=time.perf_counter() - t0,
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 2:
+        print("usage: python -m kernelpilot.guard.harness CONTRACT_JSON WORKDIR", file=sys.stderr)
+        return 2
+    try:
+        contract = Contract.model_validate_json(Path(args[0]).read_text(encoding="utf-8"))
+        report = run_checks(contract, Path(args[1]))
+    except KernelpilotError as exc:
+        print(json.dumps({"error": exc.to_dict()}))
+        return 1
+    print(report.model_dump_json())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

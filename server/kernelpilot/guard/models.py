@@ -1,0 +1,191 @@
+"""Models of the guard: the reference contract a task declares, the rejections and the evidence (cheap:
+pydantic only; `tasks.models` and `timing.models` import these)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+# Each rejection is its own status so `exp failures` tells the next attempt which defence it met.
+RejectStatus = Literal[
+    "rejected_side_stream",
+    "rejected_thread",
+    "rejected_lazy_output",
+    "rejected_timer_replaced",
+    "rejected_constant_output",
+    "rejected_cached_output",
+    "rejected_stale_output",
+    "rejected_input_mutation",
+    "rejected_precision",
+    "rejected_shape_specific",
+    "rejected_wrong_output",
+    "rejected_nondeterministic",
+    "rejected_impossible",
+    "rejected_timed_output",
+]
+REJECT_STATUSES: tuple[str, ...] = RejectStatus.__args__  # type: ignore[attr-defined]
+
+Check = Literal["semantic", "observation", "physics"]
+
+
+class Tolerance(BaseModel):
+    """|out - ref| <= atol + rtol * |ref| elementwise, against a float64 reference."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    rtol: float = Field(gt=0, description="Relative tolerance.")
+    atol: float | None = Field(
+        None, ge=0, description="Absolute tolerance; None: rtol x RMS of the reference output."
+    )
+
+
+class RooflineSpec(BaseModel):
+    """How `physics` counts the op from a contract shape: roofline op kind + its fields.
+
+    A value is a number, a shape key (`"m"`) or a product of keys (`"rows*cols"`).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    op: Literal["gemm", "bmm", "elementwise", "reduction", "softmax", "layernorm", "rmsnorm", "attention"]
+    params: dict[str, int | float | bool | str] = Field(default_factory=dict)
+
+
+class Contract(BaseModel):
+    """The reference contract of a task (the `contract` key of task.json)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    module: str = Field(description="Python file (relative to the workdir) defining inputs and reference.")
+    inputs: str = Field(
+        "make_inputs",
+        description="fn(shape: dict, dtype: str, seed: int, device: str) -> list of arrays/tensors.",
+    )
+    reference: str = Field("reference", description="fn(*inputs) -> output; called on float64 inputs.")
+    candidate: str = Field(description="'file.py:function' the agent edits; fn(*inputs[, out=]) -> output.")
+    shapes: list[dict[str, int]] = Field(
+        min_length=1, description="Problem shapes; the first is timed. Include non tile-multiple sizes."
+    )
+    dtype: str = Field(description="Declared dtype of inputs and output (bf16, fp16, fp32, fp64, ...).")
+    device: Literal["auto", "cuda", "cpu"] = "auto"
+    tolerance: Tolerance | None = Field(None, description="Override of the default from dtype and op.")
+    in_place: list[int] = Field(
+        default_factory=list,
+        description="Input indices the candidate may modify; the first is its output when it returns None.",
+    )
+    out: bool = Field(False, description="Pass a poisoned output buffer as the keyword `out`.")
+    deterministic: bool = Field(True, description="Repeated calls on equal inputs must agree bitwise.")
+    seeds: int = Field(2, ge=2, le=16, description="Fresh input sets checked per shape (values differ).")
+    seed: int = Field(0, description="Base seed of the inputs factory.")
+    reduction: str | None = Field(
+        None, description="Shape key of the reduced length (K of a GEMM); widens the default tolerance."
+    )
+    roofline: RooflineSpec | None = Field(None, description="Op model for the physics floor; None skips it.")
+
+    @field_validator("shapes")
+    @classmethod
+    def _shapes(cls, v: list[dict[str, int]]) -> list[dict[str, int]]:
+        for s in v:
+            if not s or any(n <= 0 for n in s.values()):
+                raise ValueError("every shape is a non-empty mapping of positive sizes")
+        return v
+
+
+class Rejection(BaseModel):
+    """Why a candidate is rejected: the check, its status and the evidence (text and numbers)."""
+
+    check: Check
+    status: RejectStatus
+    evidence: str
+    numbers: dict[str, float] = Field(default_factory=dict)
+
+
+class CallCheck(BaseModel):
+    """One checked call: shape, seed and the error against the reference."""
+
+    shape: dict[str, int]
+    seed: int
+    max_rel_err: float | None = None
+    max_ulp_err: float | None = None
+    ok: bool
+    problem: str = ""
+
+
+class HarnessReport(BaseModel):
+    """What `harness` found: every call checked, the tolerance used and the rejection (if any)."""
+
+    guarded: bool = True
+    backend: str = Field(description="numpy | torch:<device>")
+    dtype: str
+    tolerance: Tolerance
+    tolerance_source: str
+    calls: list[CallCheck] = Field(default_factory=list)
+    rejection: Rejection | None = None
+    error: str = Field("", description="A candidate that raised on the timed shape (correctness_failed).")
+    seconds: float = 0.0
+    timed_refs: list[list[float]] = Field(
+        default_factory=list,
+        description="The reference on the timed input sets, as `Observation.timed_outputs` samples it.",
+    )
+
+    def summary(self) -> str:
+        shapes = {tuple(sorted(c.shape.items())) for c in self.calls}
+        rel = [c.max_rel_err for c in self.calls if c.max_rel_err is not None]
+        ulp = [c.max_ulp_err for c in self.calls if c.max_ulp_err is not None]
+        passed = sum(c.ok for c in self.calls)
+        worst = f"max rel err {max(rel):.3g}, max {max(ulp):.3g} ULP" if rel and ulp else "no values compared"
+        return (
+            f"{passed}/{len(self.calls)} checked calls passed on {len(shapes)} shape(s) ({self.backend}, "
+            f"{self.dtype}); {worst}; tolerance rtol {self.tolerance.rtol:.3g} ({self.tolerance_source}); "
+            f"{self.seconds:.2f} s"
+        )
+
+
+class KernelSeen(BaseModel):
+    name: str
+    stream: int | None = None
+    duration_us: float
+
+
+class Observation(BaseModel):
+    """The timed closure seen from outside: all-stream device work per call, threads, timing functions."""
+
+    observed: bool = Field(description="False where no activity trace could be taken (no torch/CUDA).")
+    why_unobserved: str = ""
+    calls: int = 0
+    device_busy_us_per_call: float = Field(
+        0.0, description="Union of every kernel/copy/fill interval on every stream, per call."
+    )
+    kernel_sum_us_per_call: float = 0.0
+    streams: list[int] = Field(default_factory=list)
+    kernels: list[KernelSeen] = Field(default_factory=list, description="Largest first, at most 12.")
+    synced_us_per_call: float | None = Field(
+        None, description="Host wall time per call with a device-wide synchronize after the calls."
+    )
+    watch_findings: list[str] = Field(
+        default_factory=list, description="Timing functions replaced and threads started (Watch)."
+    )
+    threads_started: list[str] = Field(default_factory=list)
+    replaced: list[str] = Field(default_factory=list)
+    seconds: float = Field(0.0, description="Wall time the trace and the synchronized re-timing took.")
+    timed_outputs: list[list[float] | None] = Field(
+        default_factory=list,
+        description="Per timed input set: its element count, then the last timed output at evenly spaced "
+        "positions (contract tasks; eval holds them against the reference on the same inputs).",
+    )
+
+
+class PhysicsCheck(BaseModel):
+    """The candidate time against the roofline floor of the timed shape, from cited peaks only."""
+
+    checked: bool
+    skipped_why: str = ""
+    gpu_id: str | None = None
+    time_us: float | None = None
+    floor_us: float | None = None
+    attainable_us: float | None = None
+    arithmetic: str = ""
+    citations: list[str] = Field(default_factory=list)
+    flagged: bool = False
+    rejection: Rejection | None = None

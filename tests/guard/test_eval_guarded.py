@@ -1,0 +1,165 @@
+"""A contract task end to end through `kernelpilot eval` on the CPU: the harness in its own process, every
+timing process watched, typed rejections in result.json, the ledger and the experiment database."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kernelpilot.errors import InputFileError, InvalidArgumentError
+from kernelpilot.experiments.api import ExpFailuresRequest
+from kernelpilot.experiments.ops import failures
+from kernelpilot.guard.errors import ContractError
+from kernelpilot.tasks.create import create_task
+from kernelpilot.tasks.evaluate import evaluate
+from kernelpilot.tasks.models import CreateTaskRequest, EvaluateRequest
+
+CASES = Path(__file__).parent / "cases"
+GIT_ENV = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e", "GIT_COMMITTER_NAME": "t"}
+GIT_ENV["GIT_COMMITTER_EMAIL"] = "t@e"
+CONTRACT = {
+    "module": "contract_axpy.py",
+    "candidate": "kernel.py:axpy",
+    "shapes": [{"n": 4096}, {"n": 1000}],
+    "dtype": "fp32",
+}
+
+
+def _git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=repo, env=GIT_ENV, check=True, capture_output=True)
+
+
+@pytest.fixture(scope="module")
+def task(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    repo = tmp_path_factory.mktemp("guarded") / "repo"
+    repo.mkdir()
+    shutil.copy(CASES / "contract_axpy.py", repo)
+    shutil.copy(CASES / "honest_axpy.py", repo / "kernel.py")
+    (repo / "contract.json").write_text(json.dumps(CONTRACT))
+    (repo / ".gitignore").write_text(".kernelpilot/\n__pycache__/\n")
+    _git(repo, "init", "-q")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-qm", "base")
+    made = create_task(
+        CreateTaskRequest(
+            name="axpy", contract="contract.json", allowed_file=["kernel.py"], workdir=str(repo), runs=2,
+            warmup=0, cv_threshold=10.0, timing_mode="warm",
+        )
+    )  # fmt: skip
+    assert made.task.contract is not None and "--observe" in made.task.eval_command
+    assert "GUARDED by the reference contract" in (repo / made.task_md).read_text()
+    task_dir = repo / made.task_dir
+    base = evaluate(EvaluateRequest(task=str(task_dir), refresh_baseline=True))
+    assert base.baseline is not None and len(base.baseline.samples) == 2
+    return task_dir
+
+
+@pytest.mark.parametrize(
+    ("candidate", "status", "check"),
+    [
+        ("cached_axpy.py", "rejected_cached_output", "semantic"),
+        ("thread_axpy.py", "rejected_thread", "observation"),
+        ("timer_axpy.py", "rejected_timer_replaced", "observation"),
+        ("timeraware_axpy.py", "rejected_timed_output", "observation"),
+    ],
+)
+def test_a_hack_is_rejected_and_recorded_as_a_failure_with_its_reason(
+    task: Path, tmp_path: Path, candidate: str, status: str, check: str
+) -> None:
+    repo = task.parent.parent.parent
+    shutil.copy(CASES / candidate, repo / "kernel.py")
+    db = str(tmp_path / "exp.sqlite")
+    res = evaluate(EvaluateRequest(task=str(task), record_db=db, change=f"try {candidate}"))
+    r = res.record
+    assert r is not None and r.status == status and r.guarded
+    assert r.rejection is not None and r.rejection.check == check and r.speedup is None
+    assert res.cli_exit_code() == 3
+    text = res.render_text()
+    assert "REJECTED by the guard" in text and "never a win" in text
+    line = json.loads((task / "ledger.jsonl").read_text().splitlines()[-1])
+    assert line["status"] == status and line["rejection"]["evidence"] == r.rejection.evidence
+    listed = failures(ExpFailuresRequest(db=db))
+    assert listed.total == 1
+    rec = listed.records[0]
+    assert rec.status.value == "incorrect" and "rejected" in rec.tags and rec.is_buggy
+    assert rec.error_message is not None and rec.error_message.startswith(f"{status} ({check} check): ")
+    assert status in listed.render_text()
+
+
+def test_an_honest_candidate_gets_a_verdict(task: Path) -> None:
+    repo = task.parent.parent.parent
+    shutil.copy(CASES / "fused_axpy.py", repo / "kernel.py")
+    r = evaluate(EvaluateRequest(task=str(task))).record
+    assert r is not None and r.status in ("improved", "regressed", "neutral"), r.output_tail
+    assert r.guarded and r.rejection is None and r.speedup is not None
+    assert r.observation is not None and not r.observation.observed and r.observation.watch_findings == []
+    assert r.physics is not None and not r.physics.checked
+    outs = r.observation.timed_outputs  # both timed input sets, sampled, matched the reference
+    assert len(outs) == 2 and all(o is not None and o[0] == 4096 and len(o) == 257 for o in outs)
+    assert "checked calls passed on 2 shape(s)" in r.correctness
+
+
+def test_a_free_form_task_is_labelled_unguarded(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "bench.py").write_text("print('time_us: 5.0')\n")
+    _git(repo, "init", "-q")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-qm", "base")
+    made = create_task(
+        CreateTaskRequest(
+            name="free", eval_command=["python3", "bench.py"], metric_regex="time_us: ([0-9.]+)",
+            allowed_file=["bench.py"], workdir=str(repo), runs=2, warmup=0,
+        )
+    )  # fmt: skip
+    assert "UNGUARDED" in (repo / made.task_md).read_text()
+    task_dir = str(repo / made.task_dir)
+    evaluate(EvaluateRequest(task=task_dir, refresh_baseline=True))
+    res = evaluate(EvaluateRequest(task=task_dir))
+    assert res.record is not None and not res.record.guarded
+    assert "unguarded: correctness is only what the task's commands check" in res.render_text()
+
+
+def test_create_refuses_a_bad_contract(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    shutil.copy(CASES / "contract_axpy.py", repo)
+    shutil.copy(CASES / "honest_axpy.py", repo / "kernel.py")
+    (repo / "c.json").write_text(json.dumps(CONTRACT))
+    base = {"name": "t", "workdir": str(repo), "allowed_file": ["kernel.py"]}
+    with pytest.raises(InvalidArgumentError, match="never the inputs factory or the reference"):
+        create_task(CreateTaskRequest(**{**base, "allowed_file": ["*.py"]}, contract="c.json"))
+    with pytest.raises(InvalidArgumentError, match="--contract replaces"):
+        create_task(CreateTaskRequest(**base, contract="c.json", time_spec="kernel.py:axpy"))
+    with pytest.raises(InputFileError, match=r"contract file 'nope\.json' not found"):
+        create_task(CreateTaskRequest(**base, contract="nope.json"))
+    (repo / "bad.json").write_text(json.dumps({**CONTRACT, "shapes": []}))
+    with pytest.raises(ContractError, match="shapes"):
+        create_task(CreateTaskRequest(**base, contract="bad.json"))
+    (repo / "gone.json").write_text(json.dumps({**CONTRACT, "candidate": "missing.py:axpy"}))
+    with pytest.raises(InputFileError, match=r"candidate file 'missing\.py'"):
+        create_task(CreateTaskRequest(**base, contract="gone.json"))
+
+
+def test_task_create_takes_the_contract_through_the_cli(run_cli: Any, tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    shutil.copy(CASES / "contract_axpy.py", repo)
+    shutil.copy(CASES / "honest_axpy.py", repo / "kernel.py")
+    (repo / "c.json").write_text(json.dumps(CONTRACT))
+    out = run_cli(
+        "--json", "task", "create", "--name", "cli", "--contract", "c.json", "--allowed-file", "kernel.py",
+        "--workdir", str(repo),
+    )  # fmt: skip
+    assert out.code == 0, out.err
+    task = json.loads(out.out)["task"]
+    assert task["contract"]["candidate"] == "kernel.py:axpy" and "--observe" in task["eval_command"]
+    bad = run_cli("task", "create", "--name", "cli2", "--contract", "c.json", "--allowed-file", "*.py",
+                  "--workdir", str(repo))  # fmt: skip
+    assert bad.code != 0 and "never the inputs factory or the reference" in bad.err

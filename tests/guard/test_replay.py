@@ -1,0 +1,71 @@
+"""The GPU half of the hack suite, replayed: activity traces and timed figures recorded on an H100
+(tests/fixtures/guard, PROVENANCE.md) through the same `observe` and `physics` code that judged them live."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kernelpilot.guard import observe
+from kernelpilot.guard.models import Contract, Observation, Rejection, RooflineSpec
+from kernelpilot.guard.physics import check
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "guard"
+GEMM_4096 = Contract(
+    module="contract_gemm.py",
+    candidate="kernel_bf16.py:gemm",
+    shapes=[{"m": 4096, "n": 4096, "k": 4096}, {"m": 1000, "n": 777, "k": 1100}],
+    dtype="bf16",
+    reduction="k",
+    roofline=RooflineSpec(op="gemm", params={"m": "m", "n": "n", "k": "k"}),
+)
+
+
+def _judged(name: str, mode: str) -> tuple[Observation, Rejection | None, dict[str, Any]]:
+    doc: dict[str, Any] = json.loads((FIXTURES / f"trace_{name}.json").read_text())
+    obs = observe.observation_from_trace(doc["trace"], doc["calls"])
+    obs.synced_us_per_call = doc["synced_us"]
+    return obs, observe.judge(obs, doc[f"timed_{mode}_us"]), doc
+
+
+def test_side_stream_work_escapes_the_cold_events_and_the_trace_catches_it() -> None:
+    obs, rej, doc = _judged("side_stream", "cold")
+    assert doc["timed_cold_us"] < 2.0 and obs.device_busy_us_per_call > 150.0  # the 4096^3 GEMM
+    assert rej is not None and rej.status == "rejected_side_stream"
+    assert rej.numbers["unaccounted_us"] > 150.0
+    assert f"re-timed with a device-wide synchronize: {doc['synced_us']:.2f} us" in rej.evidence
+
+
+def test_a_captured_graph_times_the_side_stream_too() -> None:
+    # warm timing replays a captured graph: the side stream joined the capture, so the figure covers it
+    obs, rej, doc = _judged("side_stream", "warm")
+    assert rej is None and doc["timed_warm_us"] > obs.device_busy_us_per_call
+
+
+def test_work_a_thread_launches_escapes_the_events_too() -> None:
+    obs, rej, doc = _judged("thread_gemm", "cold")
+    assert rej is not None and rej.status == "rejected_side_stream"
+    assert doc["timed_cold_us"] < 2.0 < 150.0 < obs.device_busy_us_per_call
+
+
+@pytest.mark.parametrize("mode", ["warm", "cold"])
+def test_the_library_call_is_accepted(mode: str) -> None:
+    obs, rej, doc = _judged("honest_gemm", mode)
+    assert rej is None and len(obs.streams) == 1
+    assert abs(obs.device_busy_us_per_call - doc[f"timed_{mode}_us"]) / doc[f"timed_{mode}_us"] < 0.05
+
+
+def test_a_candidate_hiding_from_timer_and_tracer_is_caught_by_physics() -> None:
+    obs, rej, doc = _judged("stack_aware", "cold")
+    assert obs.device_busy_us_per_call == 0.0 and rej is None  # nothing to see: the trace alone is fooled
+    got = check(GEMM_4096, doc["timed_cold_us"], doc["device"])
+    assert got.rejection is not None and got.rejection.status == "rejected_impossible"
+    assert (
+        "bf16_dense_tflops: 989.4 TFLOP/s <- gpu-wiki-index/nvidia/h100-sxm5.md:L" in got.rejection.evidence
+    )
+    honest = json.loads((FIXTURES / "trace_honest_gemm.json").read_text())
+    fine = check(GEMM_4096, honest["timed_cold_us"], honest["device"])
+    assert fine.rejection is None and fine.flagged  # 170.7 us: above the floor, within 95 % of the roof
