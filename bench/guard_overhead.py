@@ -106,7 +106,7 @@ def main() -> None:
     ap.add_argument("--warmup", type=int, default=1)
     args = ap.parse_args()
     from kernelpilot.guard.timed import TASK_ENV
-    from kernelpilot.tasks.create import command_env
+    from kernelpilot.tasks.create import command_env, interpreter_argv
     from kernelpilot.tasks.evaluate import load_task
 
     _repo()
@@ -118,9 +118,11 @@ def main() -> None:
     walls: dict[str, list[float]] = {"plain": [], "watched": [], "traced": [], "harness": []}
     for i in range(args.reps):
         steps = {
-            "plain": lambda: _process(u_task.eval_command, u_env),
-            "watched": lambda: _process([*g_task.eval_command, "--no-observe-trace"], g_env),
-            "traced": lambda: _process(g_task.eval_command, g_env),
+            "plain": lambda: _process(interpreter_argv(u_task.eval_command), u_env),
+            "watched": lambda: _process(
+                [*interpreter_argv(g_task.eval_command), "--no-observe-trace"], g_env
+            ),
+            "traced": lambda: _process(interpreter_argv(g_task.eval_command), g_env),
             "harness": lambda: _harness(tasks["guarded"], g_env),
         }
         order = list(steps) if i % 2 == 0 else list(reversed(steps))

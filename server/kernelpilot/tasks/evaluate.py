@@ -418,7 +418,7 @@ def _guard_timing(
 
     assert task.contract is not None
     got = measure_guarded(
-        task.eval_command,
+        interpreter_argv(task.eval_command),
         task_dir / "task.json",
         workdir,
         env,
