@@ -98,18 +98,34 @@ def read_rocprof_trace(text: str, source: str, steps: int | None) -> Trace:
     )
 
 
-def read_rocprof_stats(text: str, source: str, steps: int | None) -> Trace:
-    rows = _rows(text, source, ("Name", "Calls", "TotalDurationNs"))
-    aggs = [
+def _aggregates(
+    rows: list[dict[str, str]],
+    source: str,
+    *,
+    calls: str,
+    total: str,
+    lo: str,
+    hi: str,
+    med: str | None = None,
+) -> list[Aggregate]:
+    """Per-name summary rows (rocprofv3 --stats, nsys cuda_gpu_kern_sum): the same fields under each tool's
+    column names, nanoseconds to µs."""
+    return [
         Aggregate(
             name=r["Name"],
-            calls=int(_num(r, "Calls", source)),
-            total_us=_num(r, "TotalDurationNs", source) / 1000.0,
-            min_us=_num(r, "MinNs", source) / 1000.0,
-            max_us=_num(r, "MaxNs", source) / 1000.0,
+            calls=int(_num(r, calls, source)),
+            total_us=_num(r, total, source) / 1000.0,
+            min_us=_num(r, lo, source) / 1000.0,
+            max_us=_num(r, hi, source) / 1000.0,
+            median_us=_num(r, med, source) / 1000.0 if med else None,
         )
         for r in rows
     ]
+
+
+def read_rocprof_stats(text: str, source: str, steps: int | None) -> Trace:
+    rows = _rows(text, source, ("Name", "Calls", "TotalDurationNs"))
+    aggs = _aggregates(rows, source, calls="Calls", total="TotalDurationNs", lo="MinNs", hi="MaxNs")
     return Trace(
         "rocprof_stats",
         source,
@@ -153,17 +169,9 @@ def read_nsys_gpu_trace(text: str, source: str, steps: int | None) -> Trace:
 
 def read_nsys_kern_sum(text: str, source: str, steps: int | None) -> Trace:
     rows = _rows(text, source, ("Total Time (ns)", "Instances", "Name"))
-    aggs = [
-        Aggregate(
-            name=r["Name"],
-            calls=int(_num(r, "Instances", source)),
-            total_us=_num(r, "Total Time (ns)", source) / 1000.0,
-            min_us=_num(r, "Min (ns)", source) / 1000.0,
-            max_us=_num(r, "Max (ns)", source) / 1000.0,
-            median_us=_num(r, "Med (ns)", source) / 1000.0,
-        )
-        for r in rows
-    ]
+    aggs = _aggregates(
+        rows, source, calls="Instances", total="Total Time (ns)", lo="Min (ns)", hi="Max (ns)", med="Med (ns)"
+    )
     return Trace(
         "nsys_kern_sum",
         source,
