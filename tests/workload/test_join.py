@@ -147,3 +147,13 @@ def test_loaded_code_objects_reads_this_process_maps(tmp_path: Path) -> None:
         objs = loaded_code_objects(triton_cache=tmp_path / "none")
     assert lib in objs
     assert not any(p.name.startswith("libc.so") for p in objs)
+
+
+def test_joined_occupancy_counts_per_the_unit_the_model_uses() -> None:
+    """RDNA objects in WGP mode (clang's default on gfx10+) count waves per WGP, CU mode per CU: the join's
+    occupancy text says which, as `isa fit` does (tests/fixtures/isa/amd/occ, PROVENANCE.md there)."""
+    occ = FIX.parents[1] / "isa" / "amd" / "occ"
+    wgp = join_names(["vgpr_65"], [occ / "occ.gfx1010.hsaco"], "gfx1010")[0]
+    cu = join_names(["vgpr_65"], [occ / "occ.gfx1010cu.hsaco"], "gfx1010")[0]
+    assert wgp.matched and wgp.occupancy is not None and "waves/WGP" in wgp.occupancy
+    assert cu.matched and cu.occupancy is not None and "waves/CU" in cu.occupancy

@@ -168,11 +168,10 @@ class IsaOccupancyResult(Result):
         out = []
         for o in self.results:
             per = f", {o.waves_per_simd} waves/SIMD" if o.waves_per_simd is not None else ""
-            unit = f"warps/{o.unit}" if o.waves_per_simd is None else f"waves/{o.unit}"
             out.append(
                 f"{o.kernel} on {o.arch}, block {o.block_size}: {o.resident_blocks} blocks, "
-                f"{o.resident_warps}/{o.max_warps} {unit} ({o.occupancy_pct}%){per}; limiter {o.limiter}; "
-                f"limits {o.limits}"
+                f"{o.resident_warps}/{o.max_warps} {o.per_unit} ({o.occupancy_pct}%){per}; "
+                f"limiter {o.limiter}; limits {o.limits}"
             )
             for s in o.next_step:
                 out.append(f"   next: {s.change} -> {s.gives}")

@@ -55,10 +55,9 @@ def _resource_lines(k: KernelResources, occ: OccupancyModel, lines: list[str], l
             f"  LDS        {k.static_shared_bytes} B static + {occ.dynamic_shared_bytes} B dynamic; "
             f"limit {occ.limits.get('lds', 'none')} workgroups"
         )
-    unit = f"warps/{occ.unit}" if occ.waves_per_simd is None else f"waves/{occ.unit}"
     per = f", {occ.waves_per_simd} waves/SIMD" if occ.waves_per_simd is not None else ""
     lines.append(
-        f"  occupancy  {occ.resident_blocks} blocks, {occ.resident_warps}/{occ.max_warps} {unit} "
+        f"  occupancy  {occ.resident_blocks} blocks, {occ.resident_warps}/{occ.max_warps} {occ.per_unit} "
         f"({occ.occupancy_pct}%){per}; limiter {occ.limiter}"
     )
     for s in occ.next_step:

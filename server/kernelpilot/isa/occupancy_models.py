@@ -38,6 +38,12 @@ class OccupancyModel(BaseModel):
     limiter: str
     next_step: list[OccupancyStepModel] = Field(default_factory=list)
     sources: list[str] = Field(default_factory=list)
+
+    @property
+    def per_unit(self) -> str:
+        """How resident_warps/max_warps count: 'warps/SM' on NVIDIA, 'waves/CU' or 'waves/WGP' on AMD."""
+        return f"{'warps' if self.waves_per_simd is None else 'waves'}/{self.unit}"
+
     notes: list[str] = Field(default_factory=list)
 
 

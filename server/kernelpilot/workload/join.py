@@ -302,8 +302,6 @@ def _from_trace(r: JoinedKernel, f: LaunchFacts | None, arch: str | None, block:
     note = f"{why}: no code object to read" if why else r.note
     if f is None or (f.registers is None and f.shared_bytes is None):
         return r.model_copy(update={"note": note})
-    from kernelpilot.isa.occupancy import occupancy_for
-
     a = arch or "sm_90"
     k = KernelResources(
         name=r.name,
@@ -314,14 +312,9 @@ def _from_trace(r: JoinedKernel, f: LaunchFacts | None, arch: str | None, block:
         registers=f.registers,
         static_shared_bytes=f.shared_bytes,
     )
-    occ = lim = None
-    try:
-        o = occupancy_for(k, None, block, 0)
-        unit = "warps/SM" if o.waves_per_simd is None else "waves/CU"
-        occ = f"{o.occupancy_pct:.1f}% ({o.resident_warps}/{o.max_warps} {unit}) at block {o.block_size}"
-        lim = o.limiter
-    except KernelpilotError as exc:
-        note += f"; no occupancy: {exc.message}"
+    occ, lim, why = _occupancy(k, block)
+    if why:
+        note += f"; {why}"
     return r.model_copy(
         update={
             "facts": "trace",
@@ -492,9 +485,19 @@ def _why_unmatched(index: SymbolIndex, keys: NameKeys, objects: Sequence[Path]) 
     )
 
 
-def _facts(name: str, sym: _Sym, how: str, note: str, block: int | None) -> JoinedKernel:
+def _occupancy(k: KernelResources, block: int | None) -> tuple[str | None, str | None, str]:
+    """(occupancy text, limiter, why none) of a joined kernel at its launch block, from `isa.occupancy`."""
     from kernelpilot.isa.occupancy import occupancy_for
 
+    try:
+        o = occupancy_for(k, None, block, 0)
+    except KernelpilotError as exc:
+        return None, None, f"no occupancy: {exc.message}"
+    text = f"{o.occupancy_pct:.1f}% ({o.resident_warps}/{o.max_warps} {o.per_unit}) at block {o.block_size}"
+    return text, o.limiter, ""
+
+
+def _facts(name: str, sym: _Sym, how: str, note: str, block: int | None) -> JoinedKernel:
     k = sym.kernel
     notes = [note] if note else []
     spills = None
@@ -504,14 +507,9 @@ def _facts(name: str, sym: _Sym, how: str, note: str, block: int | None) -> Join
         notes.append(f"spills not recorded in a cubin (stack frame {k.stack_frame_bytes} B)")
     elif k.vgpr_spills or k.sgpr_spills:
         notes.append(f"spilled registers: {k.vgpr_spills or 0} VGPR, {k.sgpr_spills or 0} SGPR")
-    occ = lim = None
-    try:
-        o = occupancy_for(k, None, block, 0)
-        unit = "warps/SM" if o.waves_per_simd is None else "waves/CU"
-        occ = f"{o.occupancy_pct:.1f}% ({o.resident_warps}/{o.max_warps} {unit}) at block {o.block_size}"
-        lim = o.limiter
-    except KernelpilotError as exc:
-        notes.append(f"no occupancy: {exc.message}")
+    occ, lim, why = _occupancy(k, block)
+    if why:
+        notes.append(why)
     return JoinedKernel(
         name=name,
         matched=True,
