@@ -27,7 +27,15 @@ class Backend:
         raise NotImplementedError
 
     def dtype_name(self, x: Any) -> str:
-        raise NotImplementedError
+        """kernelpilot's name of the array's dtype (`roofline.ops.canonical_dtype`), the same for numpy and
+        torch since both print their dtypes in a form it reads."""
+        from kernelpilot.roofline.errors import UnknownDtypeError
+        from kernelpilot.roofline.ops import canonical_dtype
+
+        try:
+            return canonical_dtype(str(x.dtype))
+        except UnknownDtypeError:  # bool, complex, ...: shown as the library spells it
+            return str(x.dtype)
 
     def to_bytes(self, x: Any) -> bytes:
         raise NotImplementedError
@@ -87,14 +95,6 @@ class NumpyBackend(Backend):
             return f"output is a {type(x).__module__}.{type(x).__qualname__}, not a plain numpy.ndarray"
         return ""
 
-    def dtype_name(self, x: Any) -> str:
-        from kernelpilot.roofline.ops import canonical_dtype
-
-        try:
-            return canonical_dtype(str(x.dtype))
-        except Exception:  # a dtype kernelpilot does not name (bool, complex): shown as numpy spells it
-            return str(x.dtype)
-
     def to_bytes(self, x: Any) -> bytes:
         return bytes(self.xp.ascontiguousarray(x).tobytes())
 
@@ -151,14 +151,6 @@ class TorchBackend(Backend):
         if x.numel() > 0 and x.untyped_storage().data_ptr() == 0:
             return "output storage has no memory behind it"
         return ""
-
-    def dtype_name(self, x: Any) -> str:
-        from kernelpilot.roofline.ops import canonical_dtype
-
-        try:
-            return canonical_dtype(str(x.dtype))
-        except Exception:  # a dtype kernelpilot does not name (bool, complex): shown as torch spells it
-            return str(x.dtype)
 
     def to_bytes(self, x: Any) -> bytes:
         t = x.detach().contiguous().view(self.xp.uint8) if x.numel() else x.detach()
