@@ -201,7 +201,7 @@ def _execute(
         )
         futures[fut] = (v, s)
     total, done, new = len(todo), 0, 0
-    crashes: list[str] = []
+    crashes: list[tuple[int, str, str]] = []  # (ledger line, variant, message): reported in ledger order
     progress(0, total, f"{total} cell(s) on {cl.workers} worker(s)")
     for fut in as_completed(list(futures), loop=cl.client.loop):  # type: ignore[no-untyped-call]
         v, s = futures.pop(fut)
@@ -209,14 +209,15 @@ def _execute(
         try:
             out = CellOutcome.model_validate(fut.result())
         except Exception as exc:  # KilledWorker (died too often), CancelledError, a lost scheduler
-            crashes.append(f"variant {v!r} at ledger line {s.line}: {type(exc).__name__}: {exc}")
+            crashes.append((s.line, v, f"{type(exc).__name__}: {exc}"))
             progress(done, total, f"{v} L{s.line} FAILED")
             continue
         if out.state == "crashed":
-            crashes.append(f"variant {v!r} at ledger line {s.line}: {out.error}")
+            crashes.append((s.line, v, str(out.error)))
             progress(done, total, f"{v} L{s.line} crashed")
             continue
         unit = sp.variants[v].metric_unit if sp.variants[v].command else "us"
         new += recorder.record(records.cell_record(loaded, out, s, roof, unit))
         progress(done, total, f"{v} L{s.line} {out.state}")
-    return new, crashes
+    # cells complete in any order; the message names them in ledger order so a re-run reads the same
+    return new, [f"variant {v!r} at ledger line {line}: {msg}" for line, v, msg in sorted(crashes)]
