@@ -49,7 +49,7 @@ def find_lib(arg: str | None) -> Path:
 
 def cuobjdump() -> str:
     sys.path.insert(0, str(REPO / "server"))
-    from kernelpilot.toolchain import require_tool
+    from kernelpilot.host.toolchain import require_tool
 
     return str(require_tool("cuobjdump"))
 
@@ -64,7 +64,7 @@ def run_cli(lib: Path, as_json: bool = False) -> tuple[float, bytes]:
     argv = [
         sys.executable,
         "-m",
-        "kernelpilot.cli",
+        "kernelpilot",
         "isa",
         "resources",
         str(lib),

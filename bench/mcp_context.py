@@ -22,8 +22,8 @@ import anyio
 from mcp import Client
 
 from kernelpilot import __version__
-from kernelpilot.capability import all_capabilities, toolset_names
-from kernelpilot.mcp_server import build_server
+from kernelpilot.adapters.mcp_server import build_server
+from kernelpilot.capabilities import all_capabilities, toolset_names
 
 RUNS = 3
 

@@ -32,7 +32,7 @@ LIST = {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}
 def cold_start_once() -> tuple[float, int]:
     start = time.perf_counter()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "kernelpilot.mcp_server", "--toolsets", "all"],
+        [sys.executable, "-m", "kernelpilot.adapters.mcp_server", "--toolsets", "all"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
@@ -71,7 +71,7 @@ def summary(name: str, values: list[float], unit_scale: float, unit: str, goal: 
 
 def main() -> None:
     cold_start_once()  # warm the OS page cache once; each timed run is still a fresh interpreter
-    core = [import_once("import kernelpilot.capability as c; c.all_capabilities()") for _ in range(RUNS)]
+    core = [import_once("import kernelpilot.capabilities as c; c.all_capabilities()") for _ in range(RUNS)]
     print(summary("import_core_and_registry_s", core, 1.0, "s", "<= 0.3 s"))
     sdk = [import_once("import mcp.server.mcpserver") for _ in range(RUNS)]
     print(summary("baseline_mcp_sdk_import_alone_s", sdk, 1.0, "s", "floor: the SDK alone"))

@@ -14,7 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from kernelpilot.toolchain import run
+from kernelpilot.host.toolchain import run
 from kernelpilot.workspace.core import init_workspace
 from kernelpilot.workspace.memory import memory_create, memory_summary
 from kernelpilot.workspace.models import InitWorkspaceRequest, MemoryCreateRequest, MemorySummaryRequest
@@ -69,7 +69,7 @@ def main() -> None:
             argv = [
                 sys.executable,
                 "-m",
-                "kernelpilot.cli",
+                "kernelpilot",
                 "workspace",
                 "init",
                 f"cli{i}",

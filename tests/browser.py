@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from kernelpilot.toolchain import find_tool, run
+from kernelpilot.host.toolchain import find_tool, run
 
 # With --enable-logging=stderr Chromium prints every console message (log, warn, error, uncaught
 # exceptions) as `...:INFO:CONSOLE...] "<text>", source: <url> (<line>)`. Our pages have no scripts,

@@ -23,7 +23,7 @@ class CliRun:
 @pytest.fixture
 def run_cli(capsys: pytest.CaptureFixture[str]):
     """Call `kernelpilot <args>` in-process; returns exit code, stdout, stderr."""
-    from kernelpilot.cli import main
+    from kernelpilot.adapters.cli import main
 
     def _run(*args: str) -> CliRun:
         try:
@@ -41,7 +41,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
     In CI (`KERNELPILOT_CI=1`) nothing is skipped: the test runs and fails, since CI installs every tool.
     """
-    from kernelpilot.toolchain import find_tool
+    from kernelpilot.host.toolchain import find_tool
 
     in_ci = os.environ.get("KERNELPILOT_CI") == "1"
     for item in items:

@@ -29,7 +29,7 @@ SUMMARY: dict[str, object] = {}
 
 
 def kp(*args: str, json_out: bool = False, check: bool = True) -> object:
-    argv = [PY, "-m", "kernelpilot.cli", *(["--json"] if json_out else []), *args]
+    argv = [PY, "-m", "kernelpilot", *(["--json"] if json_out else []), *args]
     shown = "kernelpilot " + " ".join(a if " " not in a and a else repr(a) for a in args)
     t0 = time.perf_counter()
     res = subprocess.run(argv, capture_output=True, text=True, cwd=W)

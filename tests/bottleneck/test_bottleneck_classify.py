@@ -10,7 +10,7 @@ import pytest
 
 from kernelpilot.bottleneck.classify import classify_bottleneck
 from kernelpilot.bottleneck.models import ClassifyRequest
-from kernelpilot.errors import InvalidArgumentError
+from kernelpilot.foundation.errors import InvalidArgumentError
 from kernelpilot.profile.core import profile_parse
 from kernelpilot.profile.models import ProfileParseRequest
 

@@ -29,7 +29,8 @@ def test_cli_text_and_json(run_cli, tmp_path: Path) -> None:  # type: ignore[no-
 
 def test_mcp_classify_then_suggest() -> None:
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "kernelpilot.mcp_server", "--toolsets", "profile,experiments"]
+        command=sys.executable,
+        args=["-m", "kernelpilot.adapters.mcp_server", "--toolsets", "profile,experiments"],
     )
 
     async def main() -> None:

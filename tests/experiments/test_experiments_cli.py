@@ -121,7 +121,7 @@ def test_cli_bad_input(run_cli, tmp_path: Path) -> None:  # type: ignore[no-unty
 def test_mcp_tools(tmp_path: Path) -> None:
     from mcp import Client
 
-    from kernelpilot.mcp_server import build_server
+    from kernelpilot.adapters.mcp_server import build_server
 
     db = str(tmp_path / "exp.db")
 

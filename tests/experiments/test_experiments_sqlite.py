@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from kernelpilot.errors import StoreError
 from kernelpilot.experiments.backends import open_store
 from kernelpilot.experiments.errors import (
     StoreConnectionError,
@@ -23,6 +22,7 @@ from kernelpilot.experiments.errors import (
 from kernelpilot.experiments.record import ExperimentRecord
 from kernelpilot.experiments.sqlite_store import SQLiteStore
 from kernelpilot.experiments.store import RecordFilter, default_location
+from kernelpilot.foundation.errors import StoreError
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "experiments"
 

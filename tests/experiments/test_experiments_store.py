@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 
-from kernelpilot.errors import InvalidArgumentError, NotFoundError
 from kernelpilot.experiments import ops, render
 from kernelpilot.experiments.api import (
     ExpExportRequest,
@@ -24,6 +23,7 @@ from kernelpilot.experiments.backends import open_store
 from kernelpilot.experiments.errors import DuplicateRecordError
 from kernelpilot.experiments.record import ExperimentRecord, Status
 from kernelpilot.experiments.store import RecordFilter
+from kernelpilot.foundation.errors import InvalidArgumentError, NotFoundError
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "experiments"
 T0 = datetime(2026, 11, 1, 12, 0, 0, 123456, tzinfo=UTC)

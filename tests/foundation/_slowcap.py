@@ -1,6 +1,6 @@
 """A test-only core function that reports progress (imported by dotted path from the progress test)."""
 
-from kernelpilot.doctor import DoctorRequest, DoctorResult
+from kernelpilot.host.doctor import DoctorRequest, DoctorResult
 
 
 def slow_with_progress(request: DoctorRequest, progress) -> DoctorResult:

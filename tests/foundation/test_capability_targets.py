@@ -11,7 +11,7 @@ import typing
 
 import pytest
 
-from kernelpilot.capability import Capability, all_capabilities
+from kernelpilot.capabilities import Capability, all_capabilities
 
 
 @pytest.mark.parametrize("cap", all_capabilities(), ids=lambda c: c.tool)

@@ -19,7 +19,7 @@ def test_unknown_option_is_an_error(run_cli):
 
 
 def test_top_level_help_lists_every_command(run_cli):
-    from kernelpilot.capability import all_capabilities
+    from kernelpilot.capabilities import all_capabilities
 
     r = run_cli("--help")
     assert r.code == 0, r.err
@@ -31,8 +31,8 @@ def test_every_command_help_is_the_same_from_the_quick_parser(run_cli):
     """`kernelpilot isa resources ...` builds only the isa module's parsers: same options, same help."""
     import argparse
 
-    from kernelpilot.capability import all_capabilities, capabilities_for_command
-    from kernelpilot.cli import build_parser
+    from kernelpilot.adapters.cli import build_parser
+    from kernelpilot.capabilities import all_capabilities, capabilities_for_command
 
     def leaf(parser: argparse.ArgumentParser, command: tuple[str, ...]) -> argparse.ArgumentParser:
         for word in command:

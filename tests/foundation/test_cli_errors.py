@@ -1,6 +1,6 @@
 import json
 
-from kernelpilot.errors import KernelpilotError
+from kernelpilot.foundation.errors import KernelpilotError
 
 
 def test_error_hierarchy_has_message_and_hint():
@@ -24,10 +24,10 @@ def test_doctor_respects_env_override(run_cli, tmp_path, monkeypatch):
 
 
 def test_bad_type_names_the_flag(run_cli):
-    from kernelpilot.capability import Capability
-    from kernelpilot.cli import run_capability
-    from kernelpilot.doctor import DoctorRequest, DoctorResult
-    from kernelpilot.errors import InvalidArgumentError
+    from kernelpilot.adapters.cli import run_capability
+    from kernelpilot.capabilities import Capability
+    from kernelpilot.foundation.errors import InvalidArgumentError
+    from kernelpilot.host.doctor import DoctorRequest, DoctorResult
 
     cap = Capability(
         tool="t",
@@ -36,7 +36,7 @@ def test_bad_type_names_the_flag(run_cli):
         description="",
         request=DoctorRequest,
         result=DoctorResult,
-        target="kernelpilot.doctor:run_doctor",
+        target="kernelpilot.host.doctor:run_doctor",
     )
     try:
         run_capability(cap, {"probe_gpus": "maybe"})

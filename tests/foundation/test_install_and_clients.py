@@ -146,7 +146,7 @@ def test_claude_code_registers_and_connects(tmp_path):
     )
     assert init is not None, session.stdout[-2000:] + session.stderr[-2000:]
     assert {"name": "kernelpilot", "status": "connected"} in init["mcp_servers"]
-    from kernelpilot.prompts import PROMPTS
+    from kernelpilot.adapters.prompts import PROMPTS
 
     assert {f"mcp__kernelpilot__{p.name}" for p in PROMPTS} <= set(init["slash_commands"])
     assert "mcp__kernelpilot__spec_lookup" in init["tools"]
@@ -173,7 +173,7 @@ def test_claude_code_registers_and_connects(tmp_path):
 
 def test_mcp_inspector_cli_lists_and_calls_tools(tmp_path):
     inspector = _need("mcp-inspector")
-    server = [sys.executable, "-m", "kernelpilot.mcp_server"]
+    server = [sys.executable, "-m", "kernelpilot.adapters.mcp_server"]
     env = dict(os.environ)
     listed = subprocess.run(
         [inspector, "--cli", *server, "--method", "tools/list"],

@@ -1,5 +1,6 @@
-"""JSON arguments: every `*_json` field and every JSON-typed option takes inline JSON or a JSON file path,
-read in one place (`kernelpilot.validation`), so no command is left taking only one form (issue 27)."""
+"""JSON arguments: every `*_json` field and every JSON-typed option takes inline JSON or a JSON file
+path, read in one place (`kernelpilot.foundation.validation`), so no command is left taking only one form
+(issue 27)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from kernelpilot.capability import all_capabilities
-from kernelpilot.errors import InputFileError, InvalidArgumentError
-from kernelpilot.validation import load_json_argument
+from kernelpilot.capabilities import all_capabilities
+from kernelpilot.foundation.errors import InputFileError, InvalidArgumentError
+from kernelpilot.foundation.validation import load_json_argument
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures"
 

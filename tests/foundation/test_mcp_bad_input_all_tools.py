@@ -9,7 +9,7 @@ import anyio
 from mcp import Client, StdioServerParameters
 
 SERVER = StdioServerParameters(
-    command=sys.executable, args=["-m", "kernelpilot.mcp_server", "--toolsets", "all"]
+    command=sys.executable, args=["-m", "kernelpilot.adapters.mcp_server", "--toolsets", "all"]
 )
 
 

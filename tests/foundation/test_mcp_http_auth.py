@@ -24,8 +24,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from tests.waiting import wait_until
 
-from kernelpilot.errors import InvalidArgumentError
-from kernelpilot.http_auth import check_exposure, is_loopback
+from kernelpilot.adapters.http_auth import check_exposure, is_loopback
+from kernelpilot.foundation.errors import InvalidArgumentError
 
 TOKEN = "kp-test-token-0123456789abcdef"
 INIT = {
@@ -54,7 +54,7 @@ def _env(token: str | None) -> dict[str, str]:
 
 
 def _argv(host: str, port: int) -> list[str]:
-    server = [sys.executable, "-m", "kernelpilot.mcp_server", "--transport", "streamable-http"]
+    server = [sys.executable, "-m", "kernelpilot.adapters.mcp_server", "--transport", "streamable-http"]
     return [*server, "--host", host, "--port", str(port)]
 
 

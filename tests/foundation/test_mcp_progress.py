@@ -7,9 +7,9 @@ import anyio
 from mcp import Client
 from mcp.server.mcpserver import MCPServer
 
-from kernelpilot.capability import Capability
-from kernelpilot.doctor import DoctorRequest, DoctorResult
-from kernelpilot.mcp_server import _make_tool
+from kernelpilot.adapters.mcp_server import _make_tool
+from kernelpilot.capabilities import Capability
+from kernelpilot.host.doctor import DoctorRequest, DoctorResult
 
 
 def test_progress_reaches_the_client():

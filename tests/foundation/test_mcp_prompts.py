@@ -10,8 +10,8 @@ import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from kernelpilot.mcp_server import build_server
-from kernelpilot.prompts import PROMPTS, argument_hint, read_markdown
+from kernelpilot.adapters.mcp_server import build_server
+from kernelpilot.adapters.prompts import PROMPTS, argument_hint, read_markdown
 
 REPO = Path(__file__).resolve().parents[2]
 COMMANDS = REPO / "skills" / ".commands"
@@ -66,7 +66,7 @@ def test_prompts_and_slash_commands_cannot_drift():
         assert meta["description"], spec.name
         if spec.command:
             assert meta["argument-hint"] == argument_hint(spec), (
-                f"{spec.name}: argument-hint is stale; run `python -m kernelpilot.reference --write`"
+                f"{spec.name}: argument-hint is stale; run `python -m kernelpilot.adapters.reference --write`"
             )
             assert "$ARGUMENTS" in body
         assert len({a.name for a in spec.arguments}) == len(spec.arguments)

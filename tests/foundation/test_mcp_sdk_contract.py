@@ -1,5 +1,5 @@
-"""What `kernelpilot.mcp_sdk` relies on in the MCP SDK's internals. When an SDK upgrade changes one of these,
-this test names it; fix `mcp_sdk.py` (the only module that uses them), not the callers."""
+"""What `kernelpilot.adapters.mcp_sdk` relies on in the MCP SDK's internals. When an SDK upgrade changes one
+of these, this test names it; fix `mcp_sdk.py` (the only module that uses them), not the callers."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel
 
-from kernelpilot import mcp_sdk
+from kernelpilot.adapters import mcp_sdk
 
 
 class _Req(BaseModel):
@@ -104,19 +104,19 @@ def test_only_mcp_sdk_touches_sdk_internals_and_the_adapters_stay_apart():
     import ast
     from pathlib import Path
 
-    root = Path(mcp_sdk.__file__).parent
+    root = Path(mcp_sdk.__file__).parent  # kernelpilot/adapters
     internal = ("func_metadata", "ArgModelBase", "FuncMetadata", "_tool_manager", "_lowlevel_server")
-    for path in sorted(root.rglob("*.py")):
+    for path in sorted(root.parent.rglob("*.py")):  # the whole package
         if path.name == "mcp_sdk.py":
             continue
         text = path.read_text(encoding="utf-8")
         used = [name for name in internal if name in text]
-        assert not used, f"{path.relative_to(root)} uses MCP SDK internals {used}: go through mcp_sdk"
+        assert not used, f"{path.relative_to(root.parent)} uses MCP SDK internals {used}: go through mcp_sdk"
     tree = ast.parse((root / "mcp_server.py").read_text(encoding="utf-8"))
     imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)} | {
         a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names
     }
-    assert "kernelpilot.cli" not in imported, "mcp_server imports the CLI adapter"
+    assert "kernelpilot.adapters.cli" not in imported, "mcp_server imports the CLI adapter"
     cli_tree = ast.parse((root / "cli.py").read_text(encoding="utf-8"))
     cli_imported = {n.module for n in ast.walk(cli_tree) if isinstance(n, ast.ImportFrom)}
-    assert "kernelpilot.mcp_server" not in cli_imported
+    assert "kernelpilot.adapters.mcp_server" not in cli_imported

@@ -9,7 +9,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from tests.waiting import wait_until
 
-SERVER = StdioServerParameters(command=sys.executable, args=["-m", "kernelpilot.mcp_server"])
+SERVER = StdioServerParameters(command=sys.executable, args=["-m", "kernelpilot.adapters.mcp_server"])
 
 
 def _text(result) -> str:
@@ -51,7 +51,7 @@ def test_stdio_initialize_list_call_and_survive_bad_calls(tmp_path):
 
 
 def test_resources_are_listed_and_read_only():
-    from kernelpilot.paths import bundled_dir
+    from kernelpilot.foundation.paths import bundled_dir
 
     if not any(any(bundled_dir(d).rglob("*.md")) for d in ("gpu-wiki-index", "playbooks")):
         pytest.skip("no bundled wiki files or playbooks in this checkout")
@@ -84,7 +84,7 @@ def test_streamable_http_transport():
         [
             sys.executable,
             "-m",
-            "kernelpilot.mcp_server",
+            "kernelpilot.adapters.mcp_server",
             "--transport",
             "streamable-http",
             "--port",

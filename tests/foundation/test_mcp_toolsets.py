@@ -14,9 +14,9 @@ import anyio
 import pytest
 from mcp import Client
 
-from kernelpilot.capability import Capability, _with_toolset, all_capabilities, toolset_names
-from kernelpilot.errors import InvalidArgumentError
-from kernelpilot.mcp_server import build_server, select_toolsets
+from kernelpilot.adapters.mcp_server import build_server, select_toolsets
+from kernelpilot.capabilities import Capability, _with_toolset, all_capabilities, toolset_names
+from kernelpilot.foundation.errors import InvalidArgumentError
 
 CUBIN = Path(__file__).resolve().parents[1] / "fixtures" / "isa" / "nvidia" / "kernels.sm_100.cubin"
 DEFAULT_BUDGET_CHARS = 24_000
@@ -154,7 +154,7 @@ def test_stdio_server_advertises_tool_list_changes_and_sends_one():
             seen.append(method)
 
     async def main() -> None:
-        server = StdioServerParameters(command=sys.executable, args=["-m", "kernelpilot.mcp_server"])
+        server = StdioServerParameters(command=sys.executable, args=["-m", "kernelpilot.adapters.mcp_server"])
         # Hosts such as Claude Code speak a handshake-era protocol version, where this is a notification.
         async with Client(server, message_handler=on_message, mode="legacy") as client:
             assert client.server_capabilities.tools.list_changed is True

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelpilot.cli import build_parser
+from kernelpilot.adapters.cli import build_parser
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from kernelpilot.capability import all_capabilities
-from kernelpilot.reference import LEGACY_NAMES, REGENERATE, follows_naming, main, render, stale
+from kernelpilot.adapters.reference import LEGACY_NAMES, REGENERATE, follows_naming, main, render, stale
+from kernelpilot.capabilities import all_capabilities
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -3,8 +3,8 @@
 import anyio
 from mcp import Client
 
-from kernelpilot import schema_cache
-from kernelpilot.mcp_server import build_server
+from kernelpilot.adapters.mcp_server import build_server
+from kernelpilot.foundation import schema_cache
 
 
 def _listing() -> list[dict]:

@@ -3,14 +3,14 @@ import sys
 import pytest
 from tests.waiting import process_gone, wait_until
 
-from kernelpilot import toolchain
-from kernelpilot.errors import (
+from kernelpilot.foundation.errors import (
     InvalidArgumentError,
     PermissionDeniedError,
     ToolFailedError,
     ToolNotFoundError,
     ToolTimeoutError,
 )
+from kernelpilot.host import toolchain
 
 
 def test_shell_string_is_refused():

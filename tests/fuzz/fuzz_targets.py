@@ -311,7 +311,7 @@ def _bytes(path: Path) -> bytes:
 def check(target: Target, data: bytes, tmp: Path) -> str | BaseException:
     """Run the reader: "ok" when it returned, "typed" when it raised a `KernelpilotError`, else the stray
     exception."""
-    from kernelpilot.errors import KernelpilotError
+    from kernelpilot.foundation.errors import KernelpilotError
 
     try:
         target.read(data, tmp)

@@ -57,7 +57,7 @@ def sh(argv: list[str], cwd: Path, env: dict[str, str] | None = None) -> subproc
 
 
 def cli(*args: str) -> list[str]:
-    return [sys.executable, "-m", "kernelpilot.cli", "--json", *args]
+    return [sys.executable, "-m", "kernelpilot", "--json", *args]
 
 
 def git_repo() -> None:

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from kernelpilot.errors import InputFileError, InvalidArgumentError
 from kernelpilot.experiments.api import ExpFailuresRequest
 from kernelpilot.experiments.ops import failures
+from kernelpilot.foundation.errors import InputFileError, InvalidArgumentError
 from kernelpilot.guard.errors import ContractError
 from kernelpilot.tasks.create import create_task
 from kernelpilot.tasks.evaluate import evaluate

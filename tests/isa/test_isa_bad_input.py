@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelpilot.errors import InputFileError
+from kernelpilot.foundation.errors import InputFileError
 from kernelpilot.isa.api import IsaResourcesRequest
 from kernelpilot.isa.core import isa_resources
 from kernelpilot.isa.errors import CodeObjectError, KernelNotFoundError, UnsupportedCodeObjectError
@@ -109,7 +109,7 @@ def test_ccob_unknown_version(tmp_path: Path) -> None:
 
 
 def test_bad_regex_and_no_match() -> None:
-    from kernelpilot.errors import InvalidArgumentError
+    from kernelpilot.foundation.errors import InvalidArgumentError
 
     with pytest.raises(InvalidArgumentError):
         isa_resources(IsaResourcesRequest(file=str(CUBIN), kernel="("))
@@ -125,7 +125,7 @@ def test_cli_bad_file_exit_code(run_cli, tmp_path: Path) -> None:  # type: ignor
 
 
 def test_capabilities_registered() -> None:
-    from kernelpilot.capability import all_capabilities
+    from kernelpilot.capabilities import all_capabilities
 
     tools = {c.tool: c.command for c in all_capabilities()}
     assert tools["isa_resources"] == ("isa", "resources")

@@ -223,7 +223,7 @@ def test_amd_mix_widths() -> None:
 
 @pytest.mark.needs_tool("cuobjdump")
 def test_mix_via_cuobjdump_when_nvdisasm_missing(monkeypatch: pytest.MonkeyPatch) -> None:
-    from kernelpilot import toolchain
+    from kernelpilot.host import toolchain
     from kernelpilot.isa.api import IsaFileRequest
     from kernelpilot.isa.core import isa_mix
 

@@ -233,12 +233,12 @@ def test_mcp_isa_resources_equals_the_cli_json() -> None:
 
     path = str(FX / "host_app_zstd")
     cli = subprocess.run(
-        [sys.executable, "-m", "kernelpilot.cli", "--json", "isa", "resources", path], capture_output=True
+        [sys.executable, "-m", "kernelpilot", "--json", "isa", "resources", path], capture_output=True
     )
     assert cli.returncode == 0, cli.stderr
     want = json.loads(cli.stdout)
     server = StdioServerParameters(
-        command=sys.executable, args=["-m", "kernelpilot.mcp_server", "--toolsets", "isa"]
+        command=sys.executable, args=["-m", "kernelpilot.adapters.mcp_server", "--toolsets", "isa"]
     )
 
     async def main() -> Any:

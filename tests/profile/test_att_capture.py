@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelpilot.errors import InvalidArgumentError, ToolTimeoutError
+from kernelpilot.foundation.errors import InvalidArgumentError, ToolTimeoutError
 from kernelpilot.profile.att.capture import att_yaml, build_att_argv
 from kernelpilot.profile.core import profile_run
 from kernelpilot.profile.errors import AttFormatError

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kernelpilot.errors import InputFileError, KernelpilotError
+from kernelpilot.foundation.errors import InputFileError, KernelpilotError
 from kernelpilot.profile.att.analysis import profile_att
 from kernelpilot.profile.att.models import AttRequest
 from kernelpilot.profile.errors import AttFormatError

@@ -16,7 +16,7 @@ TRACE = FIX / "rocprofv3" / "discover_kernel_trace.csv"
 def _call(name: str, args: dict[str, Any]) -> Any:
     from mcp import Client
 
-    from kernelpilot.mcp_server import build_server
+    from kernelpilot.adapters.mcp_server import build_server
 
     async def go() -> Any:
         async with Client(build_server("profile")) as client:

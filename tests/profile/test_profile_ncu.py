@@ -10,7 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from kernelpilot.errors import PermissionDeniedError, ToolFailedError, ToolNotFoundError, ToolTimeoutError
+from kernelpilot.foundation.errors import (
+    PermissionDeniedError,
+    ToolFailedError,
+    ToolNotFoundError,
+    ToolTimeoutError,
+)
 from kernelpilot.profile.core import profile_hotspots, profile_parse, profile_run
 from kernelpilot.profile.errors import NoKernelsProfiledError, ProfileFormatError, ProfilerError
 from kernelpilot.profile.models import HotspotsRequest, ProfileParseRequest, ProfileRunRequest

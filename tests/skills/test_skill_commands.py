@@ -191,7 +191,7 @@ class Sandbox:
     requests: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)  # (where, tool, arguments)
 
     def kp(self, argv: list[str]) -> tuple[int, str, str]:
-        from kernelpilot.cli import main
+        from kernelpilot.adapters.cli import main
 
         out, err = io.StringIO(), io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), contextlib.chdir(self.root):
@@ -309,9 +309,9 @@ def run_step(step: Step, sb: Sandbox, reg: Any) -> str | None:
 def _run_kernelpilot(
     step: Step, where: str, argv: list[str], redirect: Path | None, sb: Sandbox, reg: Any
 ) -> str | None:
-    from kernelpilot.cli import build_parser, command_values, validate_request
-    from kernelpilot.errors import KernelpilotError
-    from kernelpilot.toolchain import find_tool
+    from kernelpilot.adapters.cli import build_parser, command_values, validate_request
+    from kernelpilot.foundation.errors import KernelpilotError
+    from kernelpilot.host.toolchain import find_tool
 
     if not [t for t in argv if not t.startswith("-")]:
         return None  # `kernelpilot --help` and the like
@@ -479,7 +479,7 @@ def test_documented_commands_are_valid_calls_of_their_mcp_tools(campaign: tuple[
     import jsonschema
     from mcp import Client
 
-    from kernelpilot.mcp_server import build_server
+    from kernelpilot.adapters.mcp_server import build_server
 
     sb, _ = campaign
 
@@ -501,7 +501,7 @@ _PAIR = re.compile(r"`mcp: ([a-z0-9_]+)` \(`kernelpilot ([^`]+)`\)")
 
 def test_mcp_and_cli_names_side_by_side_are_the_same_capability() -> None:
     """`mcp: x` (`kernelpilot y ...`) in a skill names one capability twice: x must be y's tool."""
-    from kernelpilot.capability import all_capabilities
+    from kernelpilot.capabilities import all_capabilities
 
     reg = live_registry()
     tool_of = {c.command: c.tool for c in all_capabilities()}

@@ -129,9 +129,9 @@ class Registry:
 
 def live_registry(playbooks_dir: Path = PLAYBOOKS, skills_dir: Path = SKILLS) -> Registry:
     """Tool names from the capability registry; commands and their flags from the generated CLI parser."""
-    from kernelpilot.capability import all_capabilities
-    from kernelpilot.cli import build_parser
-    from kernelpilot.mcp_server import MCP_ONLY_TOOLS
+    from kernelpilot.adapters.cli import build_parser
+    from kernelpilot.adapters.mcp_server import MCP_ONLY_TOOLS
+    from kernelpilot.capabilities import all_capabilities
 
     parser = build_parser()
     commands: dict[tuple[str, ...], frozenset[str]] = {}

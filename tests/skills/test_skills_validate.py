@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelpilot.toolchain import require_tool, run
+from kernelpilot.host.toolchain import require_tool, run
 
 SKILLS = Path(__file__).resolve().parents[2] / "skills"
 SKILL_DIRS = sorted(p for p in SKILLS.iterdir() if p.is_dir() and not p.name.startswith("."))

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelpilot.errors import FormatError, InputFileError
+from kernelpilot.foundation.errors import FormatError, InputFileError
 from kernelpilot.suggest.core import suggest_experiments
 from kernelpilot.suggest.models import SuggestRequest
 from kernelpilot.suggest.rules import LEVERS

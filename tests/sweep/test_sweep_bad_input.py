@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from kernelpilot.errors import KernelpilotError
 from kernelpilot.experiments.backends import open_store
 from kernelpilot.experiments.store import RecordFilter
+from kernelpilot.foundation.errors import KernelpilotError
 from kernelpilot.sweep.errors import (
     CellFailedError,
     LedgerError,

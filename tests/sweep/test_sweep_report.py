@@ -86,7 +86,7 @@ def test_dashboard_opens_in_headless_chromium_without_console_errors(recorded, t
 def test_sweep_run_over_mcp_streams_progress_per_cell(sweep_dir: Path, tmp_path: Path):
     from mcp import Client
 
-    from kernelpilot.mcp_server import build_server
+    from kernelpilot.adapters.mcp_server import build_server
 
     seen: list[tuple[float, float | None]] = []
 

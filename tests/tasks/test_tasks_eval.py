@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from tests.waiting import process_gone, wait_until
 
-from kernelpilot.errors import InputFileError, InvalidArgumentError, StateError
+from kernelpilot.foundation.errors import InputFileError, InvalidArgumentError, StateError
 from kernelpilot.tasks.create import create_task
 from kernelpilot.tasks.errors import CorrectnessFailedError
 from kernelpilot.tasks.evaluate import evaluate
@@ -269,7 +269,7 @@ def test_crash_mid_eval_leaves_no_partial_files(repo: Path, tmp_path: Path) -> N
     )
     before = sorted(p.name for p in task_dir.iterdir())
     proc = subprocess.Popen(
-        [sys.executable, "-m", "kernelpilot.cli", "eval", str(task_dir)],
+        [sys.executable, "-m", "kernelpilot", "eval", str(task_dir)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,

@@ -19,7 +19,7 @@ GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
 def _call_all(calls: list[tuple[str, dict[str, Any]]]) -> tuple[list[str], list[Any]]:
     from mcp import Client
 
-    from kernelpilot.mcp_server import build_server
+    from kernelpilot.adapters.mcp_server import build_server
 
     async def go() -> tuple[list[str], list[Any]]:
         async with Client(build_server("tasks,measure,experiments")) as client:

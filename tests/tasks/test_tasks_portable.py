@@ -42,7 +42,7 @@ def _venv(where: Path) -> Path:
 def _kp(py: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in __import__("os").environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     return subprocess.run(
-        [str(py), "-m", "kernelpilot.cli", *args],
+        [str(py), "-m", "kernelpilot", *args],
         cwd=cwd,
         env=env,
         capture_output=True,
@@ -106,11 +106,23 @@ def test_time_spec_task_stores_the_interpreter_token(tmp_path: Path) -> None:
         CreateTaskRequest(name="t", time_spec="bench.py:make", allowed_file=["kernel.py"], workdir=str(repo))
     )
     argv = res.task.eval_command
-    assert argv[:3] == [PYTHON_TOKEN, "-m", "kernelpilot.cli"] and "bench.py:make" in argv
+    assert argv[:3] == [PYTHON_TOKEN, "-m", "kernelpilot"] and "bench.py:make" in argv
     assert interpreter_argv(argv)[0] == sys.executable
     assert (
         f"`{PYTHON_TOKEN}` = the Python running kernelpilot" in (repo / res.task_dir / "TASK.md").read_text()
     )
+
+
+def test_task_written_before_the_cli_moved_still_runs(tmp_path: Path) -> None:
+    """task.json files written when the CLI was `kernelpilot.cli` name it; they run as `-m kernelpilot`."""
+    old = [PYTHON_TOKEN, "-m", "kernelpilot.cli", "--json", "time", "bench.py:make"]
+    argv = interpreter_argv(old)
+    assert argv[:3] == [sys.executable, "-m", "kernelpilot"]
+    assert interpreter_argv(["python3", "kernelpilot.cli"]) == ["python3", "kernelpilot.cli"]  # only after -m
+    out = subprocess.run(
+        [*argv[:3], "--version"], capture_output=True, text=True, env={"PYTHONPATH": str(SERVER)}
+    )
+    assert out.returncode == 0 and out.stdout.strip().startswith("kernelpilot"), out.stderr
 
 
 @pytest.mark.parametrize("where", ["default", "custom"])

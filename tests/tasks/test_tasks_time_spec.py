@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelpilot.errors import InvalidArgumentError
+from kernelpilot.foundation.errors import InvalidArgumentError
 from kernelpilot.tasks.create import create_task
 from kernelpilot.tasks.evaluate import evaluate
 from kernelpilot.tasks.models import CreateTaskRequest, EvaluateRequest
@@ -41,7 +41,7 @@ def test_time_spec_task_runs_kernelpilot_time_and_names_the_mode(repo: Path) -> 
     t = made.task
     assert t.timing_mode == "warm" and t.metric.json_key == "stats.median" and t.metric.name == "warm_time_us"
     assert t.eval_command[1:] == [
-        "-m", "kernelpilot.cli", "--json", "time", "kern.py:make", "--timing", "warm", "--verdict", "warm",
+        "-m", "kernelpilot", "--json", "time", "kern.py:make", "--timing", "warm", "--verdict", "warm",
         "--no-kernels",
     ]  # fmt: skip
     task_md = (repo / made.task_md).read_text()

@@ -149,7 +149,7 @@ def test_cli_compare_keeps_the_two_sides_modules_apart(tmp_path: Path, run_cli: 
 
 def test_time_compare_of_a_missing_side_is_typed(tmp_path: Path) -> None:
     (tmp_path / "a.py").write_text("def make():\n    return lambda: None\n")
-    from kernelpilot.errors import InputFileError
+    from kernelpilot.foundation.errors import InputFileError
 
     with pytest.raises(InputFileError, match="side B"):
         time_compare(CompareRequest(a="a.py:make", b="nope.py:make", workdir=str(tmp_path), device="cpu"))

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelpilot.errors import InputFileError, InvalidArgumentError
+from kernelpilot.foundation.errors import InputFileError, InvalidArgumentError
 from kernelpilot.tasks.store import append_jsonl, read_jsonl
 from kernelpilot.timing.callables import CallableError
 from kernelpilot.timing.commands import extract_metric

@@ -16,7 +16,7 @@ MEASURED_H100 = FIX / "measured-h100.md"
 
 
 def bundled_wiki_or_skip() -> Wiki:
-    from kernelpilot.paths import bundled_dir
+    from kernelpilot.foundation.paths import bundled_dir
 
     root = bundled_dir("gpu-wiki-index")
     if not (root / "nvidia" / "h100-sxm5.md").is_file() or not (root / "amd" / "mi300x.md").is_file():

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from kernelpilot.errors import InvalidArgumentError, UnknownSpecError
+from kernelpilot.foundation.errors import InvalidArgumentError, UnknownSpecError
 from kernelpilot.roofline import RooflineRequest, analyze
 from kernelpilot.roofline.models import Ceiling
 from kernelpilot.roofline.stop import stop_verdict

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelpilot.errors import InputFileError
+from kernelpilot.foundation.errors import InputFileError
 from kernelpilot.wiki import audit_paths, load_wiki
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "wiki"
@@ -38,7 +38,7 @@ def _workspace(tmp_path: Path, wiki_root: Path) -> Path:
 
 @pytest.mark.parametrize("which", ["small", "wikidata-copy", "bundled"])
 def test_acceptance_one_correct_one_forged_one_dangling(tmp_path: Path, which: str) -> None:
-    from kernelpilot.paths import bundled_dir
+    from kernelpilot.foundation.paths import bundled_dir
 
     if which == "bundled":
         root = bundled_dir("gpu-wiki-index")
@@ -93,7 +93,7 @@ def test_json_files_and_text_values(tmp_path: Path) -> None:
 
 @pytest.mark.needs_tool("git")
 def test_stale_when_the_value_was_in_the_wiki_history(tmp_path: Path) -> None:
-    from kernelpilot.toolchain import run
+    from kernelpilot.host.toolchain import run
 
     wiki_root = tmp_path / "labwiki"
     wiki_root.mkdir()

@@ -9,7 +9,7 @@ import pytest
 
 from kernelpilot.ceilings.measure import measure_ceilings
 from kernelpilot.ceilings.models import CeilingsRequest
-from kernelpilot.errors import DeviceUnavailableError, InvalidArgumentError
+from kernelpilot.foundation.errors import DeviceUnavailableError, InvalidArgumentError
 from kernelpilot.wiki import parse_spec_line
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "wiki"

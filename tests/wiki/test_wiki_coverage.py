@@ -10,8 +10,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from kernelpilot.doctor import DoctorResult, GpuInfo, _wiki_matches
-from kernelpilot.paths import bundled_dir
+from kernelpilot.foundation.paths import bundled_dir
+from kernelpilot.host.doctor import DoctorResult, GpuInfo, _wiki_matches
 from kernelpilot.wiki import load_wiki
 from kernelpilot.wiki.coverage import CRITICAL, critical_metrics, match_device, missing_critical
 
@@ -135,7 +135,7 @@ def test_user_wiki_line_closes_a_gap_and_unknown_vendor_lists_both_keys(run_cli,
 def test_gpus_missing_through_a_real_mcp_client() -> None:
     from mcp import Client
 
-    from kernelpilot.mcp_server import build_server
+    from kernelpilot.adapters.mcp_server import build_server
 
     async def main() -> dict:  # type: ignore[type-arg]
         async with Client(build_server()) as client:

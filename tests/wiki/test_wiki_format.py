@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelpilot.paths import bundled_dir
+from kernelpilot.foundation.paths import bundled_dir
 from kernelpilot.wiki import UNITS, load_wiki, parse_spec_line
 from kernelpilot.wiki.core import parse_gpu_file
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelpilot.errors import InputFileError, UnknownSpecError
+from kernelpilot.foundation.errors import InputFileError, UnknownSpecError
 from kernelpilot.wiki import UNKNOWN_TEXT, AmbiguousNameError, CitedValue, Wiki, WikiConflictError, load_wiki
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "wiki"
@@ -80,7 +80,7 @@ def _user_wiki(tmp_path: Path, name: str, lines: str, stem: str = "h100-sxm5") -
 
 
 def test_override_of_bundled_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import kernelpilot.paths as paths
+    import kernelpilot.foundation.paths as paths
 
     monkeypatch.setattr(paths, "bundled_dir", lambda name: SMALL)
     u = _user_wiki(
@@ -99,7 +99,7 @@ def test_override_of_bundled_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
 def test_conflicting_user_wikis_are_reported_and_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import kernelpilot.paths as paths
+    import kernelpilot.foundation.paths as paths
 
     monkeypatch.setattr(paths, "bundled_dir", lambda name: SMALL)
     a = _user_wiki(tmp_path, "wa", "- tdp_w: 650 W | source: lab A, row 2, https://a")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelpilot.errors import InvalidArgumentError, UnknownSpecError
+from kernelpilot.foundation.errors import InvalidArgumentError, UnknownSpecError
 from kernelpilot.roofline import RooflineRequest, analyze, choose_peak_metric, roof_from_peaks
 from kernelpilot.roofline.errors import UnknownDtypeError
 from kernelpilot.roofline.ops import attention, causal_pairs, gemm, row_op

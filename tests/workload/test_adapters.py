@@ -53,7 +53,7 @@ def test_diff_of_a_capture_with_itself_is_no_change_and_a_slower_kernel_is_found
 def test_mcp_workload_read_and_report(tmp_path: Path):
     from mcp import Client
 
-    from kernelpilot.mcp_server import build_server
+    from kernelpilot.adapters.mcp_server import build_server
 
     out = tmp_path / "r.json"
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelpilot.errors import InvalidArgumentError, PermissionDeniedError, ToolNotFoundError
+from kernelpilot.foundation.errors import InvalidArgumentError, PermissionDeniedError, ToolNotFoundError
 from kernelpilot.workload.drill import DrillTarget, HotKernel, drill_hot, main, ncu_filter_args, plan_filters
 
 RAW = Path(__file__).resolve().parent.parent / "fixtures" / "profile" / "ncu" / "cublas_gemm_bf16_raw.csv"

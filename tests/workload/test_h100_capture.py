@@ -144,7 +144,7 @@ def test_recorded_result_json_is_the_current_model():
 
 
 def test_skip_steps_leaves_out_the_first_steps_of_a_trace(decode):
-    from kernelpilot.errors import InvalidArgumentError
+    from kernelpilot.foundation.errors import InvalidArgumentError
 
     r = read_workload(WorkloadReadRequest(path=str(WL / "h100_decode_trace.json"), skip_steps=1))
     assert r.step.steps == 2 and r.step.launches == 135

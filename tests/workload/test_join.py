@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelpilot.errors import InputFileError
+from kernelpilot.foundation.errors import InputFileError
 from kernelpilot.workload.join import join_names, loaded_code_objects, search_order
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "workload" / "join"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelpilot.errors import InputFileError
+from kernelpilot.foundation.errors import InputFileError
 from kernelpilot.workload.core import read_workload
 from kernelpilot.workload.errors import TraceFormatError
 from kernelpilot.workload.models import WorkloadReadRequest

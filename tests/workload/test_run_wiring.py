@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelpilot.errors import InvalidArgumentError
+from kernelpilot.foundation.errors import InvalidArgumentError
 from kernelpilot.workload import capture, core, drill, join
 from kernelpilot.workload.models import WorkloadRunRequest
 from kernelpilot.workload.readers.kineto import read_kineto
@@ -97,7 +97,7 @@ def test_run_joins_drills_and_ranks_headroom_first(fake_gpu: dict, tmp_path: Pat
 
 
 def test_whole_drill_refused_keeps_the_breakdown(fake_gpu: dict, monkeypatch: pytest.MonkeyPatch):
-    from kernelpilot.errors import PermissionDeniedError
+    from kernelpilot.foundation.errors import PermissionDeniedError
 
     def refused(*_a, **_k):
         raise PermissionDeniedError("ncu was refused access to GPU performance counters", "enable counters")

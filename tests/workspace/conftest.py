@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from kernelpilot.errors import UnknownSpecError
+from kernelpilot.foundation.errors import UnknownSpecError
 
 STUB_ROOT = Path(__file__).resolve().parent.parent / "fixtures" / "workspace" / "stub-wiki"
 STUB_FILE = "gpu-wiki-index/nvidia/stub-gpu.md"

@@ -338,7 +338,7 @@ def test_missing_kernel_is_typed_and_leaves_nothing(tmp_path, run_cli):
 
 
 def test_failure_midway_leaves_nothing(tmp_path, run_cli, monkeypatch):
-    from kernelpilot.errors import ToolFailedError
+    from kernelpilot.foundation.errors import ToolFailedError
     from kernelpilot.workspace import gitops
 
     def broken_commit(*a, **k):

@@ -154,7 +154,7 @@ def test_audit_failure_aborts_init_and_leaves_nothing(tmp_path, run_cli, stub_wi
 
 
 def test_guard_refuses_citations_not_from_the_wiki(tmp_path, stub_wiki):
-    from kernelpilot.errors import CitationError
+    from kernelpilot.foundation.errors import CitationError
     from kernelpilot.workspace import hardware, render
 
     hw = hardware.gather("stub-gpu", dtype="bf16")
@@ -226,7 +226,7 @@ def test_real_wiki_h100_gemm_init_and_report(tmp_path, run_cli):
 
 
 def test_guard_reads_html_escaped_citations(tmp_path, stub_wiki):
-    from kernelpilot.errors import CitationError
+    from kernelpilot.foundation.errors import CitationError
     from kernelpilot.workspace import hardware, render
 
     hw = hardware.gather("stub-gpu", dtype="bf16")

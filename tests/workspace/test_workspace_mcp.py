@@ -18,7 +18,9 @@ def _server(env_root: Path) -> StdioServerParameters:
     env = dict(os.environ)
     env["KERNELPILOT_WORKSPACES"] = str(env_root)
     return StdioServerParameters(
-        command=sys.executable, args=["-m", "kernelpilot.mcp_server", "--toolsets", "workspace"], env=env
+        command=sys.executable,
+        args=["-m", "kernelpilot.adapters.mcp_server", "--toolsets", "workspace"],
+        env=env,
     )
 
 

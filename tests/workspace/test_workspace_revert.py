@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from kernelpilot.errors import StateError
+from kernelpilot.foundation.errors import StateError
 from kernelpilot.workspace.errors import DirtyTreeError
 
 SAMPLE = Path(__file__).resolve().parents[1] / "fixtures" / "tasks" / "sample_task"
@@ -139,7 +139,7 @@ def test_revert_refuses_baseline_reverted_and_dirty(loop: dict[str, Path], run_c
         revert(version=0, status="neutral")
     _set_cost(ws, 90.0, "v1")
     _json(run_cli, "memory", "create", "--workspace", str(ws), "--change", "v1", "--median", "90")
-    from kernelpilot.errors import InvalidArgumentError
+    from kernelpilot.foundation.errors import InvalidArgumentError
 
     with pytest.raises(InvalidArgumentError, match="--status"):  # no eval on record, no --status
         revert()

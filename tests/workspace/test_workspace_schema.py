@@ -125,7 +125,7 @@ def test_schema_file_is_plain_json():
 
 
 def test_create_json_exclusive_refuses_existing(tmp_path):
-    from kernelpilot.atomic import create_json_exclusive
+    from kernelpilot.foundation.atomic import create_json_exclusive
 
     target = tmp_path / "memory" / "v3.json"
     assert create_json_exclusive(target, {"a": 1}) is True

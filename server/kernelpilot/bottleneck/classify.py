@@ -22,11 +22,11 @@ from kernelpilot.bottleneck.models import (
     Evidence,
 )
 from kernelpilot.bottleneck.rules import Ctx, evaluate
-from kernelpilot.errors import InvalidArgumentError
+from kernelpilot.foundation.errors import InvalidArgumentError
+from kernelpilot.foundation.validation import load_json_argument
 from kernelpilot.profile.models import KernelProfile, ProfileParseRequest, ProfileResult
 from kernelpilot.roofline import stop
 from kernelpilot.roofline.models import Ceiling, StopVerdict
-from kernelpilot.validation import load_json_argument
 
 HIGH_PCT = 80.0  # ncu SOL rule: unit is saturated
 BOUND_PCT = 60.0  # ncu SOL rule: below this on both sides, latency issues
@@ -382,7 +382,7 @@ def _wiki_ceilings(device: str | None, wiki_dirs: list[str]) -> tuple[Ceiling, C
     the wiki has no measured line; None when the device is not in the wiki."""
     if not device:
         return None
-    from kernelpilot.errors import KernelpilotError
+    from kernelpilot.foundation.errors import KernelpilotError
     from kernelpilot.wiki.core import load_wiki
 
     try:

@@ -7,9 +7,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from kernelpilot.models import Request, Result
+from kernelpilot.foundation.models import Request, Result
+from kernelpilot.foundation.validation import JsonText as JsonText  # re-exported for suggest.models
 from kernelpilot.roofline.models import StopVerdict
-from kernelpilot.validation import JsonText as JsonText  # re-exported for suggest.models
 from kernelpilot.wiki.models import WIKI_FIELD_DESCRIPTION
 
 Verdict = Literal["compute_bound", "memory_bound", "latency_bound", "sync_bound", "unknown"]

@@ -1,7 +1,7 @@
 """Capability declaration for `bottleneck` (MCP classify_bottleneck)."""
 
 from kernelpilot.bottleneck.models import ClassifyRequest, ClassifyResult
-from kernelpilot.capability import Capability
+from kernelpilot.capabilities import Capability
 
 CAPABILITIES = [
     Capability(

@@ -1,6 +1,6 @@
 """Capability declaration for `ceilings measure`."""
 
-from kernelpilot.capability import Capability
+from kernelpilot.capabilities import Capability
 from kernelpilot.ceilings.models import CeilingsRequest, CeilingsResult
 
 CAPABILITIES = [

@@ -1,7 +1,7 @@
 """Capability declarations for `doctor`."""
 
-from kernelpilot.capability import Capability
-from kernelpilot.doctor import DoctorRequest, DoctorResult
+from kernelpilot.capabilities import Capability
+from kernelpilot.host.doctor import DoctorRequest, DoctorResult
 
 CAPABILITIES = [
     Capability(
@@ -18,7 +18,7 @@ CAPABILITIES = [
         ),
         request=DoctorRequest,
         result=DoctorResult,
-        target="kernelpilot.doctor:run_doctor",
+        target="kernelpilot.host.doctor:run_doctor",
         toolset="core",
     )
 ]

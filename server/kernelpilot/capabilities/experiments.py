@@ -1,6 +1,6 @@
 """Capability declarations for the experiment database (`kernelpilot exp ...`, MCP `exp_*`)."""
 
-from kernelpilot.capability import Capability
+from kernelpilot.capabilities import Capability
 from kernelpilot.experiments.api import (
     ExpCreateRequest,
     ExpExportRequest,

@@ -1,6 +1,6 @@
 """Capability declarations for `isa` (code objects: resources, disassembly, mix, occupancy, fit view)."""
 
-from kernelpilot.capability import Capability
+from kernelpilot.capabilities import Capability
 from kernelpilot.isa.api import (
     IsaDisasmRequest,
     IsaDisasmResult,

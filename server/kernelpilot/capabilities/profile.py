@@ -1,6 +1,6 @@
 """Capability declarations for `profile run|parse|hotspots|att` (ncu / rocprofv3)."""
 
-from kernelpilot.capability import Capability
+from kernelpilot.capabilities import Capability
 from kernelpilot.profile.att.models import AttRequest, AttResult
 from kernelpilot.profile.models import (
     HotspotsRequest,

@@ -1,6 +1,6 @@
 """Capability declaration for `roofline`."""
 
-from kernelpilot.capability import Capability
+from kernelpilot.capabilities import Capability
 from kernelpilot.roofline.models import RooflineRequest, RooflineResult
 
 CAPABILITIES = [

@@ -1,6 +1,6 @@
 """Capability declaration for `suggest` (suggest_experiments)."""
 
-from kernelpilot.capability import Capability
+from kernelpilot.capabilities import Capability
 from kernelpilot.suggest.models import SuggestRequest, SuggestResult
 
 CAPABILITIES = [

@@ -1,6 +1,6 @@
 """Capability declarations for sweeps (`kernelpilot sweep run|report`, MCP `sweep_run`, `sweep_report`)."""
 
-from kernelpilot.capability import Capability
+from kernelpilot.capabilities import Capability
 from kernelpilot.sweep.models import SweepReportRequest, SweepReportResult, SweepRunRequest, SweepRunResult
 
 CAPABILITIES = [

@@ -1,6 +1,6 @@
 """Capability declarations for bounded tasks: `task create`, `eval`, `ledger`."""
 
-from kernelpilot.capability import Capability
+from kernelpilot.capabilities import Capability
 from kernelpilot.tasks.models import (
     CreateTaskRequest,
     CreateTaskResult,

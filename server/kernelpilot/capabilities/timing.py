@@ -1,6 +1,6 @@
 """Capability declarations for `time` (time_kernel) and `compare` (compare_kernels)."""
 
-from kernelpilot.capability import Capability
+from kernelpilot.capabilities import Capability
 from kernelpilot.timing.models import CompareRequest, CompareResult, TimeRequest, TimeResult
 
 CAPABILITIES = [

@@ -1,6 +1,6 @@
 """Capability declarations for the gpu-wiki: `spec`, `gpus`, `audit`."""
 
-from kernelpilot.capability import Capability
+from kernelpilot.capabilities import Capability
 from kernelpilot.wiki.models import (
     AuditRequest,
     AuditResult,

@@ -1,6 +1,6 @@
 """Capability declarations for workload triage: `workload run|read|diff|report`."""
 
-from kernelpilot.capability import Capability
+from kernelpilot.capabilities import Capability
 from kernelpilot.workload.models import (
     WorkloadDiffRequest,
     WorkloadDiffResult,

@@ -1,6 +1,6 @@
 """Capability declarations for optimization workspaces: init, iteration memory, plans, reports."""
 
-from kernelpilot.capability import Capability
+from kernelpilot.capabilities import Capability
 from kernelpilot.workspace.models import (
     InitWorkspaceRequest,
     InitWorkspaceResult,

@@ -23,10 +23,15 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from kernelpilot.atomic import write_text_atomic
-from kernelpilot.capability import Progress, no_progress
 from kernelpilot.ceilings.models import CeilingsRequest, CeilingsResult, MeasuredRecord
-from kernelpilot.errors import DeviceUnavailableError, InputFileError, InvalidArgumentError, KernelpilotError
+from kernelpilot.foundation.atomic import write_text_atomic
+from kernelpilot.foundation.errors import (
+    DeviceUnavailableError,
+    InputFileError,
+    InvalidArgumentError,
+    KernelpilotError,
+)
+from kernelpilot.foundation.progress import Progress, no_progress
 
 _MATMUL_DTYPES = ("bf16", "fp16", "fp32", "tf32", "fp8")
 
@@ -80,8 +85,8 @@ def _stats(work: float, times_ms: list[float]) -> tuple[float, float]:
 
 
 def _driver_version() -> str:
-    from kernelpilot.errors import ToolchainError
-    from kernelpilot.toolchain import find_tool, run
+    from kernelpilot.foundation.errors import ToolchainError
+    from kernelpilot.host.toolchain import find_tool, run
 
     smi = find_tool("nvidia-smi")
     if smi is None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from kernelpilot.models import Request, Result
+from kernelpilot.foundation.models import Request, Result
 from kernelpilot.wiki.models import WIKI_FIELD_DESCRIPTION
 
 DEFAULT_DTYPES = ["bf16", "fp16", "fp32", "tf32", "fp8"]

@@ -11,7 +11,7 @@ from pydantic import Field
 
 from kernelpilot.experiments import render
 from kernelpilot.experiments.record import Environment, ExperimentRecord, Links, Profiling, Status
-from kernelpilot.models import Request, Result
+from kernelpilot.foundation.models import Request, Result
 
 DB_HELP = (
     "Experiment store: a SQLite file path or a postgresql:// URL. Default: $KERNELPILOT_DB, else "

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kernelpilot.errors import StoreError
+from kernelpilot.foundation.errors import StoreError
 
 
 class StoreCorruptError(StoreError):

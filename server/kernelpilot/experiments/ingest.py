@@ -23,10 +23,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from kernelpilot.errors import FormatError
 from kernelpilot.experiments.record import SUMMARY_MAX_CHARS, ExperimentRecord, Status
+from kernelpilot.foundation.errors import FormatError
+from kernelpilot.foundation.models import compact_json
 from kernelpilot.guard.models import REJECT_STATUSES
-from kernelpilot.models import compact_json
 from kernelpilot.tasks.models import Status as EvalStatus  # the eval result contract is the tasks module's
 
 STATUS_MAP: dict[str, tuple[Status, str | None]] = {

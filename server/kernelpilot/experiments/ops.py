@@ -12,8 +12,6 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from kernelpilot.atomic import write_text_atomic
-from kernelpilot.errors import FormatError, InputFileError, InvalidArgumentError
 from kernelpilot.experiments import similarity
 from kernelpilot.experiments.api import (
     ExpCreateRequest,
@@ -42,6 +40,8 @@ from kernelpilot.experiments.api import (
 from kernelpilot.experiments.backends import open_store
 from kernelpilot.experiments.record import FAILURE_STATUSES, ExperimentRecord, Status
 from kernelpilot.experiments.store import RecordFilter, Store, record_error
+from kernelpilot.foundation.atomic import write_text_atomic
+from kernelpilot.foundation.errors import FormatError, InputFileError, InvalidArgumentError
 
 ANALYZE_AFTER = 1000  # records: an import this large refreshes the planner statistics
 

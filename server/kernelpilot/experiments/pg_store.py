@@ -14,7 +14,6 @@ import contextlib
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from kernelpilot.errors import StoreError
 from kernelpilot.experiments import sqlbuild
 from kernelpilot.experiments.errors import (
     DuplicateRecordError,
@@ -25,6 +24,7 @@ from kernelpilot.experiments.errors import (
 from kernelpilot.experiments.record import ExperimentRecord
 from kernelpilot.experiments.sqlstore import SQLStore
 from kernelpilot.experiments.store import busy_timeout_default
+from kernelpilot.foundation.errors import StoreError
 
 CURRENT_VERSION = 2
 _LOCK_KEY = 0x6B70_6578  # advisory lock id for schema changes ("kpex")

@@ -22,12 +22,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from kernelpilot.errors import StoreError
 from kernelpilot.experiments import sqlbuild
 from kernelpilot.experiments.errors import StoreCorruptError, StoreLockedError, StoreVersionError
 from kernelpilot.experiments.record import ExperimentRecord
 from kernelpilot.experiments.sqlstore import SQLStore
 from kernelpilot.experiments.store import busy_timeout_default, iso
+from kernelpilot.foundation.errors import StoreError
 
 SQLITE_HEADER = b"SQLite format 3\x00"  # https://www.sqlite.org/fileformat.html section 1.3
 CURRENT_VERSION = 2

@@ -15,11 +15,11 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from kernelpilot.errors import InvalidArgumentError, NotFoundError
 from kernelpilot.experiments import sqlbuild
 from kernelpilot.experiments.errors import DuplicateRecordError
 from kernelpilot.experiments.record import ExperimentRecord
 from kernelpilot.experiments.store import Conflict, RecordFilter, record_error
+from kernelpilot.foundation.errors import InvalidArgumentError, NotFoundError
 
 FROZEN_FIELDS = ("id", "created", "record_version", "updated")
 _TAG_INSERT = "INSERT INTO tags (tag, record_id) VALUES ({ph}, {ph})"

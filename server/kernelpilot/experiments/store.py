@@ -20,8 +20,8 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from kernelpilot.errors import InputFileError, InvalidArgumentError
 from kernelpilot.experiments.record import ExperimentRecord, Status, Text, UtcTime
+from kernelpilot.foundation.errors import InputFileError, InvalidArgumentError
 
 WORKSPACE_CONFIG = "kernelpilot.toml"
 PG_SCHEMES = ("postgresql://", "postgres://")

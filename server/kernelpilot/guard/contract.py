@@ -91,7 +91,7 @@ def tolerance(contract: Contract, shape: dict[str, int]) -> tuple[Tolerance, str
 
 def load_function(workdir: Path, spec: str, what: str) -> Callable[..., Any]:
     """`file.py:function` under the workdir, typed errors naming the contract field."""
-    from kernelpilot.errors import KernelpilotError
+    from kernelpilot.foundation.errors import KernelpilotError
     from kernelpilot.timing.callables import load_factory
 
     try:

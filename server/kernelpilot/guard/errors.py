@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kernelpilot.errors import InputFileError, InvalidArgumentError, KernelpilotError
+from kernelpilot.foundation.errors import InputFileError, InvalidArgumentError, KernelpilotError
 
 
 class ContractError(InvalidArgumentError):

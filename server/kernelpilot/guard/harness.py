@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kernelpilot.errors import KernelpilotError
+from kernelpilot.foundation.errors import KernelpilotError
 from kernelpilot.guard import contract as cmod
 from kernelpilot.guard.backend import Backend, backend_for
 from kernelpilot.guard.errors import ContractError

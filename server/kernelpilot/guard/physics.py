@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kernelpilot.errors import KernelpilotError, UnknownSpecError
+from kernelpilot.foundation.errors import KernelpilotError, UnknownSpecError
 from kernelpilot.guard.models import Contract, PhysicsCheck, Rejection, RooflineSpec
 
 FLAG_SHARE = 0.95  # share of the attainable roof beyond which a time is flagged for review

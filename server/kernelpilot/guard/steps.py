@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kernelpilot.capability import Progress, no_progress
-from kernelpilot.errors import FormatError, ToolchainError
+from kernelpilot.foundation.errors import FormatError, ToolchainError
+from kernelpilot.foundation.progress import Progress, no_progress
 from kernelpilot.guard.models import (
     Contract,
     HarnessReport,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from kernelpilot.foundation.models import Request, Result
 from kernelpilot.isa.models import CodeObjectEntry, KernelResources
 from kernelpilot.isa.occupancy_models import FitReport, KernelMixModel, OccupancyModel
-from kernelpilot.models import Request, Result
 
 _FILE = "path of a cubin, fatbin, HSACO, clang offload bundle, PTX, or a host executable/shared library"
 _KERNEL = "regular expression matched (search) against mangled and demangled kernel names"

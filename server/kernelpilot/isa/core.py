@@ -8,8 +8,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar, cast
 
-from kernelpilot.atomic import write_text_atomic
-from kernelpilot.errors import InputFileError, InvalidArgumentError
+from kernelpilot.foundation.atomic import write_text_atomic
+from kernelpilot.foundation.errors import InputFileError, InvalidArgumentError
 from kernelpilot.isa.api import (
     IsaDisasmRequest,
     IsaDisasmResult,
@@ -235,7 +235,7 @@ def isa_occupancy(req: IsaOccupancyRequest) -> IsaOccupancyResult:
 
 @_whole_call_gc_paused
 def isa_fit(req: IsaFitRequest) -> IsaFitResult:
-    from kernelpilot.errors import ToolchainError
+    from kernelpilot.foundation.errors import ToolchainError
     from kernelpilot.isa.fit import fit_report
 
     loaded = _load(req, keep_payloads=req.disassemble)

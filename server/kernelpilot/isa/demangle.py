@@ -10,8 +10,8 @@ import ctypes.util
 import functools
 from collections.abc import Callable
 
-from kernelpilot import toolchain
-from kernelpilot.errors import ToolchainError
+from kernelpilot.foundation.errors import ToolchainError
+from kernelpilot.host import toolchain
 
 
 def demangle_all(names: list[str]) -> dict[str, str]:

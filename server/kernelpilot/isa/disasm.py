@@ -12,8 +12,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kernelpilot import toolchain
-from kernelpilot.errors import ToolFailedError, ToolNotFoundError
+from kernelpilot.foundation.errors import ToolFailedError, ToolNotFoundError
+from kernelpilot.host import toolchain
 from kernelpilot.isa.elf import EM_AMDGPU
 from kernelpilot.isa.errors import DisassemblerTargetError
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from kernelpilot.errors import InputFileError
+from kernelpilot.foundation.errors import InputFileError
 from kernelpilot.isa import bundle as bundle_mod
 from kernelpilot.isa import compress
 from kernelpilot.isa import fatbin as fatbin_mod

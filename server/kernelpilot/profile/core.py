@@ -5,8 +5,9 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from kernelpilot.capability import Progress, no_progress
-from kernelpilot.errors import InputFileError, InvalidArgumentError
+from kernelpilot.foundation.errors import InputFileError, InvalidArgumentError
+from kernelpilot.foundation.progress import Progress, no_progress
+from kernelpilot.host.toolchain import find_tool, require_tool, run
 from kernelpilot.profile import ncu_csv, rocprof
 from kernelpilot.profile.errors import ProfileFormatError
 from kernelpilot.profile.hotspots import kernel_hotspots
@@ -19,7 +20,6 @@ from kernelpilot.profile.models import (
     ProfileRunRequest,
 )
 from kernelpilot.profile.normalize import profile_from_details, profile_from_raw
-from kernelpilot.toolchain import find_tool, require_tool, run
 
 
 def _sniff(path: Path, text: str) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kernelpilot.errors import FormatError, NotFoundError, ToolchainError
+from kernelpilot.foundation.errors import FormatError, NotFoundError, ToolchainError
 
 
 class NoKernelsProfiledError(NotFoundError):

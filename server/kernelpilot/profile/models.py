@@ -9,7 +9,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from kernelpilot.models import Request, Result
+from kernelpilot.foundation.models import Request, Result
 from kernelpilot.profile.att.models import AttResult
 
 ProfilerName = Literal["ncu", "rocprofv3"]

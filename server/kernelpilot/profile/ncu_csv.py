@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kernelpilot.errors import InputFileError
+from kernelpilot.foundation.errors import InputFileError
 from kernelpilot.profile.errors import NoKernelsProfiledError, ProfileFormatError
 from kernelpilot.profile.units import parse_number, to_base, unit_scale
 

@@ -1,4 +1,4 @@
-"""The ncu runner: build the argv (clock control off by default), run it through `kernelpilot.toolchain`
+"""The ncu runner: build the argv (clock control off by default), run it through `kernelpilot.host.toolchain`
 with a timeout, turn its messages into typed errors, and parse the raw page it prints."""
 
 from __future__ import annotations
@@ -9,12 +9,12 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from kernelpilot.capability import Progress, no_progress
-from kernelpilot.errors import InvalidArgumentError, PermissionDeniedError, ToolFailedError
+from kernelpilot.foundation.errors import InvalidArgumentError, PermissionDeniedError, ToolFailedError
+from kernelpilot.foundation.progress import Progress, no_progress
+from kernelpilot.host.toolchain import RunResult, require_tool, run
 from kernelpilot.profile import metrics as M
 from kernelpilot.profile.errors import ProfilerError
 from kernelpilot.profile.models import ProfileRunRequest
-from kernelpilot.toolchain import RunResult, require_tool, run
 
 PERM_FIX = (
     "allow non-admin access to GPU performance counters: `echo 'options nvidia "

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from kernelpilot.errors import InvalidArgumentError
+from kernelpilot.foundation.errors import InvalidArgumentError
 from kernelpilot.profile.errors import ProfileFormatError
 from kernelpilot.profile.models import KernelProfile, ProfileRunRequest
 from kernelpilot.profile.units import parse_number

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from kernelpilot.atomic import write_text_atomic
-from kernelpilot.errors import InputFileError, InvalidArgumentError, UnknownSpecError
+from kernelpilot.foundation.atomic import write_text_atomic
+from kernelpilot.foundation.errors import InputFileError, InvalidArgumentError, UnknownSpecError
 from kernelpilot.roofline import ops, stop
 from kernelpilot.roofline.models import Achieved, CeilingComparison, RooflineRequest, RooflineResult
 from kernelpilot.wiki.core import Wiki, load_wiki

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kernelpilot.errors import InvalidArgumentError
+from kernelpilot.foundation.errors import InvalidArgumentError
 
 
 class UnknownDtypeError(InvalidArgumentError):

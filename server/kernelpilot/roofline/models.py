@@ -6,8 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from kernelpilot.errors import InvalidArgumentError
-from kernelpilot.models import Request, Result
+from kernelpilot.foundation.errors import InvalidArgumentError
+from kernelpilot.foundation.models import Request, Result
 from kernelpilot.wiki.models import WIKI_FIELD_DESCRIPTION, CitedValue
 
 OpKind = Literal["gemm", "bmm", "elementwise", "reduction", "softmax", "layernorm", "rmsnorm", "attention"]

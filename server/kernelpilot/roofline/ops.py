@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kernelpilot.errors import InvalidArgumentError
+from kernelpilot.foundation.errors import InvalidArgumentError
 from kernelpilot.roofline.errors import UnknownDtypeError
 
 # Element sizes in bytes: properties of the number formats (IEEE 754 / OCP MX / NVIDIA TF32 spec),

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from kernelpilot.errors import InvalidArgumentError
+from kernelpilot.foundation.errors import InvalidArgumentError
 from kernelpilot.roofline.models import CEILING_SCALE as _SCALE
 from kernelpilot.roofline.models import Bound, Ceiling, StopVerdict
 

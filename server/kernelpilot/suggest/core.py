@@ -15,13 +15,13 @@ from typing import Any
 
 from kernelpilot.bottleneck.models import Cause
 from kernelpilot.bottleneck.rules import MIN_GAIN_PCT, contradicted_levers
-from kernelpilot.errors import FormatError
+from kernelpilot.foundation.errors import FormatError
+from kernelpilot.foundation.validation import load_json_argument, looks_inline_json
 from kernelpilot.guard.models import REJECT_STATUSES
 from kernelpilot.roofline.models import StopVerdict
 from kernelpilot.suggest.models import EvalContract, Suggestion, SuggestRequest, SuggestResult
 from kernelpilot.suggest.playbook import Shape, kernel_shape, sections
 from kernelpilot.suggest.rules import LEVERS, Lever
-from kernelpilot.validation import load_json_argument, looks_inline_json
 
 BY_ID = {lv.id: lv for lv in LEVERS}
 LEVER_STEP = 0.15  # each later lever of one cause scores 15% less than the one before it

@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import Field
 
 from kernelpilot.bottleneck.models import JsonText
-from kernelpilot.models import Request, Result
+from kernelpilot.foundation.models import Request, Result
 
 
 class SuggestRequest(Request):

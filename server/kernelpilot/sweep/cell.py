@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from kernelpilot.errors import KernelpilotError
+from kernelpilot.foundation.errors import KernelpilotError
 from kernelpilot.sweep.models import CellOutcome, CellTiming, Shape, VariantSpec
 
 _FACTORIES: dict[tuple[str, str], Callable[..., Any]] = {}

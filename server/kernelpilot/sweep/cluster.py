@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from kernelpilot.errors import DeviceUnavailableError, InvalidArgumentError
+from kernelpilot.foundation.errors import DeviceUnavailableError, InvalidArgumentError
 from kernelpilot.sweep.errors import ClusterError, SchedulerUnreachableError
 
 WORKER_WAIT_S = 60

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kernelpilot.errors import InputFileError, KernelpilotError, NotFoundError, ToolchainError
+from kernelpilot.foundation.errors import InputFileError, KernelpilotError, NotFoundError, ToolchainError
 
 
 class SweepSpecError(InputFileError):

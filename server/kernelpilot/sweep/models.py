@@ -11,7 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from kernelpilot.experiments.api import DB_HELP
-from kernelpilot.models import Request, Result
+from kernelpilot.foundation.models import Request, Result
 from kernelpilot.roofline.models import OpKind
 
 VARIANT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$")

@@ -17,9 +17,9 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any
 
-from kernelpilot.errors import KernelpilotError, NotFoundError
 from kernelpilot.experiments.record import Description, ExperimentRecord, Status
 from kernelpilot.experiments.store import RecordFilter, Store
+from kernelpilot.foundation.errors import KernelpilotError, NotFoundError
 from kernelpilot.sweep import stats
 from kernelpilot.sweep.models import (
     CellOutcome,

@@ -7,8 +7,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-from kernelpilot.atomic import write_text_atomic
 from kernelpilot.experiments.backends import open_store
+from kernelpilot.foundation.atomic import write_text_atomic
 from kernelpilot.sweep import charts, records
 from kernelpilot.sweep.models import SweepReportRequest, SweepReportResult, SweepSummary
 

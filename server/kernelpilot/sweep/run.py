@@ -14,10 +14,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from kernelpilot.capability import Progress, no_progress
 from kernelpilot.experiments.backends import open_store
 from kernelpilot.experiments.record import ExperimentRecord
 from kernelpilot.experiments.store import Store
+from kernelpilot.foundation.progress import Progress, no_progress
 from kernelpilot.sweep import records, spec
 from kernelpilot.sweep.errors import CellFailedError
 from kernelpilot.sweep.models import CellOutcome, Shape, SweepRunRequest, SweepRunResult, SweepSummary

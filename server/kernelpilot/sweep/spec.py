@@ -20,8 +20,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from kernelpilot.errors import KernelpilotError
-from kernelpilot.models import compact_json
+from kernelpilot.foundation.errors import KernelpilotError
+from kernelpilot.foundation.models import compact_json
 from kernelpilot.sweep.errors import LedgerError, SweepSpecError, UnknownVariantError
 from kernelpilot.sweep.models import LEDGER_META, Shape, SweepSpec, VariantSpec
 

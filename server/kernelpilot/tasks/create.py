@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any, Literal
 
-from kernelpilot.atomic import write_text_atomic
-from kernelpilot.errors import InputFileError, InvalidArgumentError, StateError
+from kernelpilot.foundation.atomic import write_text_atomic
+from kernelpilot.foundation.errors import InputFileError, InvalidArgumentError, StateError
 from kernelpilot.guard.models import Contract
 from kernelpilot.tasks.models import (
     CreateTaskRequest,
@@ -36,9 +36,20 @@ PYTHON_TOKEN = "{python}"
 names no machine's interpreter path (`interpreter_argv` resolves it)."""
 
 
+CLI_MODULE = "kernelpilot"
+"""What `python -m` runs for the CLI in a stored task command (`kernelpilot/__main__.py`)."""
+LEGACY_CLI_MODULE = "kernelpilot.cli"
+"""The CLI's module before it moved into `kernelpilot.adapters`: older task.json files still name it."""
+
+
 def interpreter_argv(argv: list[str]) -> list[str]:
-    """A stored task command made runnable here: `{python}` becomes this process's interpreter."""
-    return [sys.executable if a == PYTHON_TOKEN else a for a in argv]
+    """A stored task command made runnable here: `{python}` becomes this process's interpreter, and a
+    `-m kernelpilot.cli` written before the CLI moved becomes `-m kernelpilot`."""
+    out = [sys.executable if a == PYTHON_TOKEN else a for a in argv]
+    return [
+        CLI_MODULE if a == LEGACY_CLI_MODULE and i > 0 and out[i - 1] == "-m" else a
+        for i, a in enumerate(out)
+    ]
 
 
 def _portable(argv: list[str], workdir: Path) -> list[str]:
@@ -187,7 +198,7 @@ def _time_argv(
     spec: str, mode: Literal["cold", "warm"], *, observe: bool
 ) -> tuple[list[str], dict[str, Any], Literal["cold", "warm"]]:
     argv = [
-        PYTHON_TOKEN, "-m", "kernelpilot.cli", "--json", "time", spec,
+        PYTHON_TOKEN, "-m", CLI_MODULE, "--json", "time", spec,
         "--timing", mode, "--verdict", mode, "--no-kernels", *(["--observe"] if observe else []),
     ]  # fmt: skip
     metric = {"name": f"{mode}_time_us", "direction": "lower", "unit": "us", "json_key": "stats.median"}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kernelpilot.errors import StateError
+from kernelpilot.foundation.errors import StateError
 
 
 class CorrectnessFailedError(StateError):

@@ -20,11 +20,11 @@ import os
 from pathlib import Path
 from typing import Any
 
-from kernelpilot.atomic import write_temp
-from kernelpilot.capability import Progress, no_progress
-from kernelpilot.errors import InputFileError, KernelpilotError, StateError, ToolchainError
+from kernelpilot.foundation.atomic import write_temp
+from kernelpilot.foundation.errors import InputFileError, KernelpilotError, StateError, ToolchainError
+from kernelpilot.foundation.models import compact_json
+from kernelpilot.foundation.progress import Progress, no_progress
 from kernelpilot.guard.models import HarnessReport, Rejection
-from kernelpilot.models import compact_json
 from kernelpilot.tasks import paired
 from kernelpilot.tasks.create import command_env, interpreter_argv, now_iso
 from kernelpilot.tasks.errors import CorrectnessFailedError
@@ -78,7 +78,7 @@ def task_hash(task: Task) -> str:
 
 
 def _git(workdir: Path, args: list[str]) -> str:
-    from kernelpilot import toolchain
+    from kernelpilot.host import toolchain
 
     exe = toolchain.require_tool("git")
     try:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kernelpilot.errors import InputFileError, InvalidArgumentError
+from kernelpilot.foundation.errors import InputFileError, InvalidArgumentError
 from kernelpilot.tasks.models import STATUSES, LedgerRequest, LedgerResult
 from kernelpilot.tasks.store import read_jsonl
 

@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from kernelpilot.foundation.models import Request, Result
 from kernelpilot.guard.models import (
     Contract,
     Observation,
@@ -14,7 +15,6 @@ from kernelpilot.guard.models import (
     Rejection,
     RejectStatus,
 )
-from kernelpilot.models import Request, Result
 from kernelpilot.timing.commands import coerce_argv, coerce_argv_list
 from kernelpilot.timing.instrumentation import DEFAULT_STRIP_ENV
 from kernelpilot.timing.models import ClockEvidence

@@ -28,10 +28,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kernelpilot import toolchain
-from kernelpilot.capability import Progress, no_progress
-from kernelpilot.errors import KernelpilotError, StateError, ToolchainError
-from kernelpilot.tasks.create import interpreter_argv
+from kernelpilot.foundation.errors import KernelpilotError, StateError, ToolchainError
+from kernelpilot.foundation.progress import Progress, no_progress
+from kernelpilot.host import toolchain
+from kernelpilot.tasks.create import CLI_MODULE, LEGACY_CLI_MODULE, interpreter_argv
 from kernelpilot.tasks.models import Task
 from kernelpilot.timing import clocks, environment
 from kernelpilot.timing.commands import OUTPUT_TAIL_CHARS, extract_metric, run_command
@@ -55,7 +55,7 @@ def time_spec_of(task: Task) -> str | None:
     if task.time_spec:
         return task.time_spec
     argv = task.eval_command
-    if task.timing_mode and "kernelpilot.cli" in argv and "time" in argv:
+    if task.timing_mode and {CLI_MODULE, LEGACY_CLI_MODULE} & set(argv) and "time" in argv:
         i = argv.index("time")
         return argv[i + 1] if i + 1 < len(argv) else None
     return None
@@ -106,7 +106,7 @@ def _cli_error(stderr: str) -> str:
 
 def compare_argv(task: Task, spec: str, base_root: Path, workdir: Path, rotate: int = 1) -> list[str]:
     return [
-        sys.executable, "-m", "kernelpilot.cli", "--json", "compare", spec, spec,
+        sys.executable, "-m", "kernelpilot", "--json", "compare", spec, spec,
         "--root-a", str(base_root), "--root-b", str(workdir), "--label-a", "baseline",
         "--label-b", "candidate", "--timing", task.timing_mode or "cold",
         "--min-effect", repr(task.min_effect), "--rotate", str(rotate), "--observe",

@@ -1,7 +1,7 @@
 """Files a task owns, written so that a crash never leaves a partial one.
 
-Whole files go through `kernelpilot.atomic` (temp file, fsync, `os.replace`). `append_jsonl` appends
-one line under an exclusive `fcntl.flock` with a single `write`
+Whole files go through `kernelpilot.foundation.atomic` (temp file, fsync, `os.replace`). `append_jsonl`
+appends one line under an exclusive `fcntl.flock` with a single `write`
 (and repairs a torn last line left by a writer killed mid-line by starting on a new line).
 """
 
@@ -13,9 +13,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from kernelpilot.atomic import write_text_atomic
-from kernelpilot.errors import FormatError, InputFileError, StoreError
-from kernelpilot.models import compact_json
+from kernelpilot.foundation.atomic import write_text_atomic
+from kernelpilot.foundation.errors import FormatError, InputFileError, StoreError
+from kernelpilot.foundation.models import compact_json
 
 
 def atomic_write_json(path: Path, data: Any) -> None:

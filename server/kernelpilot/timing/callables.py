@@ -31,8 +31,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kernelpilot.capability import Progress, no_progress
-from kernelpilot.errors import DeviceUnavailableError, InputFileError, InvalidArgumentError, KernelpilotError
+from kernelpilot.foundation.errors import (
+    DeviceUnavailableError,
+    InputFileError,
+    InvalidArgumentError,
+    KernelpilotError,
+)
+from kernelpilot.foundation.progress import Progress, no_progress
 from kernelpilot.timing.errors import CallableError
 
 __all__ = ["CallableError", "CallableTiming", "build_closures", "load_factory", "time_callable", "time_cpu"]

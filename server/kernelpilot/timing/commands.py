@@ -2,7 +2,7 @@
 
 Owns: argv validation (lists only, shell strings refused), metric extraction by a regex with one
 group or a JSON key path, the typed errors for a command that fails, hangs or prints no metric
-(each carrying the output tail). Programs run through `kernelpilot.toolchain` with a timeout that
+(each carrying the output tail). Programs run through `kernelpilot.host.toolchain` with a timeout that
 kills the whole process group.
 """
 
@@ -16,12 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kernelpilot import toolchain
-from kernelpilot.errors import (
+from kernelpilot.foundation.errors import (
     InvalidArgumentError,
     ToolNotFoundError,
     ToolTimeoutError,
 )
+from kernelpilot.host import toolchain
 from kernelpilot.timing.errors import CommandFailedError, CommandTimeoutError, MetricNotFoundError
 
 OUTPUT_TAIL_CHARS = 4000

@@ -21,8 +21,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from kernelpilot.capability import Progress, no_progress
-from kernelpilot.errors import DeviceUnavailableError, InputFileError, KernelpilotError
+from kernelpilot.foundation.errors import DeviceUnavailableError, InputFileError, KernelpilotError
+from kernelpilot.foundation.progress import Progress, no_progress
 from kernelpilot.timing import clocks, environment, paired
 from kernelpilot.timing.callables import _cuda_torch, build_closures, load_factory
 from kernelpilot.timing.models import CompareRequest, CompareResult

@@ -8,8 +8,8 @@ import time
 from pathlib import Path
 from typing import Literal
 
-from kernelpilot.capability import Progress, no_progress
-from kernelpilot.errors import InputFileError, InvalidArgumentError
+from kernelpilot.foundation.errors import InputFileError, InvalidArgumentError
+from kernelpilot.foundation.progress import Progress, no_progress
 from kernelpilot.guard.models import Rejection
 from kernelpilot.timing import clocks, environment, instrumentation
 from kernelpilot.timing.callables import CallableTiming, time_callable

@@ -1,7 +1,7 @@
 """What a measurement ran on: GPU, driver, clocks seen, library versions, git commit and diff hash.
 
 Owns the environment record attached to every timing and eval result. External programs
-(nvidia-smi, git) go through `kernelpilot.toolchain`; library versions come from package metadata
+(nvidia-smi, git) go through `kernelpilot.host.toolchain`; library versions come from package metadata
 (no heavy import). It does not time anything.
 """
 
@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from kernelpilot import toolchain
-from kernelpilot.errors import ToolchainError
+from kernelpilot.foundation.errors import ToolchainError
+from kernelpilot.host import toolchain
 
 # nvidia-smi --query-gpu fields (documented in `nvidia-smi --help-query-gpu`).
 _SMI_FIELDS = ("name", "driver_version", "clocks.sm", "clocks.mem", "clocks.max.sm", "temperature.gpu")

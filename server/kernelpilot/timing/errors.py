@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kernelpilot.errors import (
+from kernelpilot.foundation.errors import (
     DeviceUnavailableError,
     FormatError,
     InvalidArgumentError,

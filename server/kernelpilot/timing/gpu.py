@@ -35,8 +35,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from kernelpilot.capability import Progress, no_progress
-from kernelpilot.errors import DeviceUnavailableError, KernelpilotError
+from kernelpilot.foundation.errors import DeviceUnavailableError, KernelpilotError
+from kernelpilot.foundation.progress import Progress, no_progress
 from kernelpilot.timing.errors import CallableError, GpuLostError
 from kernelpilot.timing.stats import quantile
 

@@ -6,8 +6,8 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
+from kernelpilot.foundation.models import Request, Result
 from kernelpilot.guard.models import Observation, Rejection
-from kernelpilot.models import Request, Result
 from kernelpilot.timing.commands import coerce_argv
 from kernelpilot.timing.stats import DEFAULT_CV_THRESHOLD, SampleStats
 

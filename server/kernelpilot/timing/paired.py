@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from kernelpilot.errors import KernelpilotError
+from kernelpilot.foundation.errors import KernelpilotError
 from kernelpilot.timing import clocks, gpu
 from kernelpilot.timing.errors import CallableError, NotComparableError, SideFailedError
 from kernelpilot.timing.stats import paired_ratio_ci

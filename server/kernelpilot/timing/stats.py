@@ -13,8 +13,8 @@ from collections.abc import Sequence
 
 from pydantic import Field
 
-from kernelpilot.errors import InvalidArgumentError
-from kernelpilot.models import Result
+from kernelpilot.foundation.errors import InvalidArgumentError
+from kernelpilot.foundation.models import Result
 
 DEFAULT_CV_THRESHOLD = 0.02  # stable if stdev/mean <= 2 % (the default of `kernelpilot time`)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kernelpilot.errors import UnknownSpecError
+from kernelpilot.foundation.errors import UnknownSpecError
 from kernelpilot.wiki.audit import audit_paths
 from kernelpilot.wiki.core import Wiki, load_wiki
 from kernelpilot.wiki.errors import AmbiguousNameError

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from kernelpilot.errors import InputFileError, ToolchainError
+from kernelpilot.foundation.errors import InputFileError, ToolchainError
 from kernelpilot.wiki.core import Wiki, load_wiki, parse_spec_line
 from kernelpilot.wiki.models import AuditProblem, AuditResult
 
@@ -144,7 +144,7 @@ class _WikiFiles:
 
     @staticmethod
     def _git_history(disk: Path) -> set[tuple[str, str, str]] | None:
-        from kernelpilot.toolchain import find_tool, run
+        from kernelpilot.host.toolchain import find_tool, run
 
         git = find_tool("git")
         if git is None:

@@ -28,7 +28,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kernelpilot.errors import InputFileError
+from kernelpilot.foundation.errors import InputFileError
 from kernelpilot.wiki.errors import AmbiguousNameError, WikiConflictError
 from kernelpilot.wiki.models import UNITS, UNKNOWN_TEXT, CitedValue, GpuInfo, UnknownSpecError, WikiIssue
 
@@ -603,7 +603,7 @@ def user_wiki_dirs(extra_dirs: list[Path] | None = None) -> list[Path]:
 
 def load_wiki(extra_dirs: list[Path] | None = None, *, include_bundled: bool = True) -> Wiki:
     """Load the bundled gpu-wiki-index plus user wikis (extend/override; see the module docstring)."""
-    from kernelpilot.paths import bundled_dir
+    from kernelpilot.foundation.paths import bundled_dir
 
     wiki = Wiki()
     if include_bundled:

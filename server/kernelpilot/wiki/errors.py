@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kernelpilot.errors import CitationError, InvalidArgumentError
+from kernelpilot.foundation.errors import CitationError, InvalidArgumentError
 
 
 class AmbiguousNameError(InvalidArgumentError):

@@ -10,8 +10,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from kernelpilot.errors import UnknownSpecError
-from kernelpilot.models import Request, Result
+from kernelpilot.foundation.errors import UnknownSpecError
+from kernelpilot.foundation.models import Request, Result
 from kernelpilot.wiki.errors import AmbiguousNameError, BareNumberError, UnitMismatchError, WikiConflictError
 
 # The only units a wiki line may carry (line grammar: `kernelpilot.wiki.core` docstring).

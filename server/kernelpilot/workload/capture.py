@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import kernelpilot
-from kernelpilot.errors import DeviceUnavailableError, InvalidArgumentError
+from kernelpilot.foundation.errors import DeviceUnavailableError, InvalidArgumentError
+from kernelpilot.host.toolchain import find_tool, require_tool, run
 from kernelpilot.timing.errors import CallableError
-from kernelpilot.toolchain import find_tool, require_tool, run
 from kernelpilot.workload.errors import NoStepWorkError, RegionNotEnteredError
 from kernelpilot.workload.models import CaptureTarget
 from kernelpilot.workload.readers.trace import Trace

@@ -10,9 +10,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kernelpilot.atomic import write_text_atomic
-from kernelpilot.capability import Progress, no_progress
-from kernelpilot.errors import InputFileError, InvalidArgumentError, KernelpilotError
+from kernelpilot.foundation.atomic import write_text_atomic
+from kernelpilot.foundation.errors import InputFileError, InvalidArgumentError, KernelpilotError
+from kernelpilot.foundation.progress import Progress, no_progress
 from kernelpilot.workload.breakdown import breakdown, mark_hot
 from kernelpilot.workload.models import (
     CaptureTarget,

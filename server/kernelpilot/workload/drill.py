@@ -34,8 +34,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from kernelpilot.capability import Progress, no_progress
-from kernelpilot.errors import InvalidArgumentError, KernelpilotError, ToolFailedError
+from kernelpilot.foundation.errors import InvalidArgumentError, KernelpilotError, ToolFailedError
+from kernelpilot.foundation.progress import Progress, no_progress
 from kernelpilot.profile.models import KernelProfile
 from kernelpilot.workload.names import full_key, name_keys
 
@@ -143,7 +143,7 @@ def drill_hot(
         else:
             text, failure = _run_ncu(target, plan)
             if raw_csv is not None:
-                from kernelpilot.atomic import write_text_atomic
+                from kernelpilot.foundation.atomic import write_text_atomic
 
                 write_text_atomic(raw_csv, text)
             profiles = _profiles(text)
@@ -266,10 +266,10 @@ def _command(target: DrillTarget, plan: FilterPlan) -> list[str]:
 
 def _run_ncu(target: DrillTarget, plan: FilterPlan) -> tuple[str, str]:
     """(raw-page CSV text, failure) — failure names why the run ended early ("" when it did not)."""
+    from kernelpilot.host.toolchain import require_tool, run
     from kernelpilot.profile.errors import ProfilerError
     from kernelpilot.profile.models import ProfileRunRequest
     from kernelpilot.profile.ncu_runner import build_ncu_argv, check_messages
-    from kernelpilot.toolchain import require_tool, run
 
     ncu = str(require_tool("ncu"))
     from kernelpilot.profile.metrics import roofline_metrics
@@ -380,7 +380,7 @@ AMD_COUNTERS = (
 
 
 def _use_rocprof() -> bool:
-    from kernelpilot.toolchain import find_tool
+    from kernelpilot.host.toolchain import find_tool
 
     return find_tool("ncu") is None and find_tool("rocprofv3") is not None
 
@@ -431,9 +431,9 @@ def _run_rocprof(
     import shutil
     import tempfile
 
-    from kernelpilot.errors import PermissionDeniedError
+    from kernelpilot.foundation.errors import PermissionDeniedError
+    from kernelpilot.host.toolchain import require_tool, run
     from kernelpilot.profile import rocprof
-    from kernelpilot.toolchain import require_tool, run
 
     outdir = tempfile.mkdtemp(prefix="kernelpilot-drill-")
     try:

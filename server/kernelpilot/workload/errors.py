@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kernelpilot.errors import FormatError, NotFoundError
+from kernelpilot.foundation.errors import FormatError, NotFoundError
 
 
 class TraceFormatError(FormatError):

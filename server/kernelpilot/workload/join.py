@@ -31,7 +31,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from kernelpilot.errors import InputFileError, KernelpilotError
+from kernelpilot.foundation.errors import InputFileError, KernelpilotError
 from kernelpilot.isa.models import KernelResources
 from kernelpilot.workload.names import NameKeys, demangle_many, full_key, name_keys
 

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from kernelpilot.models import Request, Result
+from kernelpilot.foundation.models import Request, Result
 from kernelpilot.timing.commands import coerce_argv
 
 TraceFormat = Literal[

@@ -106,7 +106,7 @@ def _arch(torch: Any) -> str:
 
 def _code_objects() -> dict[str, Any]:
     """The GPU code objects this process has mapped (workload/join.py), listed while they still are."""
-    from kernelpilot.errors import KernelpilotError
+    from kernelpilot.foundation.errors import KernelpilotError
     from kernelpilot.workload.join import loaded_code_objects
 
     try:
@@ -136,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
         print("kernelpilot-runner: torch is not installed in this Python", file=sys.stderr)
         return EXIT_NO_GPU
 
-    from kernelpilot.errors import KernelpilotError
+    from kernelpilot.foundation.errors import KernelpilotError
     from kernelpilot.timing.callables import build_closures, load_factory
 
     if not torch.cuda.is_available():

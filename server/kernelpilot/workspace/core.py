@@ -17,8 +17,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from kernelpilot.atomic import write_json_atomic, write_text_atomic
-from kernelpilot.errors import CitationError, InputFileError, InvalidArgumentError
+from kernelpilot.foundation.atomic import write_json_atomic, write_text_atomic
+from kernelpilot.foundation.errors import CitationError, InputFileError, InvalidArgumentError
 from kernelpilot.workspace import gitops, hardware, render
 from kernelpilot.workspace.errors import WorkspaceExistsError, WorkspaceNameError, WorkspaceNotFoundError
 from kernelpilot.workspace.models import InitWorkspaceRequest, InitWorkspaceResult

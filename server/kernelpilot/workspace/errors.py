@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kernelpilot.errors import FormatError, InvalidArgumentError, NotFoundError, StateError
+from kernelpilot.foundation.errors import FormatError, InvalidArgumentError, NotFoundError, StateError
 
 
 class WorkspaceNameError(InvalidArgumentError):

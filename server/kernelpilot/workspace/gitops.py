@@ -1,4 +1,5 @@
-"""Git operations of a workspace, all through `kernelpilot.toolchain` (argv lists, timeouts, typed errors).
+"""Git operations of a workspace, all through `kernelpilot.host.toolchain` (argv lists, timeouts, typed
+errors).
 
 Identity and signing are set locally in each workspace repo so commits work on a bare machine with
 no global git configuration.
@@ -8,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kernelpilot.toolchain import RunResult, require_tool, run
+from kernelpilot.host.toolchain import RunResult, require_tool, run
 
 GIT_TIMEOUT_S = 60.0
 COMMITTER_NAME = "kernelpilot"

@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from kernelpilot.errors import KernelpilotError
+from kernelpilot.foundation.errors import KernelpilotError
 
 # dtype spelling -> wiki metric key of the peak that dtype runs at (a vocabulary map, not a number).
 DTYPE_PEAK_METRIC: dict[str, str] = {

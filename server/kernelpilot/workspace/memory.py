@@ -13,8 +13,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from kernelpilot.atomic import create_json_exclusive, write_json_atomic
-from kernelpilot.errors import InputFileError, InvalidArgumentError, StateError
+from kernelpilot.foundation.atomic import create_json_exclusive, write_json_atomic
+from kernelpilot.foundation.errors import InputFileError, InvalidArgumentError, StateError
 from kernelpilot.workspace import gitops
 from kernelpilot.workspace.core import Workspace, locate, now_iso
 from kernelpilot.workspace.errors import DirtyTreeError, MemorySchemaError, MemoryVersionError

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from kernelpilot.models import Request, Result
+from kernelpilot.foundation.models import Request, Result
 
 Verdict = Literal["compute_bound", "memory_bound", "latency_bound", "sync_bound", "unknown"]
 

@@ -13,8 +13,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from kernelpilot.errors import CitationError
-from kernelpilot.paths import bundled_dir
+from kernelpilot.foundation.errors import CitationError
+from kernelpilot.foundation.paths import bundled_dir
 from kernelpilot.workspace.hardware import HardwareInfo
 
 TBD = "TBD"

@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from kernelpilot.atomic import write_text_atomic
+from kernelpilot.foundation.atomic import write_text_atomic
 from kernelpilot.workspace import charts, gitops
 from kernelpilot.workspace.core import Workspace, audit_files, hardware_for, locate, now_iso
 from kernelpilot.workspace.errors import MemoryVersionError

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from kernelpilot.errors import InvalidArgumentError
+from kernelpilot.foundation.errors import InvalidArgumentError
 from kernelpilot.profile.att.reader import DISPATCH_RE
 from kernelpilot.profile.errors import AttFormatError
 from kernelpilot.profile.models import ProfileRunRequest

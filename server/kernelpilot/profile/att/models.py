@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from kernelpilot.models import Request, Result
+from kernelpilot.foundation.models import Request, Result
 
 
 class AttRequest(Request):

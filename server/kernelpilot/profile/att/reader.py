@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from kernelpilot.errors import InputFileError
+from kernelpilot.foundation.errors import InputFileError
 from kernelpilot.profile.errors import AttFormatError
 
 SUPPORTED_MAJOR = (

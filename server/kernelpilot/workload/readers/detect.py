@@ -5,7 +5,7 @@ from __future__ import annotations
 import gc
 from pathlib import Path
 
-from kernelpilot.errors import InputFileError, InvalidArgumentError
+from kernelpilot.foundation.errors import InputFileError, InvalidArgumentError
 from kernelpilot.workload.errors import TraceFormatError
 from kernelpilot.workload.readers.trace import Trace
 

@@ -2,8 +2,8 @@
 
 The prose has one home: `skills/.commands/<name>.md` (what Claude Code runs as `/<name>`) and
 `skills/<skill>/SKILL.md`. This module declares only each prompt's typed arguments; a command's
-`argument-hint` line is rendered from them (`python -m kernelpilot.reference --write` rewrites it, and a test
-fails when it is stale), and the prompt text is read from the same Markdown at request time, with
+`argument-hint` line is rendered from them (`python -m kernelpilot.adapters.reference --write` rewrites it,
+and a test fails when it is stale), and the prompt text is read from the same Markdown at request time, with
 `$ARGUMENTS` filled from the arguments. So a prompt and its slash command cannot drift apart.
 """
 
@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kernelpilot.errors import InputFileError, InvalidArgumentError, KernelpilotError
-from kernelpilot.paths import bundled_dir
+from kernelpilot.foundation.errors import InputFileError, InvalidArgumentError, KernelpilotError
+from kernelpilot.foundation.paths import bundled_dir
 
 
 @dataclass(frozen=True)
@@ -223,7 +223,7 @@ def add_prompts(server: Any) -> None:
     from mcp.shared.exceptions import MCPError
     from mcp.types import INVALID_PARAMS
 
-    from kernelpilot.mcp_sdk import make_prompt
+    from kernelpilot.adapters.mcp_sdk import make_prompt
 
     def prompt_fn(spec: PromptSpec) -> Any:
         def fn(**kwargs: Any) -> str:

@@ -14,9 +14,9 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from kernelpilot.atomic import write_text_atomic
+from kernelpilot.foundation.atomic import write_text_atomic
 
-_PACKAGE_DIR = Path(__file__).resolve().parent
+_PACKAGE_DIR = Path(__file__).resolve().parents[1]  # kernelpilot/: its sources key the cache
 
 
 def _cache_dir() -> Path:

@@ -3,8 +3,8 @@
 Every capability becomes one tool whose flat input schema comes from its pydantic request model and
 whose structured output is its result model. Kernelpilot errors become tool errors (`isError`), so a
 bad call never takes the server down. Bundled wiki files, playbooks and skill files are read-only
-resources; slash commands and phase skills are prompts (`kernelpilot.prompts`). Core functions run in a
-worker thread so long tools can stream progress without blocking the loop.
+resources; slash commands and phase skills are prompts (`kernelpilot.adapters.prompts`). Core functions
+run in a worker thread so long tools can stream progress without blocking the loop.
 
 Tools are grouped in toolsets (declared beside each capability): `core` is served by default, others by
 `--toolsets` / KERNELPILOT_TOOLSETS or the `toolsets_enable` tool. SDK internals live in `mcp_sdk`;
@@ -31,9 +31,7 @@ from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field, ValidationError
 
 from kernelpilot import __version__
-from kernelpilot.capability import Capability, all_capabilities, toolset_names
-from kernelpilot.errors import InvalidArgumentError, KernelpilotError
-from kernelpilot.mcp_sdk import (
+from kernelpilot.adapters.mcp_sdk import (
     OUTPUT_DROP,
     argument_model,
     compact_schema,
@@ -43,9 +41,11 @@ from kernelpilot.mcp_sdk import (
     run_stdio,
     share_definitions,
 )
-from kernelpilot.models import Request, Result
-from kernelpilot.paths import bundled_dir
-from kernelpilot.validation import validation_message
+from kernelpilot.capabilities import Capability, all_capabilities, toolset_names
+from kernelpilot.foundation.errors import InvalidArgumentError, KernelpilotError
+from kernelpilot.foundation.models import Request, Result
+from kernelpilot.foundation.paths import bundled_dir
+from kernelpilot.foundation.validation import validation_message
 
 INSTRUCTIONS = (
     "kernelpilot turns a slow GPU kernel into one near the hardware limit with every number measured "
@@ -101,7 +101,7 @@ def _schemas(caps: Sequence[Capability]) -> dict[str, dict[str, Any]]:
     kernelpilot/mcp/pydantic versions and the package's source files) keeps cold start near the cost of
     importing the SDK. A missing, stale or unreadable cache is simply rebuilt.
     """
-    from kernelpilot import schema_cache
+    from kernelpilot.foundation import schema_cache
 
     cached = schema_cache.load()
     if cached is not None and all(c.tool in cached for c in caps):
@@ -205,7 +205,7 @@ def select_toolsets(names: str | Sequence[str] | None = None) -> tuple[str, ...]
 def build_server(toolsets: str | Sequence[str] | None = None) -> MCPServer[Any]:
     """The server with the tools of `core` and the selected toolsets, the `toolsets_enable` tool that adds
     more at run time, the prompts and the bundled resources."""
-    from kernelpilot import prompts
+    from kernelpilot.adapters import prompts
 
     selected = select_toolsets(toolsets)
     caps = all_capabilities()
@@ -251,7 +251,7 @@ def _toolsets_tool(
     server: MCPServer[Any], caps: Sequence[Capability], schemas: dict[str, dict[str, Any]]
 ) -> Tool:
     """The MCP-only tool that lists toolsets and enables more of them for the running server."""
-    from kernelpilot.capability import TOOLSETS
+    from kernelpilot.capabilities import TOOLSETS
 
     async def toolsets_enable(ctx: Context, **kwargs: Any) -> ToolsetsResult:
         try:
@@ -301,7 +301,7 @@ def _toolsets_tool(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from kernelpilot import http_auth
+    from kernelpilot.adapters import http_auth
 
     parser = argparse.ArgumentParser(prog="kernelpilot-mcp", description="kernelpilot MCP server")
     parser.add_argument("--transport", choices=["stdio", "streamable-http"], default="stdio")

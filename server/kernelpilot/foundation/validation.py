@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator, ValidationError
 
-from kernelpilot.errors import InputFileError, InvalidArgumentError
+from kernelpilot.foundation.errors import InputFileError, InvalidArgumentError
 
 
 def flag(name: str) -> str:

@@ -11,9 +11,9 @@ from pathlib import Path
 
 from pydantic import Field
 
-from kernelpilot import toolchain
-from kernelpilot.errors import KernelpilotError, ToolchainError
-from kernelpilot.models import Request, Result
+from kernelpilot.foundation.errors import KernelpilotError, ToolchainError
+from kernelpilot.foundation.models import Request, Result
+from kernelpilot.host import toolchain
 from kernelpilot.wiki.models import WIKI_FIELD_DESCRIPTION
 
 DOCTOR_TOOLS = (

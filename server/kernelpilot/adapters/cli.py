@@ -24,15 +24,15 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 from kernelpilot import __version__
-from kernelpilot.capability import (
+from kernelpilot.capabilities import (
     Capability,
     Progress,
     all_capabilities,
     capabilities_for_command,
     no_progress,
 )
-from kernelpilot.errors import InvalidArgumentError, KernelpilotError
-from kernelpilot.validation import flag, load_json_argument, validation_message
+from kernelpilot.foundation.errors import InvalidArgumentError, KernelpilotError
+from kernelpilot.foundation.validation import flag, load_json_argument, validation_message
 
 __all__ = [
     "build_parser",

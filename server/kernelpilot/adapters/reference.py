@@ -1,8 +1,8 @@
 """The generated reference of every tool and command (`docs/reference.md`), and the slash commands'
 `argument-hint` lines, both rendered from the declarations (capability registry, prompts).
 
-`python -m kernelpilot.reference --write` regenerates them; `--check` exits 1 when a file is stale (a test
-runs the check, so CI fails on a stale reference). Hand edits to the generated files are overwritten.
+`python -m kernelpilot.adapters.reference --write` regenerates them; `--check` exits 1 when a file is stale
+(a test runs the check, so CI fails on a stale reference). Hand edits to the generated files are overwritten.
 """
 
 from __future__ import annotations
@@ -20,11 +20,11 @@ from typing import Any
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
-from kernelpilot.capability import TOOLSETS, Capability, all_capabilities, toolset_names
-from kernelpilot.validation import flag
+from kernelpilot.capabilities import TOOLSETS, Capability, all_capabilities, toolset_names
+from kernelpilot.foundation.validation import flag
 
-REPO_ROOT = Path(__file__).resolve().parent.parent.parent
-REGENERATE = "python -m kernelpilot.reference --write"
+REPO_ROOT = Path(__file__).resolve().parents[3]
+REGENERATE = "python -m kernelpilot.adapters.reference --write"
 
 NAMING = """\
 One pattern: a tool is named after its CLI command, words joined by `_` (`kernelpilot exp create`
@@ -158,7 +158,7 @@ def _capability(cap: Capability) -> list[str]:
 
 def render() -> str:
     """The whole reference as Markdown."""
-    from kernelpilot.prompts import PROMPTS, argument_hint, description
+    from kernelpilot.adapters.prompts import PROMPTS, argument_hint, description
 
     caps = all_capabilities()
     lines = [
@@ -204,7 +204,7 @@ _HINT_LINE = re.compile(r"^argument-hint:.*$", re.M)
 
 
 def _command_file(spec_name: str, root: Path) -> tuple[Path, str]:
-    from kernelpilot.prompts import PROMPTS, argument_hint
+    from kernelpilot.adapters.prompts import PROMPTS, argument_hint
 
     spec = next(s for s in PROMPTS if s.name == spec_name)
     path = root / "skills" / ".commands" / f"{spec.command}.md"
@@ -214,7 +214,7 @@ def _command_file(spec_name: str, root: Path) -> tuple[Path, str]:
 
 def generated(root: Path = REPO_ROOT) -> dict[Path, str]:
     """Every generated file under `root` with the content it should have."""
-    from kernelpilot.prompts import PROMPTS
+    from kernelpilot.adapters.prompts import PROMPTS
 
     out = {root / "docs" / "reference.md": render()}
     for spec in PROMPTS:
@@ -232,7 +232,7 @@ def stale(root: Path = REPO_ROOT) -> list[Path]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m kernelpilot.reference", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m kernelpilot.adapters.reference", description=__doc__)
     parser.add_argument("--root", type=Path, default=REPO_ROOT, help="repository root")
     mode = parser.add_mutually_exclusive_group(required=True)
     mode.add_argument("--write", action="store_true", help="regenerate the files")
@@ -243,7 +243,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for path in old:
             print(f"stale: {path} (run `{REGENERATE}`)", file=sys.stderr)
         return 1 if old else 0
-    from kernelpilot.atomic import write_text_atomic
+    from kernelpilot.foundation.atomic import write_text_atomic
 
     for path, text in generated(args.root).items():
         if not path.is_file() or path.read_text(encoding="utf-8") != text:

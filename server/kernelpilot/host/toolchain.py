@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from kernelpilot.errors import (
+from kernelpilot.foundation.errors import (
     InvalidArgumentError,
     PermissionDeniedError,
     ToolFailedError,

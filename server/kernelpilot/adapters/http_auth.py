@@ -15,7 +15,7 @@ from typing import Any
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from kernelpilot.errors import InvalidArgumentError
+from kernelpilot.foundation.errors import InvalidArgumentError
 
 
 def is_loopback(host: str) -> bool:

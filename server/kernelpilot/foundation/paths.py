@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kernelpilot.errors import InputFileError
+from kernelpilot.foundation.errors import InputFileError
 
-_PACKAGE_DIR = Path(__file__).resolve().parent
+_PACKAGE_DIR = Path(__file__).resolve().parents[1]  # kernelpilot/
 _REPO_ROOT = _PACKAGE_DIR.parent.parent
 
 BUNDLED_NAMES = ("gpu-wiki-index", "playbooks", "templates", "skills")
