@@ -44,3 +44,17 @@ def test_tool_names_follow_the_pattern():
     outside = {c.tool for c in caps if not follows_naming(c)}
     assert outside <= LEGACY_NAMES, f"tools outside the naming pattern: {sorted(outside - LEGACY_NAMES)}"
     assert {c.tool for c in caps} >= LEGACY_NAMES, "a legacy name left: drop it from LEGACY_NAMES"
+
+
+def test_a_one_word_command_may_name_its_toolsets_concept_first():
+    """`kernelpilot compare` is `time_compare` (the `time` concept of its toolset); a concept that is no
+    one-word command of the same toolset, fails."""
+    import dataclasses
+
+    caps = all_capabilities()
+    compare = next(c for c in caps if c.command == ("compare",))
+    assert compare.tool == "time_compare" and follows_naming(compare, caps)
+    assert not follows_naming(dataclasses.replace(compare, tool="spec_compare"), caps)  # spec: not in measure
+    assert not follows_naming(dataclasses.replace(compare, tool="sweep_compare"), caps)  # not a command
+    alone = [c for c in caps if c.command != ("time",)]
+    assert not follows_naming(compare, alone)  # without `time` in the toolset the concept is unknown

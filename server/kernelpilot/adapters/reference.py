@@ -30,7 +30,9 @@ NAMING = """\
 One pattern: a tool is named after its CLI command, words joined by `_` (`kernelpilot exp create`
 is `exp_create`, `kernelpilot isa list` is `isa_list`, `kernelpilot memory restart` is `memory_restart`);
 a one-word command adds the verb (`kernelpilot ledger` is `ledger_show`, `kernelpilot spec` is
-`spec_lookup`). So the concept comes first and a toolset's tools sort together. Tools named before
+`spec_lookup`), or, when it works on the concept of another one-word command of its toolset, comes after
+that concept (`kernelpilot compare` times two closures the way `kernelpilot time` times one, so it is
+`time_compare`). So the concept comes first and a toolset's tools sort together. Tools named before
 this rule keep their names, since skills, playbooks and hosts' permission settings refer to them:
 `classify_bottleneck`, `create_task`, `evaluate`, `init_workspace`, `isa_fit_view`, `render_report`,
 `wiki_list_gpus`, `write_plan`. A test holds every other tool, present or future, to the pattern."""
@@ -67,13 +69,23 @@ LEGACY_NAMES = frozenset(
 )
 
 
-def follows_naming(cap: Capability) -> bool:
-    """True when the tool is named after its CLI command's words (plus a verb for a one-word command)."""
+def follows_naming(cap: Capability, caps: Sequence[Capability] | None = None) -> bool:
+    """True when the tool is named after its CLI command's words (plus a verb for a one-word command, or
+    the concept of another one-word command in its toolset before it; `caps` default: every capability)."""
     words = [w.replace("-", "_") for w in cap.command]
     if cap.tool == "_".join(words):
         return True
-    head, _, verb = cap.tool.partition("_")
-    return len(words) == 1 and head == words[0] and verb.isidentifier() and "_" not in verb
+    head, _, rest = cap.tool.partition("_")
+    if len(words) != 1:
+        return False
+    if head == words[0] and rest.isidentifier() and "_" not in rest:
+        return True
+    concepts = {
+        c.command[0]
+        for c in (all_capabilities() if caps is None else caps)
+        if len(c.command) == 1 and c.toolset == cap.toolset and c.command != cap.command
+    }
+    return rest == words[0] and head in concepts
 
 
 def _type_name(tp: Any) -> str:

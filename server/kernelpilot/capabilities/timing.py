@@ -1,4 +1,4 @@
-"""Capability declarations for `time` (time_kernel) and `compare` (compare_kernels)."""
+"""Capability declarations for `time` (time_kernel) and `compare` (time_compare)."""
 
 from kernelpilot.capabilities import Capability
 from kernelpilot.timing.models import CompareRequest, CompareResult, TimeRequest, TimeResult
@@ -31,7 +31,7 @@ CAPABILITIES = [
         open_world=True,
     ),
     Capability(
-        tool="compare_kernels",
+        tool="time_compare",
         command=("compare",),
         summary="Compare two launch closures timed together (paired ABBA): ratio, CI, verdict, clocks.",
         description=(

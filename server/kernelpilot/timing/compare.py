@@ -1,4 +1,4 @@
-"""The `compare_kernels` capability (`kernelpilot compare`): two launch-closure factories timed together.
+"""The `time_compare` capability (`kernelpilot compare`): two launch-closure factories timed together.
 
 Loads the two sides apart (each side's root first on `sys.path` only while its factory is imported and
 called; the modules it imported are then set aside under a side-specific name, so a baseline tree and a
