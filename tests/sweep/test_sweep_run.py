@@ -226,3 +226,82 @@ def test_a_grown_ledger_runs_only_the_new_shapes(sweep_dir: Path, tmp_path: Path
     assert grown.summary.sweep_id == first.summary.sweep_id  # same spec, same sweep
     assert grown.new_cells == 4 and grown.skipped_cells == 20
     assert grown.summary.shapes == 12 and len(grown.summary.cells) == 24 and grown.summary.complete
+
+
+# A metric that drifts: every run, of either variant, reads a shared counter k and prints 100 + 2k (the same
+# work getting slower, as a GPU warming to its power cap does) times the variant's own factor; each run
+# also appends its variant's name to order.log. No braces: the sweep fills `{field}` templates.
+_DRIFT = (
+    "import pathlib, sys\n"
+    "p = pathlib.Path('counter.txt')\n"
+    "k = int(p.read_text()) if p.exists() else 0\n"
+    "p.write_text(str(k + 1))\n"
+    "open('order.log', 'a').write(sys.argv[1] + chr(10))\n"
+    "print('metric: %.6f' % ((100.0 + 2.0 * k) * float(sys.argv[2])))\n"
+)
+
+
+def _drift_spec(sweep_dir: Path, direction: str, factors: dict[str, float]) -> Path:
+    import json
+    import sys
+
+    (sweep_dir / "one.jsonl").write_text((sweep_dir / "shapes.jsonl").read_text().splitlines()[0] + "\n")
+    variants = "".join(
+        f"[variants.{name}]\ncommand = {json.dumps([sys.executable, '-c', _DRIFT, name, str(f)])}\n"
+        f'metric_regex = "metric: ([0-9.]+)"\n'
+        for name, f in factors.items()
+    )
+    path = sweep_dir / f"drift_{direction}.toml"
+    path.write_text(
+        f'name = "drift-{direction}"\noperator = "reduction"\nbaseline = "base"\nledger = "one.jsonl"\n'
+        f'direction = "{direction}"\nruns = 4\nwarmup = 0\ncv_threshold = 0.5\nparity = 0.02\n{variants}'
+    )
+    return path
+
+
+def test_command_variant_is_alternated_with_the_baseline_command_and_judged_by_the_paired_ratio(
+    sweep_dir: Path, tmp_path: Path
+):
+    """The same command in two variants, its metric drifting 2 % per run: timed paired (A,B,B,A then
+    B,A,A,B) the ratio is exactly 1 and the cell is parity; the unpaired reading (the baseline cell's samples
+    taken before) would have called it a loss. A 0.8x command is a win of 1.25x from the ratio alone."""
+    spec = _drift_spec(sweep_dir, "lower", {"base": 1.0, "same": 1.0})
+    db = str(tmp_path / "exp.db")
+    res = run_sweep(SweepRunRequest(spec=str(spec), db=db, device="cpu", workers=1))
+    assert res.new_cells == 2
+    cells = {c.raw_result["variant"]: c for c in _cells(db, res.summary.sweep_id) if "variant" in c.raw_result}
+    base, same = cells["base"].raw_result, cells["same"].raw_result
+    pc = same["timing"]["paired"]
+    assert pc is not None and pc["pairs"] == 2 and pc["ratios"] == pytest.approx([1.0, 1.0], abs=1e-12)
+    assert same["verdict"] == "parity" and same["speedup"] == pytest.approx(1.0, abs=1e-12)
+    assert cells["same"].score == pytest.approx(1.0, abs=1e-12)
+    # the runs alternated A,B,B,A then B,A,A,B after the baseline cell's own 4 runs
+    order = (sweep_dir / "order.log").read_text().split()
+    assert order == ["base"] * 4 + ["base", "same", "same", "base", "same", "base", "base", "same"]
+    # both sides' samples are recorded; the baseline's paired samples are later (higher) than its own cell's
+    assert len(same["timing"]["samples_us"]) == 4 and len(pc["baseline_samples"]) == 4
+    assert pc["baseline_samples"] == [108.0, 114.0, 118.0, 120.0]
+    assert same["timing"]["samples_us"] == [110.0, 112.0, 116.0, 122.0]
+    assert statistics.median(same["timing"]["samples_us"]) > max(base["timing"]["samples_us"])
+    from kernelpilot.sweep import stats  # what the unpaired judge says of the same samples: a loss
+
+    b_s, c_s = base["timing"]["samples_us"], same["timing"]["samples_us"]
+    unpaired = statistics.median(b_s) / statistics.median(c_s)
+    assert stats.verdict(unpaired, stats.cell_ci(b_s, c_s, "lower"), True, 0.02) == "loss"
+    assert "paired with the baseline (ABBA/BAAB, 2 pairs)" in same["timing"]["note"]
+
+
+def test_paired_command_cells_follow_the_metric_direction(sweep_dir: Path, tmp_path: Path):
+    """A higher-is-better metric: the variant printing 0.8x the baseline's is a loss (speed-up 0.8), one
+    printing 1.25x a win; both from the per-block ratios with their CI."""
+    spec = _drift_spec(sweep_dir, "higher", {"base": 1.0, "less": 0.8, "more": 1.25})
+    db = str(tmp_path / "exp.db")
+    res = run_sweep(SweepRunRequest(spec=str(spec), db=db, device="cpu", workers=1))
+    cells = {c.raw_result["variant"]: c for c in _cells(db, res.summary.sweep_id) if "variant" in c.raw_result}
+    less, more = cells["less"].raw_result, cells["more"].raw_result
+    assert less["verdict"] == "loss" and less["speedup"] == pytest.approx(0.8, rel=1e-9)
+    assert more["verdict"] == "win" and more["speedup"] == pytest.approx(1.25, rel=1e-9)
+    assert more["speedup_ci"] == pytest.approx([1.25, 1.25], rel=1e-9)
+    assert more["timing"]["paired"]["verdict"] == "improved" and less["timing"]["paired"]["verdict"] == "regressed"
+    summary = next(s for s in res.summary.summaries if s.variant == "more")
+    assert summary.geomean == pytest.approx(1.25, rel=1e-9) and summary.wins == 1

@@ -171,7 +171,7 @@ def _paired_timing(
 
 
 def _command_cell(v: VariantSpec, shape: Shape, root: Path, p: dict[str, Any], out: CellOutcome) -> None:
-    from kernelpilot.sweep.timing_adapter import time_command
+    from kernelpilot.sweep.timing_adapter import time_command, time_command_paired
     from kernelpilot.timing import instrumentation
     from kernelpilot.timing.commands import extract_metric, run_command
 
@@ -186,6 +186,16 @@ def _command_cell(v: VariantSpec, shape: Shape, root: Path, p: dict[str, Any], o
             out.state = "incorrect"
             out.check_note = f"printed error {err:.3g} exceeds atol {v.atol:g}"
             return
+    base = VariantSpec.model_validate(p["baseline_spec"]) if p.get("baseline_spec") else None
+    if base is not None and base.command is not None:
+        # the candidate alternated with the baseline variant's command at this shape (paired)
+        out.timing, _tail = time_command_paired(
+            [a.format(**shape.kwargs()) for a in base.command], argv, cwd=root, runs=p["runs"],
+            warmup=p["warmup"], timeout_s=max(v.timeout_s, base.timeout_s),
+            metric=(base.metric_regex, base.metric_json_key, v.metric_regex, v.metric_json_key),
+            direction=p["direction"], parity=p["parity"], cv_threshold=p["cv_threshold"],
+        )  # fmt: skip
+        return
     out.timing, _tail = time_command(
         argv,
         cwd=root,

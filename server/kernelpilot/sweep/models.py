@@ -125,15 +125,21 @@ class Shape(BaseModel):
 
 class PairedCell(BaseModel):
     """A candidate cell timed together with the baseline variant at the same shape, in the same worker,
-    interleaved A,B,B,A (`timing.compare.compare_sides`): its speed-up comes from the per-pair ratio."""
+    interleaved in A,B,B,A and B,A,A,B blocks (closures: `timing.compare.compare_sides`; commands:
+    `timing.paired.alternate_metrics`): its speed-up comes from the per-pair ratio."""
 
-    ratio_median: float = Field(description="Median per-pair time ratio candidate/baseline.")
+    ratio_median: float = Field(
+        description="Median per-pair ratio candidate/baseline (of times, or of the command's metric)."
+    )
     ratio_ci: list[float] = Field(description="95% bootstrap CI of that median.")
     ratios: list[float] = Field(description="Every pair's ratio (the geomean CI resamples them).")
     pairs: int
     baseline_median_us: float = Field(description="The baseline's median in the same run.")
     verdict: str = Field(description="improved / regressed / neutral / unstable (compare's verdict).")
     clocks_note: str = ""
+    baseline_samples: list[float] = Field(
+        default_factory=list, description="The baseline's samples taken in the same run, in run order."
+    )
 
 
 class CellTiming(BaseModel):

@@ -227,10 +227,14 @@ def cell_record(
 def _paired_record(
     loaded: LoadedSweep, out: CellOutcome, shape: Shape, roof: Roofline, raw: dict[str, Any], pc: PairedCell
 ) -> ExperimentRecord:
-    """A candidate cell timed paired with the baseline: scored at once from the per-pair ratio."""
+    """A candidate cell timed paired with the baseline: scored at once from the per-pair ratio (of times, or
+    of a command's metric in the spec's direction: a higher-is-better metric's speed-up is the ratio)."""
     spec = loaded.spec
     lo, hi = pc.ratio_ci
-    sp, ci = 1.0 / pc.ratio_median, (1.0 / hi, 1.0 / lo)
+    if spec.direction == "lower":
+        sp, ci = 1.0 / pc.ratio_median, (1.0 / hi, 1.0 / lo)
+    else:
+        sp, ci = pc.ratio_median, (lo, hi)
     v = stats.verdict(sp, ci, pc.verdict != "unstable", spec.parity)
     raw.update(speedup=sp, speedup_ci=[ci[0], ci[1]], verdict=v)
     result = f"{sp:.3f}x vs {spec.baseline} ({v}, paired: {pc.pairs} pairs)"

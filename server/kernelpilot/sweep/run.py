@@ -20,7 +20,14 @@ from kernelpilot.experiments.store import Store
 from kernelpilot.foundation.progress import Progress, no_progress
 from kernelpilot.sweep import records, spec
 from kernelpilot.sweep.errors import CellFailedError
-from kernelpilot.sweep.models import CellOutcome, Shape, SweepRunRequest, SweepRunResult, SweepSummary
+from kernelpilot.sweep.models import (
+    CellOutcome,
+    Shape,
+    SweepRunRequest,
+    SweepRunResult,
+    SweepSummary,
+    VariantSpec,
+)
 
 
 @contextmanager
@@ -157,6 +164,11 @@ def run_sweep(req: SweepRunRequest, progress: Progress = no_progress) -> SweepRu
     )
 
 
+def _same_kind(a: VariantSpec, b: VariantSpec) -> bool:
+    """Both factory variants or both command variants: the two can be timed paired."""
+    return (a.factory is not None) == (b.factory is not None)
+
+
 def _execute(
     cl: Any,
     loaded: spec.LoadedSweep,
@@ -186,10 +198,13 @@ def _execute(
             "runs": sp.runs,
             "warmup": sp.warmup,
             "cv_threshold": sp.cv_threshold,
+            "direction": sp.direction,
+            "parity": sp.parity,
             "device": "cpu" if device == "cpu" else cl.device,
-            # a candidate factory cell is timed together with the baseline variant (paired)
+            # a candidate cell is timed together with the baseline variant when both are of one kind
+            # (factories: compare's engine; commands: alternated runs)
             "baseline_spec": sp.variants[sp.baseline].model_dump(mode="json")
-            if v != sp.baseline and sp.variants[v].factory and sp.variants[sp.baseline].factory
+            if v != sp.baseline and _same_kind(sp.variants[v], sp.variants[sp.baseline])
             else None,
         }
         fut = cl.client.submit(

@@ -2,8 +2,10 @@
 
 `time_cell` times a launch closure with `kernelpilot time`'s engine (cold or warm GPU time through torch
 when this worker sees a GPU, else the labelled CPU perf_counter fallback); `time_command` reads a command's
-printed metric exactly as `eval` does. Both return the sweep's own `CellTiming`, so a change of timing
-internals stays in this file.
+printed metric exactly as `eval` does. A candidate cell is timed together with the baseline variant at its
+shape: `time_cell_paired` (closures, `kernelpilot compare`'s engine) and `time_command_paired` (commands,
+alternated as eval's command path alternates them, `timing.paired.alternate_metrics`). All return the
+sweep's own `CellTiming`, so a change of timing internals stays in this file.
 """
 
 from __future__ import annotations
@@ -95,6 +97,7 @@ def time_cell_paired(
     t.paired = PairedCell(
         ratio_median=r.ratio_median, ratio_ci=r.ratio_ci, ratios=r.ratios, pairs=r.pairs,
         baseline_median_us=r.a_stats.median, verdict=r.verdict, clocks_note=r.clocks.note,
+        baseline_samples=r.a_samples,
     )  # fmt: skip
     return t
 
@@ -125,3 +128,68 @@ def time_command(
         json_key=json_key,
     )
     return _timing(samples, "command_metric", cv_threshold, "metric printed by the command"), last_tail
+
+
+def time_command_paired(
+    baseline: list[str],
+    candidate: list[str],
+    *,
+    cwd: Path,
+    runs: int,
+    warmup: int,
+    timeout_s: float,
+    metric: tuple[str | None, str | None, str | None, str | None],
+    direction: str,
+    parity: float,
+    cv_threshold: float = 0.02,
+) -> tuple[CellTiming, str]:
+    """The candidate's command alternated with the baseline variant's at the same shape, in blocks of
+    A,B,B,A and B,A,A,B in turn (ceil(runs/2) blocks, at least 2), each side's metric read as `eval` reads
+    it; the speed-up and its CI come from the per-block ratio candidate/baseline, as for a factory cell.
+    `metric` = (baseline regex, baseline JSON key, candidate regex, candidate JSON key)."""
+    import math
+
+    from kernelpilot.timing import clocks, instrumentation, paired
+    from kernelpilot.timing.commands import extract_metric, run_command
+    from kernelpilot.timing.stats import paired_ratio_ci, ratio_verdict, summarize
+
+    env = instrumentation.stripped()
+    tail = ""
+
+    def measure(side: int) -> float:
+        nonlocal tail
+        argv, regex, key = (baseline, *metric[:2]) if side == 0 else (candidate, *metric[2:])
+        label = "baseline" if side == 0 else "candidate"
+        out = run_command(argv, cwd=cwd, env=env, timeout_s=timeout_s, field=f"{label} command")
+        if side == 1:
+            tail = out.output_tail
+        return extract_metric(out.stdout, out.stderr, regex=regex, json_key=key)
+
+    for _ in range(warmup):
+        measure(0), measure(1)
+    source = clocks.open_visible(env)
+    sampler = clocks.ClockSampler(source, 0.05)  # command runs last seconds: a reading every 50 ms
+    try:
+        with sampler:
+            run = paired.alternate_metrics((lambda: measure(0), lambda: measure(1)), max(2, math.ceil(runs / 2)))
+    finally:
+        if source is not None:
+            source.close()
+    ev = clocks.evidence(sampler, [run.span], clocks.DropLog(), clocks.ThrottlePolicy())
+    if not all(math.isfinite(r) and r > 0 for r in run.ratios):
+        from kernelpilot.timing.errors import MetricNotFoundError
+
+        raise MetricNotFoundError(
+            "a printed metric is <= 0 (or not finite): the paired ratio candidate/baseline is undefined",
+            "print a positive metric (a time, or a throughput) from both variants' commands",
+        )
+    med, lo, hi = paired_ratio_ci(run.ratios)
+    note = f"metric printed by the command, paired with the baseline ({paired.ORDER}, {len(run.ratios)} pairs)"
+    t = _timing(run.b, "command_metric", cv_threshold, note)
+    t.paired = PairedCell(
+        ratio_median=med, ratio_ci=[lo, hi], ratios=run.ratios, pairs=len(run.ratios),
+        baseline_median_us=summarize(run.a).median,
+        verdict=ratio_verdict(med, lo, hi, direction, parity, cv_threshold), clocks_note=ev.note,
+        baseline_samples=run.a,
+    )  # fmt: skip
+    return t, tail

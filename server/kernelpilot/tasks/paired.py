@@ -8,8 +8,9 @@ when the baseline was refreshed.
 - time_spec tasks: one `kernelpilot compare` process (never the judging one) loads the spec under each
   root, baseline and candidate kept apart, times them interleaved (ABBA, the task's cold/warm mode, NVML clock
   tags) and returns the per-pair ratio; its observation of each side's GPU work rides along for the guard.
-- command tasks: the eval command runs in the baseline tree and in the workdir alternately (A, B, B, A per
-  block); each block's ratio of the printed metric is one pair. When the command cannot run in the baseline
+- command tasks: the eval command runs in the baseline tree and in the workdir alternately (A,B,B,A and
+  B,A,A,B blocks in turn, `timing.paired.alternate_metrics`); each block's ratio of the printed metric is
+  one pair. When the command cannot run in the baseline
   tree (it needs an untracked build product, say), the step falls back to the unpaired comparison against
   baseline.json and the record says `method: unpaired` with the reason.
 
@@ -23,7 +24,6 @@ from __future__ import annotations
 import json
 import math
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,7 +33,7 @@ from kernelpilot.foundation.progress import Progress, no_progress
 from kernelpilot.host import toolchain
 from kernelpilot.tasks.create import CLI_MODULE, LEGACY_CLI_MODULE, interpreter_argv
 from kernelpilot.tasks.models import Task
-from kernelpilot.timing import clocks, environment
+from kernelpilot.timing import clocks, environment, paired
 from kernelpilot.timing.commands import OUTPUT_TAIL_CHARS, extract_metric, run_command
 from kernelpilot.timing.models import ClockEvidence, CompareResult
 from kernelpilot.timing.stats import paired_ratio_ci, ratio_verdict, summarize
@@ -179,7 +179,8 @@ def paired_command(
     runs: int,
     progress: Progress = no_progress,
 ) -> Timed:
-    """The eval command alternated A, B, B, A between the baseline tree and the workdir; per-block ratios.
+    """The eval command alternated between the baseline tree and the workdir in blocks of A,B,B,A and
+    B,A,A,B in turn (`timing.paired.alternate_metrics`); one ratio per block.
 
     Raises BaselineUnrunnable when the baseline side fails on its first run; a candidate failure raises
     the command's typed error (the caller records `failed`)."""
@@ -194,26 +195,26 @@ def paired_command(
         _metric(task, workdir, env, "candidate")
     source = clocks.open_visible(env)
     sampler = clocks.ClockSampler(source, 0.05)  # command runs last seconds: a reading every 50 ms
-    base_s: list[float] = []
-    cand_s: list[float] = []
-    ratios: list[float] = []
     tail = ""
-    start = time.perf_counter()
-    with sampler:
-        for j in range(blocks):
-            b1, _ = _metric(task, base_root, env, "baseline")
-            c1, _ = _metric(task, workdir, env, "candidate")
-            c2, tail = _metric(task, workdir, env, "candidate")
-            b2, _ = _metric(task, base_root, env, "baseline")
-            base_s += [b1, b2]
-            cand_s += [c1, c2]
-            ratios.append((c1 + c2) / (b1 + b2) if b1 + b2 > 0 else math.nan)
-            progress(j + 1, blocks, f"block {j + 1}/{blocks} (A,B,B,A)")
-    end = time.perf_counter()
-    if source is not None:
-        source.close()
-    ev = clocks.evidence(sampler, [(start, end)], clocks.DropLog(), clocks.ThrottlePolicy())
-    return _command_fields(task, base_s, cand_s, ratios, ev, tail)
+
+    def candidate() -> float:
+        nonlocal tail
+        value, tail = _metric(task, workdir, env, "candidate")
+        return value
+
+    def step(j: int, n: int) -> None:
+        progress(j, n, f"block {j}/{n} ({'A,B,B,A' if j % 2 else 'B,A,A,B'})")
+
+    try:
+        with sampler:
+            run = paired.alternate_metrics(
+                (lambda: _metric(task, base_root, env, "baseline")[0], candidate), blocks, step
+            )
+    finally:
+        if source is not None:
+            source.close()
+    ev = clocks.evidence(sampler, [run.span], clocks.DropLog(), clocks.ThrottlePolicy())
+    return _command_fields(task, run.a, run.b, run.ratios, ev, tail)
 
 
 def _command_fields(

@@ -4,7 +4,10 @@ Why: on a power-managed GPU the same kernel timed minutes apart can differ by 10
 an H100, issue 24), so a candidate timed now against a baseline timed earlier can invent or hide a 5 %
 change. Timed in one process in ABBA blocks (A, B, B, A), both sides see the same clock, temperature and
 power state within each block; a linear drift across a block cancels in its ratio (B1+B2)/(A1+A2), and the
-verdict is the median of those ratios with a bootstrap CI (`stats.paired_ratio_ci`).
+verdict is the median of those ratios with a bootstrap CI (`stats.paired_ratio_ci`). Blocks alternate which
+side goes first (A,B,B,A then B,A,A,B: `block_order`), so an effect of a sample's position in its block (the
+first and last slot sit next to the neighbouring blocks) falls on each side equally often instead of always
+on A.
 
 Each sample is taken the way `kernelpilot time` takes it (`timing.gpu`): every launch queued behind a
 spin hold (gap-free by observation); cold = the L2 flushed before each launch, a sample the 10th
@@ -96,6 +99,22 @@ class BlockTimer(Protocol):
     def run(self, n: int) -> list[Block]: ...
 
 
+ORDER = "ABBA/BAAB"  # the `order` a paired result reports
+
+
+def block_order(j: int) -> tuple[int, int, int, int]:
+    """Side index (0 = A, 1 = B) of each slot of block j: A,B,B,A for even j, B,A,A,B for odd j."""
+    return (0, 1, 1, 0) if j % 2 == 0 else (1, 0, 0, 1)
+
+
+def split_block(j: int, v: Sequence[float]) -> tuple[tuple[float, float], tuple[float, float]]:
+    """A's two and B's two values of block j from its four slot values, each side's in time order."""
+    order = block_order(j)
+    a = [x for x, s in zip(v, order, strict=True) if s == 0]
+    b = [x for x, s in zip(v, order, strict=True) if s == 1]
+    return (a[0], a[1]), (b[0], b[1])
+
+
 # ---- output signatures: the two sides must return the same kind of thing ----
 
 
@@ -164,9 +183,14 @@ class GpuBlockTimer:
                     gpu._capture_graph(torch, b.closures, self.launches[1]),
                 )
             self.method = "graph_replay" if all(g is not None for g in self.graphs) else "held_stream_batch"
-        # one block: A, B, B, A; a cold slot holds m flushed launches, a warm slot one sample
+        # a block: A,B,B,A or B,A,A,B (block_order); a cold slot holds m flushed launches, a warm slot one
+        # sample; both orders enqueue the same number of launches
         per = self.launches if mode == "cold" else (1, 1)
-        self.layout = [(s, slot) for slot, s in enumerate((0, 1, 1, 0)) for _ in range(per[s])]
+        self.layouts = [
+            [(s, slot) for slot, s in enumerate(block_order(j)) for _ in range(per[s])] for j in (0, 1)
+        ]
+        self.per_block = len(self.layouts[0])
+        self.blocks_done = 0  # blocks timed so far: which order the next one takes
         self.note = self._note()
 
     def _note(self) -> str:
@@ -178,7 +202,10 @@ class GpuBlockTimer:
             )
         else:
             how = f"warm: a sample = {m_a} (A) / {m_b} (B) back-to-back launches ({self.method})"
-        return f"{how}, net of the empty event pair ({self.floor:.3f} us); blocks A,B,B,A behind a spin hold"
+        return (
+            f"{how}, net of the empty event pair ({self.floor:.3f} us); blocks A,B,B,A and B,A,A,B in turn "
+            "behind a spin hold"
+        )
 
     def block_s(self) -> float:
         m_a, m_b = self.launches
@@ -188,7 +215,8 @@ class GpuBlockTimer:
 
     def _enqueue(self, i: int) -> tuple[Any, Any]:
         torch = self.torch
-        s_i, _slot = self.layout[i % len(self.layout)]
+        j = self.blocks_done + i // self.per_block
+        s_i, _slot = self.layouts[j % 2][i % self.per_block]
         side = self.sides[s_i]
         stream = torch.cuda.current_stream()
         if self.mode == "cold":
@@ -209,7 +237,7 @@ class GpuBlockTimer:
 
     def run(self, n: int) -> list[Block]:
         torch = self.torch
-        per_block = len(self.layout)
+        per_block = self.per_block
         try:
             for g in self.graphs:
                 if g is not None:
@@ -230,17 +258,23 @@ class GpuBlockTimer:
             raise gpu.wrap_device_error(exc, "paired timing") from exc
         self.gap_free = self.gap_free and st.gap_free
         self.retries += st.retries
-        return [self._block(durs[j * per_block : (j + 1) * per_block], starts[j], ends[j]) for j in range(n)]
+        first = self.blocks_done
+        self.blocks_done += n
+        return [
+            self._block(first + j, durs[j * per_block : (j + 1) * per_block], starts[j], ends[j])
+            for j in range(n)
+        ]
 
-    def _block(self, durs: list[float], t0: float, t1: float) -> Block:
+    def _block(self, j: int, durs: list[float], t0: float, t1: float) -> Block:
         slots: list[list[float]] = [[], [], [], []]
-        for (_s, slot), d in zip(self.layout, durs, strict=True):
+        for (_s, slot), d in zip(self.layouts[j % 2], durs, strict=True):
             slots[slot].append(d)
         if self.mode == "cold":
             v = [gpu.cold_sample(x) for x in slots]
         else:
-            v = [x[0] / self.launches[s] for x, s in zip(slots, (0, 1, 1, 0), strict=True)]
-        return Block(a=(v[0], v[3]), b=(v[1], v[2]), t0=t0, t1=t1)
+            v = [x[0] / self.launches[s] for x, s in zip(slots, block_order(j), strict=True)]
+        a, b = split_block(j, v)
+        return Block(a=a, b=b, t0=t0, t1=t1)
 
 
 class CpuBlockTimer:
@@ -253,7 +287,11 @@ class CpuBlockTimer:
         self.sides = (a, b)
         self.est_s = est_s
         self.launches = (1, 1)
-        self.note = "CPU FALLBACK: host wall time (time.perf_counter_ns) around each call, blocks A,B,B,A"
+        self.blocks_done = 0
+        self.note = (
+            "CPU FALLBACK: host wall time (time.perf_counter_ns) around each call, blocks A,B,B,A and "
+            "B,A,A,B in turn"
+        )
 
     def block_s(self) -> float:
         return 4 * self.est_s
@@ -262,14 +300,51 @@ class CpuBlockTimer:
         out = []
         clock = time.perf_counter_ns
         for _ in range(n):
+            j = self.blocks_done
+            self.blocks_done += 1
             v = []
             t0 = time.perf_counter()
-            for s in (0, 1, 1, 0):
+            for s in block_order(j):
                 c0 = clock()
                 self.sides[s].call()
                 v.append((clock() - c0) / 1000.0)
-            out.append(Block(a=(v[0], v[3]), b=(v[1], v[2]), t0=t0, t1=time.perf_counter()))
+            a, b = split_block(j, v)
+            out.append(Block(a=a, b=b, t0=t0, t1=time.perf_counter()))
         return out
+
+
+# ---- commands: a printed metric per run, alternated the same way ----
+
+
+@dataclass
+class MetricPairs:
+    """Both sides' metrics in run order and one ratio B/A per block; `span` = host start and end."""
+
+    a: list[float]
+    b: list[float]
+    ratios: list[float]
+    span: tuple[float, float]
+
+
+def alternate_metrics(
+    measure: tuple[Callable[[], float], Callable[[], float]],
+    blocks: int,
+    progress: Callable[[int, int], None] | None = None,
+) -> MetricPairs:
+    """`blocks` blocks of four runs in `block_order` (A,B,B,A then B,A,A,B); `measure[s]()` runs side s once
+    and returns its metric. A ratio is (B1+B2)/(A1+A2), NaN when A's two metrics sum to <= 0."""
+    a_s: list[float] = []
+    b_s: list[float] = []
+    ratios: list[float] = []
+    start = time.perf_counter()
+    for j in range(blocks):
+        a, b = split_block(j, [measure[s]() for s in block_order(j)])
+        a_s += a
+        b_s += b
+        ratios.append((b[0] + b[1]) / (a[0] + a[1]) if a[0] + a[1] > 0 else math.nan)
+        if progress is not None:
+            progress(j + 1, blocks)
+    return MetricPairs(a_s, b_s, ratios, (start, time.perf_counter()))
 
 
 # ---- the schedule ----
