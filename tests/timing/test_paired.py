@@ -227,3 +227,47 @@ def test_a_side_failing_while_observed_is_a_typed_error_naming_it() -> None:
     b = paired.Side("candidate", [t.kernel(10.0)])
     with pytest.raises(SideFailedError, match="side candidate raised ValueError during observation"):
         compare_sides(a, b, CompareRequest(a="a", b="b", warmup_min_ms=0), t, observer=RaisingObserver())
+
+
+def test_blocks_alternate_which_side_goes_first_so_a_position_effect_cancels() -> None:
+    """Identical commands whose first run of every block reads 2 % high (a cold start after the previous
+    block): with A first in every block each ratio would favour B (0.990, improved at a 1 % minimum effect);
+    alternating A,B,B,A and B,A,A,B puts it on each side in turn, and the verdict is neutral."""
+    calls: list[int] = []
+
+    def side(s: int) -> Any:
+        def measure() -> float:
+            first = len(calls) % 4 == 0
+            calls.append(s)
+            return 100.0 * (1.02 if first else 1.0)
+
+        return measure
+
+    run = paired.alternate_metrics((side(0), side(1)), 8)
+    assert calls[:8] == [0, 1, 1, 0, 1, 0, 0, 1] and len(run.ratios) == 8
+    assert run.ratios[0] == pytest.approx(200 / 202) and run.ratios[1] == pytest.approx(202 / 200)
+    assert run.a[:4] == [102.0, 100.0, 100.0, 100.0] and run.b[:4] == [100.0, 100.0, 102.0, 100.0]
+    med, lo, hi = paired_ratio_ci(run.ratios)
+    assert med == pytest.approx(1.0, abs=2e-4) and lo < 1.0 < hi
+    assert ratio_verdict(med, lo, hi, "lower", 0.01, 0.02) == "neutral"
+    only_abba = [200 / 202] * 8  # what A,B,B,A alone measures here
+    assert ratio_verdict(*paired_ratio_ci(only_abba), "lower", 0.005, 0.02) == "improved"
+
+
+def test_the_cpu_timer_alternates_the_first_side() -> None:
+    order: list[str] = []
+    a = paired.Side("A", [lambda: order.append("A")])
+    b = paired.Side("B", [lambda: order.append("B")])
+    timer = paired.CpuBlockTimer(a, b, 1e-6)
+    blocks = timer.run(3) + timer.run(1)  # the order carries over from one round to the next
+    assert "".join(order) == "ABBA" + "BAAB" + "ABBA" + "BAAB" and len(blocks) == 4
+
+
+def test_the_band_rule_needs_the_whole_ci_beyond_the_minimum_effect() -> None:
+    """1.5 % slower with a CI reaching 1.008: the change is real (CI above 1) but not shown to be at least
+    1 %: neutral; the same CI with a 0.5 % minimum effect: regressed; an allowance widens the CI first."""
+    assert ratio_verdict(1.015, 1.008, 1.022, "lower", 0.01, 0.02) == "neutral"
+    assert ratio_verdict(1.015, 1.008, 1.022, "lower", 0.005, 0.02) == "regressed"
+    assert ratio_verdict(1.015, 1.008, 1.022, "lower", 0.005, 0.02, allowance=0.003) == "neutral"
+    assert ratio_verdict(0.98, 0.975, 0.985, "lower", 0.01, 0.02) == "improved"
+    assert ratio_verdict(0.98, 0.975, 0.992, "lower", 0.01, 0.02) == "neutral"

@@ -151,7 +151,7 @@ def time_command_paired(
 
     from kernelpilot.timing import clocks, instrumentation, paired
     from kernelpilot.timing.commands import extract_metric, run_command
-    from kernelpilot.timing.stats import paired_ratio_ci, ratio_verdict, summarize
+    from kernelpilot.timing.stats import judge_ratios, summarize
 
     env = instrumentation.stripped()
     tail = ""
@@ -183,13 +183,13 @@ def time_command_paired(
             "a printed metric is <= 0 (or not finite): the paired ratio candidate/baseline is undefined",
             "print a positive metric (a time, or a throughput) from both variants' commands",
         )
-    med, lo, hi = paired_ratio_ci(run.ratios)
+    med, lo, hi, verdict = judge_ratios(run.ratios, direction, parity, cv_threshold)
     note = f"metric printed by the command, paired with the baseline ({paired.ORDER}, {len(run.ratios)} pairs)"
     t = _timing(run.b, "command_metric", cv_threshold, note)
     t.paired = PairedCell(
         ratio_median=med, ratio_ci=[lo, hi], ratios=run.ratios, pairs=len(run.ratios),
         baseline_median_us=summarize(run.a).median,
-        verdict=ratio_verdict(med, lo, hi, direction, parity, cv_threshold), clocks_note=ev.note,
+        verdict=verdict, clocks_note=ev.note,
         baseline_samples=run.a,
     )  # fmt: skip
     return t, tail

@@ -36,7 +36,7 @@ from kernelpilot.tasks.models import Task
 from kernelpilot.timing import clocks, environment, paired
 from kernelpilot.timing.commands import OUTPUT_TAIL_CHARS, extract_metric, run_command
 from kernelpilot.timing.models import ClockEvidence, CompareResult
-from kernelpilot.timing.stats import paired_ratio_ci, ratio_verdict, summarize
+from kernelpilot.timing.stats import judge_ratios, summarize
 
 BASELINE_TREE = ".baseline-tree"
 
@@ -223,8 +223,7 @@ def _command_fields(
     if not all(math.isfinite(r) and r > 0 for r in ratios):
         msg = "a metric of the eval command is <= 0: a ratio is undefined"
         return Timed({"status": "failed", "method": "paired", "output_tail": f"{msg}\n{tail}"}, msg)
-    med, lo, hi = paired_ratio_ci(ratios)
-    status = ratio_verdict(med, lo, hi, task.metric.direction, task.min_effect, task.cv_threshold)
+    med, lo, hi, status = judge_ratios(ratios, task.metric.direction, task.min_effect, task.cv_threshold)
     lower = task.metric.direction == "lower"
     claim = status != "unstable"  # an unresolved ratio claims no speed-up (the ratio is still recorded)
     fields = {

@@ -26,7 +26,7 @@ from kernelpilot.foundation.progress import Progress, no_progress
 from kernelpilot.timing import clocks, environment, paired
 from kernelpilot.timing.callables import _cuda_torch, build_closures, load_factory
 from kernelpilot.timing.models import CompareRequest, CompareResult
-from kernelpilot.timing.stats import paired_ratio_ci, ratio_verdict, summarize
+from kernelpilot.timing.stats import judge_ratios, summarize
 
 
 def _root(raw: str | None, default: Path) -> Path:
@@ -182,15 +182,20 @@ def _result(
             f"every paired block was dropped for throttling ({len(run.log.dropped)} blocks): no verdict",
             "let the GPU cool (or give it more recovery budget) and compare again",
         )
-    med, lo, hi = paired_ratio_ci(run.ratios)
-    verdict = ratio_verdict(med, lo, hi, "lower", req.min_effect, req.ci_halfwidth_max)
+    med, lo, hi, verdict = judge_ratios(
+        run.ratios, "lower", req.min_effect, req.ci_halfwidth_max, req.placement_allowance
+    )
     a_s = [x for blk in run.blocks for x in blk.a]
     b_s = [x for blk in run.blocks for x in blk.b]
-    beyond = f"the median beyond {req.min_effect:.1%}"
+    beyond = (
+        f"by at least the minimum effect {req.min_effect:.1%} (CI widened by the placement allowance "
+        f"{req.placement_allowance:.1%})"
+    )
     notes = {
-        "improved": f"{b.label} is faster: the whole CI is below 1 and {beyond}",
-        "regressed": f"{b.label} is slower: the whole CI is above 1 and {beyond}",
-        "neutral": f"no change of at least {req.min_effect:.1%} resolved (CI half-width "
+        "improved": f"{b.label} is faster: the whole CI is below 1 {beyond}",
+        "regressed": f"{b.label} is slower: the whole CI is above 1 {beyond}",
+        "neutral": f"no change of at least {req.min_effect:.1%} resolved: the CI, widened by "
+        f"{req.placement_allowance:.1%}, reaches into the minimum-effect band (CI half-width "
         f"{(hi - lo) / 2 / med:.2%})",
         "unstable": f"the ratio is not resolved: CI half-width {(hi - lo) / 2 / med:.2%} > "
         f"{req.ci_halfwidth_max:.1%}; compare again (longer, or on a quieter GPU)",

@@ -141,17 +141,41 @@ def paired_ratio_ci(
 
 
 def ratio_verdict(
-    median: float, lo: float, hi: float, direction: str, min_effect: float, max_halfwidth: float
+    median: float,
+    lo: float,
+    hi: float,
+    direction: str,
+    min_effect: float,
+    max_halfwidth: float,
+    allowance: float = 0.0,
 ) -> str:
     """improved / regressed / neutral / unstable from a candidate/baseline ratio and its CI.
 
-    `direction` is the metric's ('lower' for times). Improved/regressed need the whole CI on one side of
-    1 and the median beyond `min_effect`; otherwise the answer is neutral when the CI is tight (half-width
-    at most `max_halfwidth` of the median) and unstable when it is not (the ratio itself is not resolved)."""
-    up, down = lo > 1.0 and median >= 1.0 + min_effect, hi < 1.0 and median <= 1.0 / (1.0 + min_effect)
+    `direction` is the metric's ('lower' for times). Improved/regressed need the whole CI, widened by
+    `allowance` (a fraction) at each end, outside the minimum-effect band [1/(1+min_effect), 1+min_effect]:
+    an effect is claimed only when it is at least `min_effect` with confidence, not merely when it is not
+    zero. The allowance is for what the per-pair CI cannot see (docs/eval-design.md, "A self-compare that
+    read regressed"). Otherwise the answer is neutral when the CI is tight (half-width at most
+    `max_halfwidth` of the median) and unstable when it is not (the ratio itself is not resolved)."""
+    band_hi, band_lo = 1.0 + min_effect, 1.0 / (1.0 + min_effect)
+    up, down = lo * (1.0 - allowance) > band_hi, hi * (1.0 + allowance) < band_lo
     better, worse = (down, up) if direction == "lower" else (up, down)
     if better:
         return "improved"
     if worse:
         return "regressed"
     return "neutral" if (hi - lo) / 2 <= max_halfwidth * median else "unstable"
+
+
+def judge_ratios(
+    ratios: Sequence[float],
+    direction: str,
+    min_effect: float,
+    max_halfwidth: float,
+    allowance: float = 0.0,
+) -> tuple[float, float, float, str]:
+    """(median, CI low, CI high, verdict) of per-pair ratios: `paired_ratio_ci`, then `ratio_verdict`.
+    The one judge of `compare`, eval's paired command path and paired sweep cells (and of replays of
+    recorded runs in tests/timing/test_paired_replay.py)."""
+    med, lo, hi = paired_ratio_ci(ratios)
+    return med, lo, hi, ratio_verdict(med, lo, hi, direction, min_effect, max_halfwidth, allowance)
