@@ -5,6 +5,7 @@ in docs/eval-design.md, "A self-compare that read regressed"."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import statistics
 from pathlib import Path
@@ -65,9 +66,7 @@ def test_the_offset_of_that_compare_is_one_side_throughout_not_drift_order_or_au
     slots = [statistics.median(x) for x in (a1, a2, b1, b2)]
     assert max(slots[:2]) + 0.1 < min(slots[2:])  # each B slot above each A slot: not the position
     mean = statistics.fmean(r)
-    lag1 = sum((x - mean) * (y - mean) for x, y in zip(r, r[1:], strict=False)) / sum(
-        (x - mean) ** 2 for x in r
-    )
+    lag1 = sum((x - mean) * (y - mean) for x, y in itertools.pairwise(r)) / sum((x - mean) ** 2 for x in r)
     assert lag1 < 0
     assert rec["launches_per_sample"] == [24, 23]
     assert "24 (A) / 23 (B)" in rec["timer_note"]

@@ -36,16 +36,17 @@ CAPABILITIES = [
         summary="Compare two launch closures timed together (paired ABBA): ratio, CI, verdict, clocks.",
         description=(
             "The way to tell whether B is faster than A on a GPU: never two separate `time` runs (a "
-            "power-managed GPU drifts by several percent between runs). Loads factory `a` (baseline) and `b` "
-            "(candidate) in one process, each apart from the other, checks they return the same output "
-            "shapes and dtypes, then times them interleaved in A,B,B,A blocks, each sample as `time` takes "
-            "it (cold: L2 flushed, or warm), while a thread reads the SM clock, power, temperature and "
-            "throttle reasons (NVML / amdsmi); blocks run under a power or thermal slowdown beyond the "
-            "threshold are dropped and redone. Blocks are added until the CI of the median per-block ratio "
-            "B/A is tight or the wall budget ends (a 1-5 ms kernel: seconds). Verdict improved / regressed "
-            "when the whole CI is beyond 1 and the median beyond min_effect, else neutral, or unstable when "
-            "the ratio is not resolved. Returns the ratio, CI, pairs, both sides' absolute medians, every "
-            "sample and the clock evidence (clocks seen, reasons, drops, whether the GPU held its clock)."
+            "power-managed GPU drifts by several percent between runs). Loads factory `a` (baseline) and `b`"
+            " (candidate) in one process, each apart from the other, checks they return the same output "
+            "shapes and dtypes, then times them interleaved in A,B,B,A and B,A,A,B blocks, each sample as "
+            "`time` takes it (cold: L2 flushed, or warm), while a thread reads the SM clock, power, "
+            "temperature and throttle reasons (NVML / amdsmi); blocks run under a power or thermal slowdown "
+            "beyond the threshold are dropped and redone. Blocks are added until the CI of the median "
+            "per-block ratio B/A is tight or the wall budget ends (a 1-5 ms kernel: seconds). Verdict "
+            "improved / regressed when the whole CI, widened by placement_allowance, lies beyond the "
+            "min_effect band, else neutral, or unstable when the ratio is not resolved. Returns the ratio, "
+            "CI, pairs, both sides' absolute medians, every sample and the clock evidence (clocks seen, "
+            "reasons, drops, whether the GPU held its clock)."
         ),
         request=CompareRequest,
         result=CompareResult,

@@ -171,7 +171,8 @@ def time_command_paired(
     sampler = clocks.ClockSampler(source, 0.05)  # command runs last seconds: a reading every 50 ms
     try:
         with sampler:
-            run = paired.alternate_metrics((lambda: measure(0), lambda: measure(1)), max(2, math.ceil(runs / 2)))
+            blocks = max(2, math.ceil(runs / 2))
+            run = paired.alternate_metrics((lambda: measure(0), lambda: measure(1)), blocks)
     finally:
         if source is not None:
             source.close()
@@ -184,7 +185,7 @@ def time_command_paired(
             "print a positive metric (a time, or a throughput) from both variants' commands",
         )
     med, lo, hi, verdict = judge_ratios(run.ratios, direction, parity, cv_threshold)
-    note = f"metric printed by the command, paired with the baseline ({paired.ORDER}, {len(run.ratios)} pairs)"
+    note = f"metric printed by the command, paired with the baseline ({paired.ORDER}, {blocks} pairs)"
     t = _timing(run.b, "command_metric", cv_threshold, note)
     t.paired = PairedCell(
         ratio_median=med, ratio_ci=[lo, hi], ratios=run.ratios, pairs=len(run.ratios),

@@ -373,7 +373,9 @@ class CompareResult(Result):
     label_a: str
     label_b: str
     method: Literal["paired"] = "paired"
-    order: str = Field("ABBA/BAAB", description="Sample order of the blocks, in turn (timing.paired.block_order).")
+    order: str = Field(
+        "ABBA/BAAB", description="Sample order of the blocks, in turn (timing.paired.block_order)."
+    )
     timer: str = Field(
         description="held_stream_events | graph_replay | held_stream_batch | cpu_perf_counter_ns"
     )

@@ -1,0 +1,34 @@
+#!/bin/bash
+# Issue 24's acceptance rows still missing, in ONE device call (H100, torch with CUDA, nvidia-ml-py):
+#   (1) the ~5 ms GEMM (12288^3 bf16): itself / +3 % / the reverse, 5 reps each, every verdict's wall <= 20 s;
+#   (2) the 5 us memory-bound kernel (1 Mi fp32 y = 2x) with 8 allocations per side: itself / +3 % / the
+#       reverse, 5 reps each, plus itself with B's inputs allocated first (is the allocation order what
+#       moved the one-allocation self rows? docs/eval-design.md, "A self-compare that read regressed").
+# GEMM first: its rows never fitted a device window before. Worst case by the timeouts: 30 + 10 + 530 + 10 s
+# (under the 600 s of one call).
+# Outputs under $OUT (the device tool's folder; else ./paired_next): bench log and JSON, nvidia-smi before and
+# after, steps.log. The table (case, verdict, ratio, CI, wall, dropped for throttling) ends the log.
+# Usage from the repository root: bash bench/paired_bench_next.sh
+# Needs kernelpilot's dependencies importable (pydantic, nvidia-ml-py); put a site folder holding them on
+# KP_SITE (e.g. wheels installed with pip --target) if the device's python lacks them. NVML is only read.
+set -u
+OUT=${OUT:-$PWD/paired_next}
+mkdir -p "$OUT"
+export PYTHONPATH="$PWD/server${KP_SITE:+:$KP_SITE}${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+log() { echo "[$(date -u +%H:%M:%S)] $*" | tee -a "$OUT/steps.log"; }
+log "start in $PWD"
+if ! timeout 30 python3 -c "import torch, pydantic, kernelpilot.timing.compare; assert torch.cuda.is_available()" \
+    > "$OUT/imports.log" 2>&1; then
+  log "imports failed (torch with a GPU, pydantic, kernelpilot): see imports.log"; cat "$OUT/imports.log"; exit 2
+fi
+timeout 10 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.draw,power.limit,temperature.gpu,clocks_event_reasons.active \
+  --format=csv > "$OUT/smi_before.csv" 2>&1 || log "nvidia-smi failed"
+log "paired_bench: gemm12k then mem5us (8 allocations per side), 5 reps"
+timeout -k 10 530 python3 bench/paired_bench.py --kernels gemm12k,mem5us --rotate 8 --reps 5 --b-first \
+  --max-wall-s 8 --deadline-s 470 --out "$OUT/paired_bench_next.json" > "$OUT/paired_bench_next.log" 2>&1
+log "bench rc=$?"
+timeout 10 nvidia-smi --query-gpu=name,clocks.sm,power.draw,temperature.gpu,clocks_event_reasons.active \
+  --format=csv > "$OUT/smi_after.csv" 2>&1
+echo "==== table"
+sed -n '/^| kernel | case/,$p' "$OUT/paired_bench_next.log"
+grep -E "^(deadline|gemm12k:|mem5us:)" "$OUT/paired_bench_next.log"
