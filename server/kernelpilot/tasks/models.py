@@ -141,8 +141,9 @@ class EvalRecord(Result):
     )
     method: Literal["paired", "unpaired"] | None = Field(
         None,
-        description="paired: baseline and candidate timed now, interleaved (ABBA), verdict from the per-pair "
-        "ratio; unpaired: the candidate against baseline.json's samples (why in output_tail).",
+        description="paired: baseline and candidate timed now, interleaved (ABBA and BAAB blocks in turn), "
+        "verdict from the per-pair ratio; unpaired: the candidate against baseline.json's samples (why in "
+        "output_tail).",
     )
     ratio_median: float | None = Field(
         None, description="Paired: median per-pair ratio candidate/baseline of the metric."
@@ -316,8 +317,9 @@ class EvaluateResult(Result):
             lines.append(f"  candidate median {r.candidate_median:g}, baseline median {r.baseline_median}")
         if r.method == "paired" and r.ratio_median is not None and r.ratio_ci is not None:
             lines.append(
-                f"  paired (baseline commit and candidate timed together, A,B,B,A): ratio candidate/baseline "
-                f"{r.ratio_median:.4f} (95% CI {r.ratio_ci[0]:.4f}-{r.ratio_ci[1]:.4f}, {r.pairs} pairs)"
+                f"  paired (baseline commit and candidate timed together, A,B,B,A / B,A,A,B): ratio "
+                f"candidate/baseline {r.ratio_median:.4f} (95% CI {r.ratio_ci[0]:.4f}-{r.ratio_ci[1]:.4f}, "
+                f"{r.pairs} pairs)"
             )
         elif r.method == "unpaired":
             lines.append("  unpaired: the candidate now against baseline.json's samples (see the message)")
