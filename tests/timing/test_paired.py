@@ -271,3 +271,33 @@ def test_the_band_rule_needs_the_whole_ci_beyond_the_minimum_effect() -> None:
     assert ratio_verdict(1.015, 1.008, 1.022, "lower", 0.005, 0.02, allowance=0.003) == "neutral"
     assert ratio_verdict(0.98, 0.975, 0.985, "lower", 0.01, 0.02) == "improved"
     assert ratio_verdict(0.98, 0.975, 0.992, "lower", 0.01, 0.02) == "neutral"
+
+
+def test_time_compare_over_mcp_is_the_tool_issue_24_names(tmp_path: Path) -> None:
+    """The tool is `time_compare` (no `compare_kernels`); its arguments include the placement allowance,
+    and a side ten times the work reads regressed through the real MCP client (CPU fallback here)."""
+    pytest.importorskip("mcp")
+    import anyio
+    from mcp import Client
+
+    from kernelpilot.mcp_server import build_server
+
+    for name, n in (("a", 2000), ("b", 20000)):
+        (tmp_path / f"{name}.py").write_text(
+            f"def make():\n    def run():\n        return sum(range({n}))\n\n    return run\n"
+        )
+
+    async def go() -> tuple[list[str], Any]:
+        async with Client(build_server("measure")) as client:
+            tools = [t.name for t in (await client.list_tools()).tools]
+            args = {"a": "a.py:make", "b": "b.py:make", "workdir": str(tmp_path), "device": "cpu"}
+            args |= {"placement_allowance": 0.01, "max_wall_s": 5}
+            res = await client.call_tool("time_compare", args)
+            return tools, res
+
+    tools, res = anyio.run(go)
+    assert "time_compare" in tools and "compare_kernels" not in tools
+    assert not res.is_error, res.content
+    out = res.structured_content
+    assert out["verdict"] == "regressed" and out["ratio_median"] > 3.0 and out["order"] == "ABBA/BAAB"
+    assert "placement allowance 1.0%" in out["verdict_note"]
