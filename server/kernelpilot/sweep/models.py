@@ -72,7 +72,10 @@ class SweepSpec(_Spec):
 
     name: str = Field(min_length=1, max_length=80)
     operator: str = Field(min_length=1, description="Operator signature stored on every cell record.")
-    baseline: str = Field(description="Variant every other variant is compared against.")
+    baseline: str = Field(
+        description="Variant every other variant is compared against; a candidate of the same kind (both "
+        "factories or both commands) is timed together with it at each shape (paired)."
+    )
     ledger: str = Field(description="JSONL shape ledger, relative to the spec file.")
     gpu: str | None = Field(None, description="GPU wiki id (or alias) for roofline percentages.")
     roofline_op: OpKind | None = Field(
