@@ -306,3 +306,22 @@ def test_paired_command_cells_follow_the_metric_direction(sweep_dir: Path, tmp_p
     assert less["timing"]["paired"]["verdict"] == "regressed"
     summary = next(s for s in res.summary.summaries if s.variant == "more")
     assert summary.geomean == pytest.approx(1.25, rel=1e-9) and summary.wins == 1
+
+
+def test_a_paired_command_printing_a_zero_metric_crashes_its_cell_by_name(sweep_dir: Path, tmp_path: Path):
+    """A ratio of a zero metric is undefined: the candidate cell is crashed (not recorded) with the reason,
+    the baseline cell is recorded, and the run ends with the typed CellFailedError naming the variant."""
+    from kernelpilot.sweep.errors import CellFailedError
+    from kernelpilot.sweep.records import CELL_TAG
+
+    spec = _drift_spec(sweep_dir, "lower", {"base": 1.0, "zero": 0.0})
+    db = str(tmp_path / "exp.db")
+    why = r"variant 'zero' at ledger line 1: FormatError: .*metric is <= 0"
+    with pytest.raises(CellFailedError, match=why):
+        run_sweep(SweepRunRequest(spec=str(spec), db=db, device="cpu", workers=1))
+    store = open_store(db)
+    try:
+        cells = store.query(RecordFilter(tag=[CELL_TAG]), limit=100)
+    finally:
+        store.close()
+    assert [c.raw_result["variant"] for c in cells] == ["base"]

@@ -166,7 +166,8 @@ def time_command_paired(
         return extract_metric(out.stdout, out.stderr, regex=regex, json_key=key)
 
     for _ in range(warmup):
-        measure(0), measure(1)
+        measure(0)
+        measure(1)
     source = clocks.open_visible(env)
     sampler = clocks.ClockSampler(source, 0.05)  # command runs last seconds: a reading every 50 ms
     try:
@@ -178,9 +179,9 @@ def time_command_paired(
             source.close()
     ev = clocks.evidence(sampler, [run.span], clocks.DropLog(), clocks.ThrottlePolicy())
     if not all(math.isfinite(r) and r > 0 for r in run.ratios):
-        from kernelpilot.timing.errors import MetricNotFoundError
+        from kernelpilot.errors import FormatError
 
-        raise MetricNotFoundError(
+        raise FormatError(
             "a printed metric is <= 0 (or not finite): the paired ratio candidate/baseline is undefined",
             "print a positive metric (a time, or a throughput) from both variants' commands",
         )
