@@ -122,7 +122,7 @@ def test_all_statuses_by_real_runs(repo: Path, tmp_path: Path) -> None:
     # neutral: same code
     r = candidate(task_dir)
     assert r["status"] == "neutral", r
-    assert r["method"] == "paired" and r["pairs"] == 3  # 5 runs -> 3 blocks of A,B,B,A
+    assert r["method"] == "paired" and r["pairs"] == 3  # 5 runs -> 3 blocks (A,B,B,A, B,A,A,B, A,B,B,A)
     assert (task_dir / ".baseline-tree" / "kernel.py").read_text() == (repo / "kernel.py").read_text()
     # improved: 20 % cheaper
     set_kernel(repo, cost=80.0)

@@ -95,3 +95,18 @@ def test_the_placement_allowance_is_what_identical_work_showed_on_the_h100() -> 
     outside = max(max(r["ratio_ci"][0] - 1.0, 1.0 - r["ratio_ci"][1], 0.0) for r in rows)
     assert outside == pytest.approx(0.0028, abs=1e-4)
     assert outside <= PLACEMENT_ALLOWANCE < outside + 0.0005
+
+
+@pytest.mark.parametrize(
+    ("name", "want"), [("eval_gemm_same_h100.json", "neutral"), ("eval_gemm_slower_h100.json", "regressed")]
+)
+def test_the_recorded_gemm_evals_keep_their_verdicts(name: str, want: str) -> None:
+    """eval's paired records keep both sides' samples in block order (two per side per block), so the block
+    ratios, and with them the recorded CI, come back exactly; the judge keeps the verdict."""
+    rec = _load(name)["record"]
+    a, b = rec["baseline_samples"], rec["samples"]
+    ratios = [(b[i] + b[i + 1]) / (a[i] + a[i + 1]) for i in range(0, len(a), 2)]
+    assert len(ratios) == rec["pairs"] and rec["status"] == want
+    med, lo, hi, verdict = _judge(ratios)
+    assert (med, lo, hi) == pytest.approx((rec["ratio_median"], *rec["ratio_ci"]), rel=1e-12)
+    assert verdict == want
