@@ -301,3 +301,38 @@ def test_time_compare_over_mcp_is_the_tool_issue_24_names(tmp_path: Path) -> Non
     out = res.structured_content
     assert out["verdict"] == "regressed" and out["ratio_median"] > 3.0 and out["order"] == "ABBA/BAAB"
     assert "placement allowance 1.0%" in out["verdict_note"]
+
+
+def test_the_gpu_timer_alternates_the_first_side_and_assigns_each_slot_to_its_side() -> None:
+    """On the simulated stream (warm, no graph: a slot launches its side's closure `inner` times): two
+    rounds of one block launch A,B,B,A then B,A,A,B, and each block's samples land on the right side."""
+    t = FakeTorch(Sim())
+    order: list[str] = []
+
+    def labelled(label: str, us: float) -> paired.Side:
+        k = t.kernel(us)
+
+        def run() -> None:
+            order.append(label)
+            k()
+
+        return paired.Side(label, [run])
+
+    timer = paired.GpuBlockTimer(
+        t, labelled("A", 10.0), labelled("B", 20.0), "warm", (10.0, 20.0), use_graph=False
+    )
+    m_a, m_b = timer.launches
+    seen = []
+    blocks = []
+    for _ in range(2):  # the order carries over from one round to the next
+        order.clear()
+        blocks += timer.run(1)
+        seen += order[-2 * (m_a + m_b) :]  # a batch re-run behind a longer hold repeats; the last one counts
+    assert (
+        seen == ["A"] * m_a + ["B"] * (2 * m_b) + ["A"] * m_a + ["B"] * m_b + ["A"] * (2 * m_a) + ["B"] * m_b
+    )
+    for blk in blocks:
+        assert blk.a == pytest.approx((10.0, 10.0), abs=0.01) and blk.b == pytest.approx(
+            (20.0, 20.0), abs=0.01
+        )
+        assert blk.ratio == pytest.approx(2.0, abs=1e-3)
