@@ -280,7 +280,7 @@ def test_time_compare_over_mcp_is_the_tool_issue_24_names(tmp_path: Path) -> Non
     import anyio
     from mcp import Client
 
-    from kernelpilot.mcp_server import build_server
+    from kernelpilot.adapters.mcp_server import build_server
 
     for name, n in (("a", 2000), ("b", 20000)):
         (tmp_path / f"{name}.py").write_text(

@@ -179,7 +179,7 @@ def time_command_paired(
             source.close()
     ev = clocks.evidence(sampler, [run.span], clocks.DropLog(), clocks.ThrottlePolicy())
     if not all(math.isfinite(r) and r > 0 for r in run.ratios):
-        from kernelpilot.errors import FormatError
+        from kernelpilot.foundation.errors import FormatError
 
         raise FormatError(
             "a printed metric is <= 0 (or not finite): the paired ratio candidate/baseline is undefined",
