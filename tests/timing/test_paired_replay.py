@@ -54,7 +54,8 @@ def test_the_offset_of_that_compare_is_one_side_throughout_not_drift_order_or_au
     """Why it read 1.012: B's whole distribution sits 0.15 us above A's in every block, from the first to the
     last, in both of its slots; the block ratios are not positively autocorrelated (a block bootstrap would
     not widen the CI); the two sides took 24 and 23 launches per sample (10th percentiles of those counts
-    differ by ~0.01 %). What is left is per side and fixed for the run: its allocations."""
+    differ by a few hundredths of a percent). What is left is per side and fixed for the run: its
+    allocations."""
     rec = _load("compare_self_4mi_h100.json")
     r, a, b = rec["ratios"], rec["a_samples"], rec["b_samples"]
     assert min(r) > 1.0  # all 51 blocks
