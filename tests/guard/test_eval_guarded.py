@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from kernelpilot.experiments.api import ExpFailuresRequest
-from kernelpilot.experiments.ops import failures
+from kernelpilot.experiments.api import ExpFailuresRequest, ExpGetRequest
+from kernelpilot.experiments.ops import failures, get
 from kernelpilot.foundation.errors import InputFileError, InvalidArgumentError
 from kernelpilot.guard.errors import ContractError
 from kernelpilot.tasks.create import create_task
@@ -35,12 +35,12 @@ def _git(repo: Path, *args: str) -> None:
     subprocess.run(["git", *args], cwd=repo, env=GIT_ENV, check=True, capture_output=True)
 
 
-@pytest.fixture(scope="module")
-def task(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    repo = tmp_path_factory.mktemp("guarded") / "repo"
+def _contract_task(root: Path, baseline: str) -> Path:
+    """A git repository whose kernel.py is `baseline`, a contract task on it and its baseline refreshed."""
+    repo = root / "repo"
     repo.mkdir()
     shutil.copy(CASES / "contract_axpy.py", repo)
-    shutil.copy(CASES / "honest_axpy.py", repo / "kernel.py")
+    shutil.copy(CASES / baseline, repo / "kernel.py")
     (repo / "contract.json").write_text(json.dumps(CONTRACT))
     (repo / ".gitignore").write_text(".kernelpilot/\n__pycache__/\n")
     _git(repo, "init", "-q")
@@ -60,17 +60,34 @@ def task(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return task_dir
 
 
-@pytest.mark.parametrize(
-    ("candidate", "status", "check"),
-    [
-        ("cached_axpy.py", "rejected_cached_output", "semantic"),
-        ("thread_axpy.py", "rejected_thread", "observation"),
-        ("timer_axpy.py", "rejected_timer_replaced", "observation"),
-        ("timeraware_axpy.py", "rejected_timed_output", "observation"),
-    ],
-)
+@pytest.fixture(scope="module")
+def task(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _contract_task(tmp_path_factory.mktemp("guarded"), "honest_axpy.py")
+
+
+@pytest.fixture(scope="module")
+def slow_task(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _contract_task(tmp_path_factory.mktemp("guarded_slow"), "slow_axpy.py")
+
+
+HACKS = [
+    ("cached_axpy.py", "rejected_cached_output", "semantic", "earlier call with different input values"),
+    ("identity_axpy.py", "rejected_constant_output", "semantic", "equals input 1 bitwise"),
+    ("constant_axpy.py", "rejected_constant_output", "semantic", "constant 0.0"),
+    ("inplace_axpy.py", "rejected_input_mutation", "semantic", "input(s) [0] changed"),
+    ("lowp_axpy.py", "rejected_precision", "semantic", "within the tolerance of tf32/fp16"),
+    ("tiled_axpy.py", "rejected_shape_specific", "semantic", "correct on the timed shape"),
+    ("lazy_axpy.py", "rejected_lazy_output", "semantic", "not a plain numpy.ndarray"),
+    ("noisy_axpy.py", "rejected_nondeterministic", "semantic", "different outputs"),
+    ("thread_axpy.py", "rejected_thread", "observation", "nothing was timed"),
+    ("timer_axpy.py", "rejected_timer_replaced", "observation", "replaced: time.perf_counter_ns"),
+    ("timeraware_axpy.py", "rejected_timed_output", "observation", "behaves differently under the timer"),
+]
+
+
+@pytest.mark.parametrize(("candidate", "status", "check", "evidence"), HACKS, ids=[h[0] for h in HACKS])
 def test_a_hack_is_rejected_and_recorded_as_a_failure_with_its_reason(
-    task: Path, tmp_path: Path, candidate: str, status: str, check: str
+    task: Path, tmp_path: Path, candidate: str, status: str, check: str, evidence: str
 ) -> None:
     repo = task.parent.parent.parent
     shutil.copy(CASES / candidate, repo / "kernel.py")
@@ -79,6 +96,9 @@ def test_a_hack_is_rejected_and_recorded_as_a_failure_with_its_reason(
     r = res.record
     assert r is not None and r.status == status and r.guarded
     assert r.rejection is not None and r.rejection.check == check and r.speedup is None
+    assert evidence in r.rejection.evidence and r.ratio_median is None
+    # the semantic checks reject before anything is timed; the others are found by the paired timing
+    assert r.method == (None if check == "semantic" else "paired")
     assert res.cli_exit_code() == 3
     text = res.render_text()
     assert "REJECTED by the guard" in text and "never a win" in text
@@ -97,12 +117,48 @@ def test_an_honest_candidate_gets_a_verdict(task: Path) -> None:
     shutil.copy(CASES / "fused_axpy.py", repo / "kernel.py")
     r = evaluate(EvaluateRequest(task=str(task))).record
     assert r is not None and r.status in ("improved", "regressed", "neutral"), r.output_tail
-    assert r.guarded and r.rejection is None and r.speedup is not None
+    assert r.guarded and r.rejection is None and r.speedup is not None and r.method == "paired"
     assert r.observation is not None and not r.observation.observed and r.observation.watch_findings == []
     assert r.physics is not None and not r.physics.checked
     outs = r.observation.timed_outputs  # both timed input sets, sampled, matched the reference
     assert len(outs) == 2 and all(o is not None and o[0] == 4096 and len(o) == 257 for o in outs)
     assert "checked calls passed on 2 shape(s)" in r.correctness
+
+
+def test_an_honest_faster_candidate_is_improved_by_the_paired_ratio(slow_task: Path, tmp_path: Path) -> None:
+    """The baseline commit (eight wasted passes) and the candidate timed together in one compare process."""
+    repo = slow_task.parent.parent.parent
+    shutil.copy(CASES / "honest_axpy.py", repo / "kernel.py")
+    db = str(tmp_path / "exp.sqlite")
+    res = evaluate(EvaluateRequest(task=str(slow_task), record_db=db, change="drop the wasted passes"))
+    r = res.record
+    assert r is not None and r.status == "improved" and r.method == "paired", r.output_tail
+    assert r.guarded and r.rejection is None and r.pairs is not None and r.pairs >= 16
+    assert r.ratio_median is not None and r.ratio_ci is not None and r.ratio_ci[1] < 1.0
+    assert r.speedup is not None and r.speedup == pytest.approx(1.0 / r.ratio_median)
+    assert r.candidate_median is not None and r.baseline_median is not None
+    assert r.candidate_median < r.baseline_median
+    assert r.observation is not None and len(r.observation.timed_outputs) == 2  # judged: no rejection
+    assert "range(8)" in (slow_task / ".baseline-tree" / "kernel.py").read_text()  # the baseline side's code
+    assert "paired (baseline commit and candidate timed together" in res.render_text()
+    line = json.loads((slow_task / "ledger.jsonl").read_text().splitlines()[-1])
+    assert line["method"] == "paired" and line["status"] == "improved" and line["guarded"] is True
+    rec = get(ExpGetRequest(db=db, id=res.recorded_ids[0])).record
+    assert rec.raw_result["method"] == "paired" and rec.raw_result["pairs"] == r.pairs
+    assert "paired" in rec.description.result
+
+
+def test_a_contract_task_with_a_dirty_baseline_is_timed_unpaired_and_says_why(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    task_dir = _contract_task(tmp_path, "honest_axpy.py")
+    (repo / "kernel.py").write_text((repo / "kernel.py").read_text() + "# dirty\n")
+    evaluate(EvaluateRequest(task=str(task_dir), refresh_baseline=True, allow_dirty_baseline=True))
+    shutil.copy(CASES / "fused_axpy.py", repo / "kernel.py")
+    r = evaluate(EvaluateRequest(task=str(task_dir))).record
+    assert r is not None and r.method == "unpaired" and r.guarded and r.rejection is None, r.output_tail
+    assert r.status in ("improved", "regressed", "neutral", "unstable")
+    assert "uncommitted changes" in r.output_tail and r.ratio_median is None
+    assert r.observation is not None and len(r.observation.timed_outputs) == 2
 
 
 def test_a_free_form_task_is_labelled_unguarded(tmp_path: Path) -> None:

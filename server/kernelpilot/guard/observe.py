@@ -99,6 +99,7 @@ class Watch:
         self.own = _own_functions()
         self.started: list[str] = []
         self.trace_device = True  # whether the timing process also takes the activity trace
+        self.ended = False  # findings() was called: the thread-start hook is gone
         self._previous_hook = threading.getprofile()
         threading.setprofile(self._thread_started)
 
@@ -120,14 +121,16 @@ class Watch:
         ]
         now = _own_functions()
         out += [name for name, fn in self.own.items() if now.get(name) is not fn]
-        if threading.getprofile() != self._thread_started:
+        if not self.ended and threading.getprofile() != self._thread_started:
             out.append("threading.setprofile (the thread-start watch was removed)")
         return out
 
     def findings(self) -> list[str]:
         """Replaced timing functions and threads started since the watch began (then stops watching)."""
         replaced = self.replaced()
-        threading.setprofile(self._previous_hook)
+        if not self.ended:
+            threading.setprofile(self._previous_hook)
+            self.ended = True
         return [f"replaced: {r}" for r in replaced] + [f"thread started: {t}" for t in self.started]
 
 

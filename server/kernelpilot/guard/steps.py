@@ -1,9 +1,10 @@
 """The guard's steps of `kernelpilot eval` for a contract task (docs/eval-design.md, the pipeline).
 
-correctness: `harness` in a fresh process; timing: each run is a `kernelpilot time
-kernelpilot.guard.timed:make --observe` process whose whole stdout must be its one JSON result;
-observation: `observe.judge` of every run, here in the judging process; physics: `physics.check` of
-the candidate's median on the GPU the timing process named.
+correctness: `harness` in a fresh process; timing: paired, one `kernelpilot compare
+kernelpilot.guard.timed:make` process over the baseline tree and the candidate's (`tasks.paired`), whose
+candidate side `judge_paired` judges here (observation, then physics on the paired median); the baseline
+refresh, and a candidate whose baseline commit cannot be checked out, take `measure_guarded` instead:
+`kernelpilot time kernelpilot.guard.timed:make --observe` processes, every run judged here (unpaired).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kernelpilot.foundation.errors import FormatError, ToolchainError
 from kernelpilot.foundation.progress import Progress, no_progress
@@ -28,6 +29,9 @@ from kernelpilot.guard.models import (
 )
 from kernelpilot.guard.timed import TASK_ENV
 from kernelpilot.timing.commands import OUTPUT_TAIL_CHARS, run_command
+
+if TYPE_CHECKING:
+    from kernelpilot.timing.models import CompareResult
 
 
 @dataclass
@@ -147,19 +151,61 @@ def measure_guarded(
 
 
 def findings_rejection(tail: str) -> Rejection | None:
-    """The rejection a failed timing process names in its `guard_findings` error, if it printed one."""
+    """The rejection a failed timing process names in its output: its `guard_findings` error (a replaced
+    timer or a started thread the Watch saw) or a `timer_mismatch` (the event timer stopped measuring)."""
     from kernelpilot.guard.errors import GuardFindingsError
+    from kernelpilot.timing.errors import TimerMismatchError
 
     start = tail.find(GuardFindingsError.PREFIX)
-    if start < 0:
-        return None
-    text = tail[start + len(GuardFindingsError.PREFIX) :].split('"', 1)[0].split("\n", 1)[0]
-    replaced = "replaced:" in text
-    return Rejection(
-        check="observation",
-        status="rejected_timer_replaced" if replaced else "rejected_thread",
-        evidence=f"the timing process failed and the guard had seen: {text}",
-    )
+    if start >= 0:
+        text = tail[start + len(GuardFindingsError.PREFIX) :].split('"', 1)[0].split("\n", 1)[0]
+        replaced = "replaced:" in text
+        return Rejection(
+            check="observation",
+            status="rejected_timer_replaced" if replaced else "rejected_thread",
+            evidence=f"the timing process failed and the guard had seen: {text}",
+        )
+    start = tail.find(TimerMismatchError.__name__)
+    if start >= 0:
+        text = tail[start:].split('"', 1)[0].split("\n", 1)[0]
+        return Rejection(
+            check="observation",
+            status="rejected_timer_replaced",
+            evidence=f"the timing process stopped: {text}",
+        )
+    return None
+
+
+@dataclass
+class PairedJudgement:
+    """The guard's verdict on the candidate side of a paired run (`judge_paired`)."""
+
+    observation: Observation | None
+    rejection: Rejection | None
+    physics: PhysicsCheck | None
+
+
+def judge_paired(cmp: CompareResult, contract: Contract, report: HarnessReport | None) -> PairedJudgement:
+    """The candidate side of `kernelpilot compare` (its own process) judged here: the Watch's findings, its
+    all-stream work and its timed outputs against its paired median, then physics on that median and the
+    GPU the timing process named. The baseline side passed the same guard when it was a candidate."""
+    from kernelpilot.guard.observe import judge, judge_outputs
+
+    raw = (cmp.observations or {}).get(cmp.label_b)
+    if raw is None:
+        raise FormatError(
+            "the paired timing returned no observation of the candidate: the guard saw nothing",
+            "run eval with kernelpilot's guard installed (`kernelpilot compare --observe`)",
+        )
+    obs = Observation.model_validate(raw)
+    median = cmp.b_stats.median
+    rej = judge(obs, median)
+    if rej is None and report is not None and report.timed_refs:
+        rej = judge_outputs(obs, report.timed_refs, report.tolerance)
+    if rej is not None:
+        return PairedJudgement(obs, rej, None)
+    physics = physics_step(contract, median, cmp.environment.get("torch_device") or None)
+    return PairedJudgement(obs, physics.rejection, physics)
 
 
 def physics_step(contract: Contract, median_us: float, gpu: str | None) -> PhysicsCheck:

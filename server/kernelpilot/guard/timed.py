@@ -23,18 +23,10 @@ TIMED_SETS = 2  # input sets a contract task's timing rotates through (eval pass
 
 
 def load_task_contract(task_json: Path) -> tuple[Any, Path]:
-    """(contract, workdir) of a task.json that declares one (read here: tasks.evaluate imports this)."""
-    from pydantic import ValidationError
+    """(contract, workdir) of a task.json that declares one (`tasks.store.read_task` validates it)."""
+    from kernelpilot.tasks.store import read_task
 
-    from kernelpilot.tasks.models import Task
-    from kernelpilot.tasks.store import read_json
-
-    try:
-        task = Task.model_validate(read_json(task_json, "task file"))
-    except ValidationError as exc:
-        raise ContractError(
-            f"{task_json} is not a valid task.json: {exc.errors()[0]['msg']}", "recreate it"
-        ) from exc
+    task = read_task(task_json)
     if task.contract is None:
         raise ContractError(f"{task_json} declares no contract", "create the task with --contract")
     return task.contract, (task_json.parent / task.workdir).resolve()

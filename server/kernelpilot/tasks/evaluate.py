@@ -36,7 +36,7 @@ from kernelpilot.tasks.models import (
     EvaluateResult,
     Task,
 )
-from kernelpilot.tasks.store import append_jsonl, atomic_write_json, read_json
+from kernelpilot.tasks.store import append_jsonl, atomic_write_json, read_json, read_task
 from kernelpilot.timing import environment, instrumentation
 from kernelpilot.timing.commands import OUTPUT_TAIL_CHARS, run_command
 from kernelpilot.timing.core import measure_command
@@ -49,14 +49,7 @@ def load_task(path_arg: str) -> tuple[Task, Path, Path]:
     task_json = p / "task.json" if p.is_dir() else p
     if not task_json.is_file():
         raise InputFileError(f"task {path_arg!r}: no task.json found", "run `kernelpilot task create` first")
-    from pydantic import ValidationError
-
-    try:
-        task = Task.model_validate(read_json(task_json, "task file"))
-    except ValidationError as exc:
-        raise InputFileError(
-            f"{task_json} is not a valid task.json: {exc.errors()[0]['msg']}", "recreate it"
-        ) from exc
+    task = read_task(task_json)
     task_dir = task_json.parent.resolve()
     workdir = (task_dir / task.workdir).resolve()
     if not workdir.is_dir():
@@ -348,28 +341,22 @@ def _run_candidate(
         return "a correctness command failed; nothing timed"
     if task.contract is None:  # paired timing and its verdict (tasks.paired)
         timed = _time_candidate(req, task, task_dir, workdir, env, base, progress)
-        fields.update(timed.fields)
-        if timed.message and timed.message not in fields["output_tail"]:
-            fields["output_tail"] = f"{timed.message}\n{fields['output_tail']}"[-OUTPUT_TAIL_CHARS:]
-        return timed.message
-    try:
-        samples, tail, rejected = _guard_timing(req, task, task_dir, workdir, env, fields, progress, report)
-        if rejected is not None:
-            return rejected
-    except (ToolchainError, KernelpilotError) as exc:
-        t = getattr(exc, "stderr_tail", "") or ""
-        fields.update(status="failed", output_tail=f"{exc.message}\n{t}"[-OUTPUT_TAIL_CHARS:])
-        return exc.message
-    fields.update(_verdict(task, base, samples), output_tail=tail)
-    message: str = fields.pop("_message")
+    else:  # paired too, the candidate side judged by the guard (observation, physics)
+        timed = _time_guarded(req, task, task_dir, workdir, env, base, progress, report)
+    fields.update(timed.fields)
+    evidence_only = "rejection" in timed.fields  # a rejection's output tail is its evidence alone
+    if timed.message and not evidence_only and timed.message not in fields["output_tail"]:
+        fields["output_tail"] = f"{timed.message}\n{fields['output_tail']}"[-OUTPUT_TAIL_CHARS:]
+    return timed.message
+
+
+def _flagged(message: str, fields: dict[str, Any]) -> str:
+    """The verdict's message, with the physics flag (beyond 95 % of the attainable roof) when raised."""
     physics = fields.get("physics")
-    if physics is not None and physics.flagged:
-        message = (message + "; " if message else "") + (
-            "FLAGGED for review: beyond 95% of the attainable roof (" + physics.arithmetic + ")"
-        )
-    if message:
-        fields["output_tail"] = f"{message}\n{tail}"[-OUTPUT_TAIL_CHARS:]
-    return message
+    if physics is None or not physics.flagged:
+        return message
+    flag = f"FLAGGED for review: beyond 95% of the attainable roof ({physics.arithmetic})"
+    return f"{message}; {flag}" if message else flag
 
 
 def _reject(fields: dict[str, Any], rejection: Rejection) -> str:
@@ -464,18 +451,24 @@ def _record_in_db(req: EvaluateRequest, task: Task, task_dir: Path) -> list[str]
 CLEAN_DIFF_HASH = hashlib.sha256(b"").hexdigest()  # environment.git_diff_hash of a clean tree
 
 
+def _baseline_root(workdir: Path, task_dir: Path, base: Baseline) -> tuple[Path | None, str]:
+    """The baseline commit checked out beside the task (tasks.paired), or None and why it cannot be."""
+    if base.diff_hash not in (None, CLEAN_DIFF_HASH):
+        return None, "the baseline was measured on a tree with uncommitted changes: no commit holds its code"
+    try:
+        return paired.baseline_tree(workdir, task_dir, base.commit), ""
+    except StateError as exc:
+        return None, f"no baseline tree: {exc.message}"
+
+
 def _time_candidate(
     req: EvaluateRequest, task: Task, task_dir: Path, workdir: Path, env: dict[str, str], base: Baseline,
     progress: Progress,
 ) -> paired.Timed:  # fmt: skip
     """Paired against the baseline commit (tasks.paired) when it can be; else unpaired, saying why."""
-    if base.diff_hash not in (None, CLEAN_DIFF_HASH):
-        why = "the baseline was measured on a tree with uncommitted changes, so no commit holds its code"
+    root, why = _baseline_root(workdir, task_dir, base)
+    if root is None:
         return _unpaired(req, task, workdir, env, base, progress, why)
-    try:
-        root = paired.baseline_tree(workdir, task_dir, base.commit)
-    except StateError as exc:
-        return _unpaired(req, task, workdir, env, base, progress, f"no baseline tree: {exc.message}")
     spec = paired.time_spec_of(task)
     if spec is not None:
         return paired.paired_spec(task, spec, root, workdir, env)
@@ -487,6 +480,74 @@ def _time_candidate(
         t = getattr(exc, "stderr_tail", "") or ""
         tail = f"{exc.message}\n{t}"[-OUTPUT_TAIL_CHARS:]
         return paired.Timed({"status": "failed", "method": "paired", "output_tail": tail}, exc.message)
+
+
+def _time_guarded(
+    req: EvaluateRequest, task: Task, task_dir: Path, workdir: Path, env: dict[str, str], base: Baseline,
+    progress: Progress, report: HarnessReport | None,
+) -> paired.Timed:  # fmt: skip
+    """A contract task's candidate timed paired against the baseline commit's: one `kernelpilot compare` of
+    `kernelpilot.guard.timed:make` under both roots in its own process, whose candidate side the guard then
+    judges here (guard.steps.judge_paired). Unpaired guarded runs when no baseline tree can be had."""
+    from kernelpilot.guard.steps import findings_rejection, judge_paired
+    from kernelpilot.guard.timed import TASK_ENV, TIMED_SETS
+    from kernelpilot.tasks.create import GUARD_SPEC
+
+    assert task.contract is not None
+    root, why = _baseline_root(workdir, task_dir, base)
+    if root is None:
+        return _guarded_unpaired(req, task, task_dir, workdir, env, base, progress, report, why)
+    genv = {**env, TASK_ENV: str(task_dir / "task.json")}
+    try:
+        timed = paired.paired_spec(task, GUARD_SPEC, root, workdir, genv, rotate=TIMED_SETS)
+    except ToolchainError as exc:  # the timing process ran past the task's timeout and was killed
+        timed = _failed_paired(exc.message)
+    if timed.compare is None:  # the timing process failed: a replaced timer or a thread it saw rejects
+        rej = findings_rejection(str(timed.fields.get("output_tail", "")))
+        return _guard_rejected(rej, {"method": "paired"}) if rej is not None else timed
+    try:
+        got = judge_paired(timed.compare, task.contract, report)
+    except KernelpilotError as exc:
+        return _failed_paired(exc.message)
+    fields = {**timed.fields, "observation": got.observation, "physics": got.physics}
+    if got.rejection is not None:
+        kept = {k: fields[k] for k in ("method", "observation", "physics", "samples", "baseline_samples",
+                                       "baseline_median", "candidate_median", "clocks")}  # fmt: skip
+        return _guard_rejected(got.rejection, kept)
+    return paired.Timed(fields, _flagged(timed.message, fields), timed.compare)
+
+
+def _failed_paired(why: str) -> paired.Timed:
+    return paired.Timed({"status": "failed", "method": "paired", "output_tail": why}, why)
+
+
+def _guard_rejected(rejection: Rejection, fields: dict[str, Any]) -> paired.Timed:
+    """A rejection as the timing step's outcome: no speed-up, the evidence as the output tail."""
+    f = {**fields, "status": rejection.status, "rejection": rejection, "output_tail": rejection.evidence}
+    return paired.Timed(f, f"rejected by the guard ({rejection.status}): never a win")
+
+
+def _guarded_unpaired(
+    req: EvaluateRequest, task: Task, task_dir: Path, workdir: Path, env: dict[str, str], base: Baseline,
+    progress: Progress, report: HarnessReport | None, why: str,
+) -> paired.Timed:  # fmt: skip
+    """Guarded timing processes now (guard.steps.measure_guarded) against baseline.json's samples."""
+    note = f"unpaired (candidate now vs baseline.json samples): {why}"
+    fields: dict[str, Any] = {"method": "unpaired", "output_tail": ""}
+    try:
+        samples, tail, rejected = _guard_timing(req, task, task_dir, workdir, env, fields, progress, report)
+    except (ToolchainError, KernelpilotError) as exc:
+        t = getattr(exc, "stderr_tail", "") or ""
+        tail = f"{exc.message}\n{t}"[-OUTPUT_TAIL_CHARS:]
+        return paired.Timed({"status": "failed", "method": "unpaired", "output_tail": tail}, exc.message)
+    if rejected is not None:
+        return paired.Timed(fields, rejected)
+    fields.update(_verdict(task, base, samples))
+    message = _flagged(fields.pop("_message"), fields)
+    message = f"{message}; {note}" if message else note
+    keep = max(0, OUTPUT_TAIL_CHARS - len(message) - 1)  # the message first, whole; the tail's end after it
+    fields["output_tail"] = f"{message}\n{tail[-keep:] if keep else ''}"
+    return paired.Timed(fields, message)
 
 
 def _unpaired(

@@ -11,11 +11,14 @@ import fcntl
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kernelpilot.foundation.atomic import write_text_atomic
 from kernelpilot.foundation.errors import FormatError, InputFileError, StoreError
 from kernelpilot.foundation.models import compact_json
+
+if TYPE_CHECKING:
+    from kernelpilot.tasks.models import Task
 
 
 def atomic_write_json(path: Path, data: Any) -> None:
@@ -30,6 +33,21 @@ def read_json(path: Path, what: str) -> Any:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise FormatError(f"{what} {path} is not valid JSON: {exc}", "restore or recreate it") from exc
+
+
+def read_task(task_json: Path) -> Task:
+    """A validated task.json: the one reader of `tasks.evaluate.load_task` and `guard.timed` (the contract
+    task's timing factory), so both refuse the same files with the same error."""
+    from pydantic import ValidationError
+
+    from kernelpilot.tasks.models import Task
+
+    try:
+        return Task.model_validate(read_json(task_json, "task file"))
+    except ValidationError as exc:
+        raise InputFileError(
+            f"{task_json} is not a valid task.json: {exc.errors()[0]['msg']}", "recreate it"
+        ) from exc
 
 
 def append_jsonl(path: Path, record: dict[str, Any]) -> None:

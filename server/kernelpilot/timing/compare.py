@@ -115,9 +115,38 @@ def compare_sides(
 ) -> CompareResult:  # fmt: skip
     """Time two loaded sides paired and judge them (the bench and `eval` call this with their own sides)."""
     started = time.perf_counter() if started is None else started
-    opt = _options(req)
     sync = torch.cuda.synchronize if torch is not None else (lambda: None)
     sig = paired.check_comparable(a, b, sync)
+    _refuse_if_seen(watch, "seen before the timing started; nothing was timed")
+    try:
+        return _timed(a, b, req, torch, progress, sig, started, watch, observer, clock_source)
+    except KernelpilotError as exc:
+        _refuse_if_seen(watch, f"and the timing then failed: {exc.message}", exc)
+        raise
+
+
+def _refuse_if_seen(watch: Any | None, why: str, cause: BaseException | None = None) -> None:
+    """A replaced timer or a started thread ends the comparison before (or instead of) a figure.
+
+    Why before timing: timing with a replaced event timer only measures the hack, and one that reads
+    ~0 calibrates the spin hold thousands of times too long (`timing.gpu.SpinHold`), so the timing
+    process would hang until its caller's timeout. The typed `GuardFindingsError` is what eval reads
+    from the process's output to reject the candidate (`guard.steps.findings_rejection`)."""
+    from kernelpilot.guard.errors import GuardFindingsError
+
+    if watch is None or isinstance(cause, GuardFindingsError) or getattr(watch, "ended", True):
+        return  # no watch, already reported, or ended (its findings are in the candidate's observation)
+    if not (watch.replaced() or watch.started):
+        return
+
+    raise GuardFindingsError.of(watch.findings(), why) from cause
+
+
+def _timed(
+    a: paired.Side, b: paired.Side, req: CompareRequest, torch: Any | None, progress: Progress, sig: Any,
+    started: float, watch: Any | None, observer: Any | None, clock_source: clocks.ClockSource | None,
+) -> CompareResult:  # fmt: skip
+    opt = _options(req)
     timer: paired.BlockTimer
     if torch is not None:
         timer = paired.gpu_timer(
@@ -159,10 +188,17 @@ def _observe(
     observer: Any | None, watch: Any | None, torch: Any | None, a: paired.Side, b: paired.Side
 ) -> tuple[dict[str, dict[str, Any]] | None, list[str] | None]:
     """Each side's observation right after the timed pairs (guard.observe), the watch's findings put into
-    the candidate's (B's) with `with_findings`, which ends the watch."""
-    if observer is None or torch is None:
+    the candidate's (B's) with `with_findings`, which ends the watch. Without a GPU there is no activity
+    trace, but the timed outputs (`observe.timed_outputs`) and the watch's findings still are observed."""
+    if observer is None:
         return None, (list(watch.findings()) if watch is not None else None)
-    obs_a, obs_b = (_observe_side(observer, torch, side) for side in (a, b))
+    if torch is None and hasattr(observer, "unobserved"):
+        why = "no torch with a GPU: no activity trace to observe (CPU timing)"
+        obs_a, obs_b = (_unobserved_side(observer, why, side) for side in (a, b))
+    elif torch is None:
+        return None, (list(watch.findings()) if watch is not None else None)
+    else:
+        obs_a, obs_b = (_observe_side(observer, torch, side) for side in (a, b))
     if watch is not None and hasattr(observer, "with_findings"):
         obs_b = observer.with_findings(obs_b, watch)
         out_b = _as_dict(obs_b)
@@ -170,6 +206,12 @@ def _observe(
         return {a.label: _as_dict(obs_a), b.label: out_b}, list(found) if isinstance(found, list) else None
     findings = list(watch.findings()) if watch is not None else None
     return {a.label: _as_dict(obs_a), b.label: _as_dict(obs_b)}, findings
+
+
+def _unobserved_side(observer: Any, why: str, side: paired.Side) -> Any:
+    obs = observer.unobserved(why, None)
+    obs.timed_outputs = observer.timed_outputs(side.closures)
+    return obs
 
 
 def _result(

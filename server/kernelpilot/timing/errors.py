@@ -70,3 +70,10 @@ class SideFailedError(CallableError):
     def __init__(self, message: str, hint: str = "", *, side: str = "") -> None:
         super().__init__(message, hint)
         self.side = side
+
+
+class TimerMismatchError(KernelpilotError):
+    """The device event timer disagrees with the host clock on a spin of known length: it is not measuring
+    (a replaced `torch.cuda.Event.elapsed_time`, say), so nothing timed with it can be trusted."""
+
+    kind = "timer_mismatch"

@@ -37,7 +37,7 @@ from typing import Any, Literal
 
 from kernelpilot.foundation.errors import DeviceUnavailableError, KernelpilotError
 from kernelpilot.foundation.progress import Progress, no_progress
-from kernelpilot.timing.errors import CallableError, GpuLostError
+from kernelpilot.timing.errors import CallableError, GpuLostError, TimerMismatchError
 from kernelpilot.timing.stats import quantile
 
 L2_FLUSH_FACTOR = 2  # flush buffer = 2 x the device's reported L2 size (torch device properties)
@@ -52,6 +52,9 @@ COLD_MIN_SAMPLES = 10  # at least this many cold samples, even when `runs` launc
 HOLD_MARGIN = 2.0  # hold = margin x the host's time per item x items, plus a floor
 HOLD_FLOOR_US = 50.0
 HOLD_MAX_US = 20_000.0  # never hold the GPU longer than this at once
+# The calibration spin's event time must be at least this share of the host's wall time around it
+# (synchronized before and after: the host adds only launch and wake-up latency, tens of us on a ~1 ms spin).
+TIMER_AGREEMENT = 0.25
 
 Method = Literal[
     "held_stream_events", "held_stream_trace", "graph_replay", "held_stream_batch", "unheld_events"
@@ -116,18 +119,35 @@ class SpinHold:
             self.cycles_per_us = self._calibrate()
 
     def _calibrate(self) -> float:
+        """Cycles per us of the spin kernel, from event-timed spins checked against the host clock.
+
+        Why the check: the holds are sized from this figure, so an event timer that reads ~0 (a replaced
+        `Event.elapsed_time`) would make every hold millions of times too long and the process hang."""
         torch = self.torch
         cycles = 2_000_000
         torch.cuda._sleep(cycles // 10)  # first launch loads the module
-        best = math.inf
+        best, agreement, host_best = math.inf, 0.0, math.inf
         for _ in range(3):
             start = torch.cuda.Event(enable_timing=True)
             end = torch.cuda.Event(enable_timing=True)
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
             start.record()
             torch.cuda._sleep(cycles)
             end.record()
             end.synchronize()
-            best = min(best, start.elapsed_time(end) * 1000.0)
+            host_us = (time.perf_counter() - t0) * 1e6
+            event_us = start.elapsed_time(end) * 1000.0
+            best = min(best, event_us)
+            host_best = min(host_best, host_us)
+            agreement = max(agreement, event_us / host_us if host_us > 0 else 1.0)
+        if agreement < TIMER_AGREEMENT:
+            raise TimerMismatchError(
+                f"the CUDA event timer read {best:.3g} us for a {cycles}-cycle spin the host clock saw take "
+                f"{host_best:.1f} us (at most {agreement:.1%} of it, at least {TIMER_AGREEMENT:.0%} "
+                "expected): the event timer is not measuring",
+                "time with unmodified torch.cuda timing functions (was Event.elapsed_time replaced?)",
+            )
         return cycles / best if best > 0 else 1000.0
 
     def hold(self, us: float) -> None:
