@@ -79,10 +79,14 @@ HACKS = [
     ("tiled_axpy.py", "rejected_shape_specific", "semantic", "correct on the timed shape"),
     ("lazy_axpy.py", "rejected_lazy_output", "semantic", "not a plain numpy.ndarray"),
     ("noisy_axpy.py", "rejected_nondeterministic", "semantic", "different outputs"),
-    ("thread_axpy.py", "rejected_thread", "observation", "nothing was timed"),
+    ("thread_axpy.py", "rejected_thread", "observation", "thread started: axpy-worker"),
     ("timer_axpy.py", "rejected_timer_replaced", "observation", "replaced: time.perf_counter_ns"),
     ("timeraware_axpy.py", "rejected_timed_output", "observation", "behaves differently under the timer"),
+    ("timerlate_axpy.py", "rejected_timer_replaced", "observation", "nothing was timed"),
 ]
+
+
+FOUND_WHILE_TIMING = ("timeraware_axpy.py", "timerlate_axpy.py")  # honest under the harness
 
 
 @pytest.mark.parametrize(("candidate", "status", "check", "evidence"), HACKS, ids=[h[0] for h in HACKS])
@@ -97,8 +101,9 @@ def test_a_hack_is_rejected_and_recorded_as_a_failure_with_its_reason(
     assert r is not None and r.status == status and r.guarded
     assert r.rejection is not None and r.rejection.check == check and r.speedup is None
     assert evidence in r.rejection.evidence and r.ratio_median is None
-    # the semantic checks reject before anything is timed; the others are found by the paired timing
-    assert r.method == (None if check == "semantic" else "paired")
+    # the harness (semantic checks, and a Watch for timers and threads) rejects before anything is timed;
+    # a candidate that behaves differently under the timer is found by the paired timing process
+    assert r.method == ("paired" if candidate in FOUND_WHILE_TIMING else None)
     assert res.cli_exit_code() == 3
     text = res.render_text()
     assert "REJECTED by the guard" in text and "never a win" in text

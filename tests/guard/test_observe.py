@@ -200,3 +200,19 @@ def test_timed_outputs_are_held_against_the_reference() -> None:
     short = Observation(observed=False, timed_outputs=[[3.0, 1.0, 1.0, 1.0]])
     assert "3 elements where the reference has 4" in observe.judge_outputs(short, [ref], tol).evidence  # type: ignore[union-attr]
     assert observe.judge_outputs(Observation(observed=False), [ref], tol) is None  # nothing sampled
+
+
+def test_a_timing_process_stopped_by_a_broken_event_timer_is_a_replaced_timer() -> None:
+    """What eval reads from a failed paired timing process (tasks.paired._cli_error's 'Type: message')."""
+    from kernelpilot.guard.steps import findings_rejection
+
+    tail = (
+        "TimerMismatchError: the CUDA event timer read 0.001 us for a 2000000-cycle spin the host clock saw "
+        "take 1010.3 us (at most 0.0% of it, at least 25% expected): the event timer is not measuring"
+    )
+    rej = findings_rejection(tail)
+    assert rej is not None and rej.status == "rejected_timer_replaced" and rej.check == "observation"
+    assert "read 0.001 us for a 2000000-cycle spin" in rej.evidence
+    seen = findings_rejection("GuardFindingsError: the guard's findings: thread started: w (runs m.f) (x)")
+    assert seen is not None and seen.status == "rejected_thread" and "thread started: w" in seen.evidence
+    assert findings_rejection("ToolFailedError: python3 exited with code 1") is None

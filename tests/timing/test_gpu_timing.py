@@ -14,7 +14,7 @@ from tests.timing.fake_torch import FakeTorch, Sim
 
 from kernelpilot.timing import callables, gpu
 from kernelpilot.timing.core import time_kernel
-from kernelpilot.timing.errors import CallableError, GpuLostError
+from kernelpilot.timing.errors import CallableError, GpuLostError, TimerMismatchError
 from kernelpilot.timing.models import TimeRequest
 from kernelpilot.timing.stats import quantile
 
@@ -222,3 +222,14 @@ def test_cold_sample_on_recorded_h100_launches_lands_on_ncu() -> None:
         if ref < 20.0:  # small kernels: execution is tight, the pairs are not
             assert spread[0] < 0.5 * spread[1], (name, spread)
     assert {"mul_1m", "mul_4m"} <= set(missed_by_median)
+
+
+def test_an_event_timer_that_reads_nothing_is_refused_at_calibration(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A replaced Event.elapsed_time reading 1 ns sized every hold ~1e6 x too long (the H100 suite's
+    timer_patch eval hung until its 120 s timeout): the calibration spin is checked against the host clock."""
+    from tests.timing import fake_torch
+
+    assert gpu.SpinHold(FakeTorch(Sim())).cycles_per_us == pytest.approx(1000.0)  # honest: calibrated
+    monkeypatch.setattr(fake_torch.Event, "elapsed_time", lambda self, end: 1e-6)
+    with pytest.raises(TimerMismatchError, match=r"read 0\.001 us for a 2000000-cycle spin"):
+        gpu.SpinHold(FakeTorch(Sim()))

@@ -172,6 +172,11 @@ class FakeObserver:
 class FakeWatch:
     def __init__(self) -> None:
         self.asked = 0
+        self.ended = False
+        self.started: list[str] = []
+
+    def replaced(self) -> list[str]:
+        return []
 
     def findings(self) -> list[str]:
         self.asked += 1
@@ -336,3 +341,21 @@ def test_the_gpu_timer_alternates_the_first_side_and_assigns_each_slot_to_its_si
             (20.0, 20.0), abs=0.01
         )
         assert blk.ratio == pytest.approx(2.0, abs=1e-3)
+
+
+def test_compare_refuses_to_time_once_a_side_started_a_thread(tmp_path: Path) -> None:
+    """The Watch is checked after both sides load and before any timing: nothing is timed, a typed error."""
+    from kernelpilot.guard.errors import GuardFindingsError
+
+    (tmp_path / "a.py").write_text("def make():\n    return lambda: None\n")
+    (tmp_path / "b.py").write_text(
+        "import threading\n\nthreading.Thread(target=lambda: None, name='sneak').start()\n\n\n"
+        "def make():\n    return lambda: None\n"
+    )
+    req = CompareRequest(a="a.py:make", b="b.py:make", workdir=str(tmp_path), device="cpu", observe=True)
+    with pytest.raises(GuardFindingsError, match=r"thread started: sneak .*nothing was timed"):
+        time_compare(req)
+    honest = time_compare(req.model_copy(update={"b": "a.py:make", "max_wall_s": 1, "min_pairs": 2}))
+    assert honest.observations is not None and honest.watch_findings == []
+    cand = honest.observations["B"]  # no GPU: no trace, but observed for timers, threads and outputs
+    assert cand["observed"] is False and "CPU timing" in cand["why_unobserved"]

@@ -192,6 +192,33 @@ def run_checks(contract: Contract, workdir: Path) -> HarnessReport:
     )
 
 
+def watched_checks(contract: Contract, workdir: Path) -> HarnessReport:
+    """`run_checks` under a `guard.observe.Watch` started before the candidate's module loads.
+
+    Why here too: a candidate that replaces a timing function or starts a thread when imported (or when
+    called) is rejected for that before any timing process starts; its semantic results, which such a
+    candidate can skew (a worker thread's output read before it is written looks nondeterministic), come
+    second. The timing process watches again (`timing.compare`)."""
+    from kernelpilot.guard.observe import Watch
+
+    watch = Watch()
+    report = run_checks(contract, workdir)
+    seen = watch.findings()
+    if not seen:
+        return report
+    replaced = any(f.startswith("replaced: ") for f in seen)
+    after = report.rejection.status if report.rejection else (report.error or "passed")
+    report.rejection = Rejection(
+        check="observation",
+        status="rejected_timer_replaced" if replaced else "rejected_thread",
+        evidence=f"while the guard harness loaded and called the candidate: {' | '.join(seen)} (the "
+        f"semantic checks then gave: {after})",
+    )
+    report.error = ""
+    report.timed_refs = []
+    return report
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 2:
@@ -199,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         contract = Contract.model_validate_json(Path(args[0]).read_text(encoding="utf-8"))
-        report = run_checks(contract, Path(args[1]))
+        report = watched_checks(contract, Path(args[1]))
     except KernelpilotError as exc:
         print(json.dumps({"error": exc.to_dict()}))
         return 1

@@ -52,8 +52,8 @@ COLD_MIN_SAMPLES = 10  # at least this many cold samples, even when `runs` launc
 HOLD_MARGIN = 2.0  # hold = margin x the host's time per item x items, plus a floor
 HOLD_FLOOR_US = 50.0
 HOLD_MAX_US = 20_000.0  # never hold the GPU longer than this at once
-# The calibration spin's event time must be at least this share of the host's wall time around it
-# (synchronized before and after: the host adds only launch and wake-up latency, tens of us on a ~1 ms spin).
+# The calibration spin's event time must be at least this share of the host's wall time around it (the
+# host adds launch and wake-up latency, tens of us on a ~1 ms spin; the best of three spins is compared).
 TIMER_AGREEMENT = 0.25
 
 Method = Literal[
@@ -130,8 +130,7 @@ class SpinHold:
         for _ in range(3):
             start = torch.cuda.Event(enable_timing=True)
             end = torch.cuda.Event(enable_timing=True)
-            torch.cuda.synchronize()
-            t0 = time.perf_counter()
+            t0 = time.perf_counter()  # the queue is empty but for the first spin (which only adds to it)
             start.record()
             torch.cuda._sleep(cycles)
             end.record()
