@@ -1,12 +1,14 @@
 """`evaluate`: baseline refresh and candidate evaluation of a task, with the verdict and the ledger.
 
 Candidate order: baseline present and current (else needs_baseline) -> changed files within the
-allowed list (else out_of_scope, nothing run) -> correctness commands (else correctness_failed)
--> timing against the baseline commit, paired (`tasks.paired`: the commit as a detached worktree in
+allowed list (else out_of_scope, nothing run) -> correctness: a contract task's guard harness (else
+rejected_<check>), the correctness commands (else correctness_failed) -> timing against the baseline commit, paired (`tasks.paired`: the commit as a detached worktree in
 `<task>/.baseline-tree/`, both sides timed now, interleaved A,B,B,A; verdict from the median per-pair
 ratio and its bootstrap CI -> improved / regressed / neutral, unstable only when the ratio is) or, when
 the baseline cannot run now, unpaired against baseline.json's samples (stability of both sides, then the
-bootstrap CI of the ratio of medians), the record saying which and why. Everything is computed first;
+bootstrap CI of the ratio of medians), the record saying which and why. A contract task's paired run
+is observed, and the guard judges its candidate side here (`_time_guarded`: observation, then physics on
+the paired median) before the verdict. Everything is computed first;
 result.json is then written atomically and one ledger line appended, so a crash mid-eval leaves neither.
 """
 
@@ -499,7 +501,7 @@ def _time_guarded(
         return _guarded_unpaired(req, task, task_dir, workdir, env, base, progress, report, why)
     genv = {**env, TASK_ENV: str(task_dir / "task.json")}
     try:
-        timed = paired.paired_spec(task, GUARD_SPEC, root, workdir, genv, rotate=TIMED_SETS)
+        timed = paired.paired_spec(task, GUARD_SPEC, root, workdir, genv, rotate=TIMED_SETS, observe=True)
     except ToolchainError as exc:  # the timing process ran past the task's timeout and was killed
         timed = _failed_paired(exc.message)
     if timed.compare is None:  # the timing process failed: a replaced timer or a thread it saw rejects

@@ -5,9 +5,10 @@ in `<task>/.baseline-tree/` (reused while it is at that commit; the task folder 
 so both sides can run now, on the same GPU state, instead of comparing the candidate against samples taken
 when the baseline was refreshed.
 
-- time_spec tasks: one `kernelpilot compare` process (never the judging one) loads the spec under each
-  root, baseline and candidate kept apart, times them interleaved (ABBA, the task's cold/warm mode, NVML clock
-  tags) and returns the per-pair ratio; its observation of each side's GPU work rides along for the guard.
+- time_spec and contract tasks: one `kernelpilot compare` process (never the judging one) loads the spec
+  under each root, baseline and candidate kept apart, times them interleaved (ABBA, the task's cold/warm
+  mode, NVML clock tags) and returns the per-pair ratio; for a contract task (spec
+  `kernelpilot.guard.timed:make`) its observation of each side's work rides along for the guard.
 - command tasks: the eval command runs in the baseline tree and in the workdir alternately (A,B,B,A and
   B,A,A,B blocks in turn, `timing.paired.alternate_metrics`); each block's ratio of the printed metric is
   one pair. When the command cannot run in the baseline
@@ -104,23 +105,28 @@ def _cli_error(stderr: str) -> str:
     return stderr[-OUTPUT_TAIL_CHARS:]
 
 
-def compare_argv(task: Task, spec: str, base_root: Path, workdir: Path, rotate: int = 1) -> list[str]:
+def compare_argv(
+    task: Task, spec: str, base_root: Path, workdir: Path, rotate: int = 1, *, observe: bool = False
+) -> list[str]:
     return [
         sys.executable, "-m", "kernelpilot", "--json", "compare", spec, spec,
         "--root-a", str(base_root), "--root-b", str(workdir), "--label-a", "baseline",
         "--label-b", "candidate", "--timing", task.timing_mode or "cold",
-        "--min-effect", repr(task.min_effect), "--rotate", str(rotate), "--observe",
+        "--min-effect", repr(task.min_effect), "--rotate", str(rotate), *(["--observe"] if observe else []),
     ]  # fmt: skip
 
 
 def paired_spec(
-    task: Task, spec: str, base_root: Path, workdir: Path, env: dict[str, str], rotate: int = 1
-) -> Timed:
+    task: Task, spec: str, base_root: Path, workdir: Path, env: dict[str, str], rotate: int = 1,
+    *, observe: bool = False,
+) -> Timed:  # fmt: skip
     """`kernelpilot compare` of the spec under both roots, in its own process; the record's fields.
 
     A factory with a `root` keyword (contract tasks' `kernelpilot.guard.timed:make`) is called with its
-    side's root, so one spec loads each tree's own candidate; `rotate` goes to both sides."""
-    argv = compare_argv(task, spec, base_root, workdir, rotate)
+    side's root, so one spec loads each tree's own candidate; `rotate` goes to both sides. `observe`
+    (contract tasks: the guard judges the candidate's observation) adds the Watch and the activity trace,
+    whose profiler start-up costs seconds on a GPU: an unguarded task's eval does not pay it."""
+    argv = compare_argv(task, spec, base_root, workdir, rotate, observe=observe)
     res = toolchain.run(argv, cwd=workdir, env=env, timeout_s=task.timeout_s, check=False)
     if res.returncode != 0:
         why = _cli_error(res.stderr)
