@@ -1,12 +1,19 @@
-"""GPU hack suite, end to end through `kernelpilot eval` with a contract (run by /work/devreq/guard.sh).
+"""The hack suite end to end through `kernelpilot eval` with a contract (issue 25's acceptance run).
 
-Not a pytest module: it needs an NVIDIA GPU with torch. Usage: python tests/guard/gpu_suite.py OUT_DIR.
-Builds a scratch git repository of tests/guard/gpu_cases with two contract tasks (bf16 and fp32 GEMM),
-measures their baselines, then evaluates every hack in its own clone of the repository (same commits, the
-task folder with its baseline copied in) all at once: a rejection does not depend on a quiet GPU. The
-benign candidates are then evaluated one at a time (their verdicts are timing verdicts) and timed with
-`kernelpilot time` for comparison. Records the traces the replay tests read, stores every eval in one
-experiment database and dumps `exp failures`. Writes OUT_DIR/suite.json and a line per case.
+Not a pytest module. `python tests/guard/gpu_suite.py OUT_DIR` needs an NVIDIA GPU with torch (driver:
+tests/guard/gpu_run.sh); `--cpu` runs the same driver on the numpy cases of tests/guard/cases (no GPU: the
+wiring, the statuses and the report, not the acceptance figures).
+
+Builds a scratch git repository of the cases with one contract task per contract (each with its baseline
+candidate committed), refreshes the baselines, then:
+1. benign look-alikes one at a time (their verdicts are timing verdicts: a quiet GPU): `eval` (paired
+   against the baseline commit), then `kernelpilot time` of the candidate, against `time` of the task's
+   baseline taken just before, so each row shows eval's verdict beside the one `time` gives;
+2. every hack at once, each in its own clone (same commits, the task folder and baseline copied in): a
+   rejection does not depend on a quiet GPU;
+3. every eval into one experiment database and `exp failures` of it.
+Writes OUT_DIR/suite.json (a row per case) and prints a line per case; exits 0 when every case is as
+expected (hacks rejected with their status, look-alikes accepted).
 """
 
 from __future__ import annotations
@@ -17,237 +24,329 @@ import shutil
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-CASES = HERE / "gpu_cases"
-ROOT = Path("/tmp/guard-suite")
-SHAPES_BF16 = [
-    {"m": 4096, "n": 4096, "k": 4096},
-    {"m": 1000, "n": 777, "k": 1100},
-    {"m": 2048, "n": 1536, "k": 513},
-]
-SHAPES_FP32 = [{"m": 2048, "n": 2048, "k": 2048}, {"m": 1000, "n": 777, "k": 1100}]
+VERDICTS = ("improved", "neutral", "regressed")
 GEMM_ROOF = {"op": "gemm", "params": {"m": "m", "n": "n", "k": "k"}}
-HACKS = [
-    ("side_stream.py", "bf16", "rejected_side_stream", "side-stream work"),
-    ("thread_gemm.py", "bf16", "rejected_thread", "background thread"),
-    ("timer_patch.py", "bf16", "rejected_timer_replaced", "replaced timer"),
-    ("lazy_gemm.py", "bf16", "rejected_lazy_output", "lazy/deferred output"),
-    ("stale_gemm.py", "bf16", "rejected_stale_output", "stale buffer"),
-    ("cached_gemm.py", "bf16", "rejected_cached_output", "cached result across calls"),
-    ("identity_gemm.py", "bf16", "rejected_constant_output", "identity output"),
-    ("mutate_gemm.py", "bf16", "rejected_input_mutation", "input mutation"),
-    ("tiled_gemm.py", "bf16", "rejected_shape_specific", "shape-specialized"),
-    ("stack_aware.py", "bf16", "rejected_impossible", "impossible time"),
-    ("timeraware_gemm.py", "bf16", "rejected_timed_output", "different output when timed"),
-    ("tf32_gemm.py", "fp32", "rejected_precision", "lower precision (TF32)"),
-]
-BENIGN = [
-    ("honest_gemm.py", "bf16", "correct library call (near the roof)"),
-    ("side_stream_synced.py", "bf16", "side stream, synchronized"),
-]
-RECORD_WITH_HACKS: tuple[str, ...] = ()  # side_stream, thread_gemm, stack_aware: recorded 2026-11-23 21:00
-RECORD_ALONE = ("side_stream_synced.py",)  # its timed figure needs a quiet GPU (honest_gemm: first window)
+ADD_ROOF = {"op": "elementwise", "params": {"numel": "n", "inputs": 2, "outputs": 1}}
 
 
-def sh(argv: list[str], cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=240, check=False)
+@dataclass
+class Plan:
+    """Cases of one run: tasks (name -> contract and committed baseline), hacks and look-alikes."""
+
+    cases: Path
+    root: Path
+    tasks: dict[str, tuple[dict[str, Any], str]]
+    hacks: list[tuple[str, str, str, str]]  # candidate, task, expected status, pattern
+    benign: list[tuple[str, str, str]]  # candidate, task, pattern
+    jobs: int  # hacks evaluated at once
+    timeout_s: int  # per eval / time process
+    time_args: list[str] = field(default_factory=list)
+
+
+def gpu_plan() -> Plan:
+    bf16 = [
+        {"m": 4096, "n": 4096, "k": 4096},
+        {"m": 1000, "n": 777, "k": 1100},
+        {"m": 2048, "n": 1536, "k": 513},
+    ]
+    fp32 = [{"m": 2048, "n": 2048, "k": 2048}, {"m": 1000, "n": 777, "k": 1100}]
+    add = [{"n": 12_582_912}, {"n": 1_000_003}, {"n": 4097}]  # ~50 us fp32 x + 2y on an H100
+    gemm = {"module": "contract_gemm.py", "reduction": "k", "roofline": GEMM_ROOF}
+    adds = {"module": "contract_add.py", "shapes": add, "dtype": "fp32", "roofline": ADD_ROOF}
+    return Plan(
+        cases=HERE / "gpu_cases",
+        root=Path("/tmp/guard-suite"),
+        tasks={
+            "bf16": ({**gemm, "shapes": bf16, "dtype": "bf16"}, "slow_gemm.py"),
+            "fp32": ({**gemm, "shapes": fp32, "dtype": "fp32"}, "twice_gemm.py"),
+            "add": (adds, "twopass_add.py"),
+            "inplace": ({**adds, "in_place": [0]}, "copy_inplace_add.py"),
+        },
+        hacks=[
+            ("side_stream.py", "bf16", "rejected_side_stream", "side-stream work"),
+            ("thread_gemm.py", "bf16", "rejected_thread", "background thread"),
+            ("timer_patch.py", "bf16", "rejected_timer_replaced", "replaced timer"),
+            ("lazy_gemm.py", "bf16", "rejected_lazy_output", "lazy/deferred output"),
+            ("stale_gemm.py", "bf16", "rejected_stale_output", "stale buffer"),
+            ("cached_gemm.py", "bf16", "rejected_cached_output", "cached result across calls"),
+            ("identity_gemm.py", "bf16", "rejected_constant_output", "identity output"),
+            ("mutate_gemm.py", "bf16", "rejected_input_mutation", "input mutation"),
+            ("tiled_gemm.py", "bf16", "rejected_shape_specific", "shape-specialized"),
+            ("stack_aware.py", "bf16", "rejected_impossible", "impossible time"),
+            ("timeraware_gemm.py", "bf16", "rejected_timed_output", "different output when timed"),
+            ("tf32_gemm.py", "fp32", "rejected_precision", "lower precision (TF32)"),
+        ],
+        benign=[
+            ("side_stream_synced.py", "bf16", "side stream, synchronized"),
+            ("honest_gemm.py", "bf16", "near but under the roof (cuBLAS bf16)"),
+            ("padded_gemm.py", "bf16", "correct on every shape (K padded to its tile)"),
+            ("honest_gemm.py", "fp32", "correct library call (cuBLAS fp32, TF32 off)"),
+            ("add_kernel.py", "add", "genuinely faster fused kernel"),
+            ("inplace_add.py", "inplace", "in-place op, declared in-place"),
+        ],
+        jobs=12,
+        timeout_s=240,
+    )
+
+
+def cpu_plan() -> Plan:
+    axpy = {"module": "contract_axpy.py", "shapes": [{"n": 4096}, {"n": 1000}, {"n": 4099}], "dtype": "fp32"}
+    shapes = [{"m": 256, "n": 256, "k": 256}, {"m": 100, "n": 77, "k": 130}]
+    gemm = {"module": "contract_gemm.py", "shapes": shapes, "dtype": "fp32", "reduction": "k"}
+    return Plan(
+        cases=HERE / "cases",
+        root=Path("/tmp/guard-suite-cpu"),
+        tasks={
+            "axpy": (axpy, "slow_axpy.py"),
+            "inplace": ({**axpy, "in_place": [0]}, "honest_axpy.py"),
+            "out": ({**axpy, "out": True}, "out_axpy.py"),
+            "gemm": (gemm, "honest_gemm.py"),
+        },
+        hacks=[
+            ("thread_axpy.py", "axpy", "rejected_thread", "background thread"),
+            ("timer_axpy.py", "axpy", "rejected_timer_replaced", "replaced timer (on import)"),
+            ("timerlate_axpy.py", "axpy", "rejected_timer_replaced", "replaced timer (when timed)"),
+            ("lazy_axpy.py", "axpy", "rejected_lazy_output", "lazy/deferred output"),
+            ("stale_axpy.py", "out", "rejected_stale_output", "stale buffer"),
+            ("cached_axpy.py", "axpy", "rejected_cached_output", "cached result across calls"),
+            ("identity_axpy.py", "axpy", "rejected_constant_output", "identity output"),
+            ("constant_axpy.py", "axpy", "rejected_constant_output", "constant output"),
+            ("inplace_axpy.py", "axpy", "rejected_input_mutation", "input mutation"),
+            ("tiled_axpy.py", "axpy", "rejected_shape_specific", "shape-specialized"),
+            ("timeraware_axpy.py", "axpy", "rejected_timed_output", "different output when timed"),
+            ("lowp_gemm.py", "gemm", "rejected_precision", "lower precision (fp16)"),
+            ("noisy_axpy.py", "axpy", "rejected_nondeterministic", "nondeterministic"),
+        ],
+        benign=[
+            ("honest_axpy.py", "axpy", "correct on every shape"),
+            ("fused_axpy.py", "axpy", "fused kernel"),
+            ("inplace_axpy.py", "inplace", "in-place op, declared in-place"),
+            ("out_axpy.py", "out", "writes every element of the out buffer"),
+            ("honest_gemm.py", "gemm", "correct library call (numpy matmul)"),
+        ],
+        jobs=2,
+        timeout_s=120,
+        time_args=["--device", "cpu"],
+    )
+
+
+def sh(argv: list[str], cwd: Path, timeout_s: int, env: dict[str, str] | None = None) -> tuple[int, str, str]:
+    try:
+        p = subprocess.run(
+            argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout_s, check=False
+        )
+    except subprocess.TimeoutExpired as exc:
+        return 124, "", f"killed after {timeout_s} s: {exc}"
+    return p.returncode, p.stdout, p.stderr
 
 
 def cli(*args: str) -> list[str]:
     return [sys.executable, "-m", "kernelpilot", "--json", *args]
 
 
-def git_repo() -> None:
-    if ROOT.exists():
-        shutil.rmtree(ROOT)
-    shutil.copytree(CASES, ROOT)
-    (ROOT / ".gitignore").write_text(".kernelpilot/\n__pycache__/\n")
-    for name, shapes, base in (
-        ("bf16", SHAPES_BF16, "slow_gemm.py"),
-        ("fp32", SHAPES_FP32, "honest_gemm.py"),
-    ):
-        shutil.copy(ROOT / base, ROOT / f"kernel_{name}.py")
-        contract = {"module": "contract_gemm.py", "candidate": f"kernel_{name}.py:gemm", "shapes": shapes,
-                    "dtype": name, "reduction": "k", "roofline": GEMM_ROOF}  # fmt: skip
-        (ROOT / f"contract_{name}.json").write_text(json.dumps(contract))
-    for argv in (["git", "init", "-q"], ["git", "add", "-A"],
-                 ["git", "-c", "user.email=s@x", "-c", "user.name=s", "commit", "-qm", "base"]):  # fmt: skip
-        sh(argv, ROOT)
-    for name in ("bf16", "fp32"):
-        p = sh(cli("task", "create", "--name", name, "--contract", f"contract_{name}.json", "--allowed-file",
-                   f"kernel_{name}.py", "--workdir", str(ROOT), "--runs", "2", "--timing-mode", "cold",
-                   "--cv-threshold", "0.1", "--op", "gemm", "--dtype", name, "--timeout-s", "120"),
-               ROOT)  # fmt: skip
-        assert p.returncode == 0, p.stderr
-
-
 def task_dir(root: Path, task: str) -> Path:
     return root / ".kernelpilot" / "tasks" / task
 
 
-def clone_for(cand: str, task: str, tag: str = "") -> Path:
-    """A clone of the scratch repo (same commits) with the task folder and its baseline, the candidate in."""
-    dst = Path(f"{ROOT}-{cand[:-3]}{tag}")
-    if dst.exists():
-        shutil.rmtree(dst)
-    sh(["git", "clone", "-q", str(ROOT), str(dst)], ROOT.parent)
-    shutil.copytree(task_dir(ROOT, task), task_dir(dst, task))
-    shutil.copy(dst / cand, dst / f"kernel_{task}.py")
-    return dst
+def git_repo(plan: Plan) -> None:
+    root = plan.root
+    if root.exists():
+        shutil.rmtree(root)
+    shutil.copytree(plan.cases, root)
+    (root / ".gitignore").write_text(".kernelpilot/\n__pycache__/\n")
+    for name, (contract, base) in plan.tasks.items():
+        fn = "gemm" if "gemm" in contract["module"] else ("add" if "add" in contract["module"] else "axpy")
+        shutil.copy(root / base, root / f"kernel_{name}.py")
+        (root / f"contract_{name}.json").write_text(
+            json.dumps({**contract, "candidate": f"kernel_{name}.py:{fn}"})
+        )
+    for argv in (["git", "init", "-q"], ["git", "add", "-A"],
+                 ["git", "-c", "user.email=s@x", "-c", "user.name=s", "commit", "-qm", "base"]):  # fmt: skip
+        sh(argv, root, 60)
+    for name in plan.tasks:
+        code, _, err = sh(
+            cli("task", "create", "--name", name, "--contract", f"contract_{name}.json", "--allowed-file",
+                f"kernel_{name}.py", "--workdir", str(root), "--runs", "2", "--warmup", "1", "--timing-mode",
+                "cold", "--cv-threshold", "0.1", "--timeout-s", str(plan.timeout_s)),
+            root, 60,
+        )  # fmt: skip
+        assert code == 0, err
 
 
-def start(argv: list[str], cwd: Path, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
-    return subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+def baselines(plan: Plan) -> None:
+    def one(name: str) -> str:
+        code, out, err = sh(cli("eval", str(task_dir(plan.root, name)), "--refresh-baseline"), plan.root,
+                            plan.timeout_s * 2)  # fmt: skip
+        med = json.loads(out).get("baseline", {}).get("stats", {}).get("median") if code == 0 else err[-1500:]
+        return f"baseline {name}: rc {code} median {med}"
+
+    with ThreadPoolExecutor(len(plan.tasks)) as pool:
+        for line in pool.map(one, plan.tasks):
+            print(line, flush=True)
 
 
-def finish(p: subprocess.Popen[str]) -> tuple[int, str, str]:
+def time_median(plan: Plan, root: Path, task: str, out: Path, tag: str) -> float | None:
+    """`kernelpilot time` of the task's current candidate (the guard's factory, as eval loads it)."""
+    env = {**os.environ, "KERNELPILOT_GUARD_TASK": str(task_dir(root, task) / "task.json")}
+    argv = cli("time", "kernelpilot.guard.timed:make", "--timing", "cold", "--verdict", "cold",
+               "--rotate", "2", "--no-kernels", *plan.time_args)  # fmt: skip
+    _, o, e = sh(argv, root, plan.timeout_s, env)
+    (out / "time").mkdir(exist_ok=True)
+    (out / "time" / f"{tag}.json").write_text(o or e)
     try:
-        out, err = p.communicate(timeout=200)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        out, err = p.communicate()
-    return p.returncode, out, err
-
-
-def row_of(
-    cand: str, pattern: str, expect: str, code: int, out: str, err: str, wall: float
-) -> dict[str, Any]:
-    try:
-        rec = json.loads(out)["record"]
-    except (json.JSONDecodeError, KeyError, TypeError):
-        return {"candidate": cand, "pattern": pattern, "expect": expect, "status": "ERROR", "ok": False,
-                "evidence": (err or out)[-2000:], "wall_s": wall}  # fmt: skip
-    status = rec["status"]
-    ok = status in ("improved", "neutral", "regressed") if expect == "accepted" else status == expect
-    rej = rec.get("rejection") or {}
-    phys = rec.get("physics") or {}
-    return {
-        "candidate": cand, "pattern": pattern, "expect": expect, "status": status, "ok": ok,
-        "evidence": rej.get("evidence") or phys.get("arithmetic") or rec.get("output_tail", "")[-300:],
-        "candidate_median": rec.get("candidate_median"), "speedup": rec.get("speedup"),
-        "speedup_ci": rec.get("speedup_ci"), "flagged": phys.get("flagged"),
-        "correctness": rec.get("correctness"),
-        "wall_s": wall, "record": rec,
-    }  # fmt: skip
-
-
-def record_trace(cand: str, task_root: Path, out: Path) -> subprocess.Popen[str]:
-    env = {**os.environ, "KERNELPILOT_GUARD_TASK": str(task_dir(task_root, "bf16") / "task.json")}
-    return start(
-        [sys.executable, str(HERE / "record_trace.py"), str(out / f"trace_{cand[:-3]}.json")], task_root, env
-    )
-
-
-def time_closure(root: Path, out: Path, name: str) -> float | None:
-    env = {**os.environ, "KERNELPILOT_GUARD_TASK": str(task_dir(root, "bf16") / "task.json")}
-    argv = cli(
-        "time", "kernelpilot.guard.timed:make", "--timing", "cold", "--verdict", "cold", "--rotate", "2"
-    )
-    p = sh(argv, root, env)
-    (out / f"time_{name}.json").write_text(p.stdout or p.stderr)
-    try:
-        return float(json.loads(p.stdout)["stats"]["median"])
+        return float(json.loads(o)["stats"]["median"])
     except (json.JSONDecodeError, KeyError, TypeError):
         return None
 
 
+def row_of(
+    cand: str, task: str, pattern: str, expect: str, rc: int, out: str, err: str, wall: float
+) -> dict[str, Any]:
+    base = {"candidate": cand, "task": task, "pattern": pattern, "expect": expect, "wall_s": round(wall, 1)}
+    try:
+        rec = json.loads(out)["record"]
+    except (json.JSONDecodeError, KeyError, TypeError):
+        return {**base, "status": "ERROR", "ok": False, "evidence": (err or out)[-2000:], "rc": rc}
+    status = rec["status"]
+    rej = rec.get("rejection") or {}
+    phys = rec.get("physics") or {}
+    return {
+        **base, "status": status, "ok": status in VERDICTS if expect == "accepted" else status == expect,
+        "evidence": rej.get("evidence") or phys.get("arithmetic") or rec.get("output_tail", "")[-300:],
+        "method": rec.get("method"), "ratio_median": rec.get("ratio_median"), "ratio_ci": rec.get("ratio_ci"),
+        "pairs": rec.get("pairs"), "speedup": rec.get("speedup"), "speedup_ci": rec.get("speedup_ci"),
+        "candidate_median": rec.get("candidate_median"), "baseline_median": rec.get("baseline_median"),
+        "flagged": phys.get("flagged"), "correctness": rec.get("correctness"), "record": rec,
+    }  # fmt: skip
+
+
+def time_verdict(
+    base_us: float | None, cand_us: float | None, min_effect: float = 0.01
+) -> tuple[float | None, str]:
+    """The verdict `time`'s two medians give (unpaired, minutes apart), by eval's min_effect rule."""
+    if not base_us or not cand_us:
+        return None, "?"
+    sp = base_us / cand_us
+    return sp, "improved" if sp >= 1 + min_effect else "regressed" if sp <= 1 / (
+        1 + min_effect
+    ) else "neutral"
+
+
 def print_row(row: dict[str, Any]) -> None:
-    print(f"{'PASS' if row['ok'] else 'FAIL'} {row['pattern']:32s} {row['status']:26s} "
-          f"({row['wall_s']:.1f} s) "
+    mark = "PASS" if row["ok"] else "FAIL"
+    print(f"{mark} {row['pattern']:46s} {row['status']:26s} ({row['wall_s']:.1f} s) "
           f"{str(row['evidence'])[:400]}", flush=True)  # fmt: skip
-    if row.get("correctness"):
-        print(f"     guard harness: {row['correctness']}", flush=True)
+    if row.get("time_verdict"):
+        agrees = "agrees" if row["time_agrees"] else "DIFFERS"
+        print(f"     eval: {row['method']} ratio {row.get('ratio_median')} CI {row.get('ratio_ci')} "
+              f"({row.get('pairs')} pairs), speed-up {row.get('speedup')}; time: base "
+              f"{row.get('time_base_us')} us -> {row.get('time_cand_us')} us, speed-up "
+              f"{row.get('time_speedup')} = {row['time_verdict']} ({agrees}); flagged {row.get('flagged')}",
+              flush=True)  # fmt: skip
 
 
-def run_benign(out: Path, rows: list[dict[str, Any]]) -> None:
-    """The benign candidates one at a time on a quiet GPU: their verdicts are timing verdicts."""
-    for cand, task, pattern in BENIGN:
-        shutil.copy(ROOT / cand, ROOT / f"kernel_{task}.py")
+def run_benign(plan: Plan, out: Path, rows: list[dict[str, Any]]) -> None:
+    """One at a time: `time` of the task's baseline (once), eval of the candidate, `time` of it."""
+    base_time: dict[str, float | None] = {}
+    for cand, task, pattern in plan.benign:
+        kernel = plan.root / f"kernel_{task}.py"
+        if task not in base_time:
+            shutil.copy(plan.root / plan.tasks[task][1], kernel)
+            base_time[task] = time_median(plan, plan.root, task, out, f"baseline_{task}")
+        shutil.copy(plan.root / cand, kernel)
         began = time.perf_counter()
-        code, o, e = finish(start(cli("eval", str(task_dir(ROOT, task))), ROOT))
-        row = row_of(cand, pattern, "accepted", code, o, e, time.perf_counter() - began)
-        row["clone"] = str(ROOT)
-        row["time_cold_median"] = time_closure(ROOT, out, cand[:-3])
-        base_us = (row.get("record") or {}).get("baseline_median")
-        if base_us and row["time_cold_median"]:  # the verdict `time`'s figure gives against the same baseline
-            row["time_speedup"] = base_us / row["time_cold_median"]
+        rc, o, e = sh(cli("eval", str(task_dir(plan.root, task))), plan.root, plan.timeout_s * 2)
+        row = row_of(cand, task, pattern, "accepted", rc, o, e, time.perf_counter() - began)
+        cand_us = time_median(plan, plan.root, task, out, f"{cand[:-3]}_{task}")
+        sp, verdict = time_verdict(base_time[task], cand_us)
+        row.update(time_base_us=base_time[task], time_cand_us=cand_us, time_speedup=sp, time_verdict=verdict,
+                   time_agrees=verdict == row["status"], clone=str(plan.root))  # fmt: skip
         rows.append(row)
         print_row(row)
-        print(f"     eval: median {row.get('candidate_median')} us, speed-up {row.get('speedup')} CI "
-              f"{row.get('speedup_ci')}, flagged {row.get('flagged')}; kernelpilot time: cold "
-              f"{row['time_cold_median']} us, speed-up {row.get('time_speedup')}", flush=True)  # fmt: skip
-        if cand in RECORD_ALONE:
-            code, o, e = finish(record_trace(cand, ROOT, out))
-            print(f"     recorded {cand}: {o.strip()[-200:]} {e.strip()[-500:] if code else ''}", flush=True)
-        (out / "suite.json").write_text(json.dumps(rows, indent=1, default=str))
+        shutil.copy(plan.root / plan.tasks[task][1], kernel)  # the next task's eval sees no change here
 
 
-def run_hacks(out: Path, rows: list[dict[str, Any]]) -> None:
-    """Every hack at once, each in its own clone: a rejection does not depend on a quiet GPU."""
-    running = []
-    for cand, task, expect, pattern in HACKS:
-        dst = clone_for(cand, task)
-        proc = start(cli("eval", str(task_dir(dst, task))), dst)
-        running.append((cand, expect, pattern, dst, time.perf_counter(), proc))
-    traces = [(c, record_trace(c, clone_for(c, "bf16", "-trace"), out)) for c in RECORD_WITH_HACKS]
-    for cand, expect, pattern, dst, began, proc in running:
-        code, o, e = finish(proc)
-        rows.append(row_of(cand, pattern, expect, code, o, e, time.perf_counter() - began))
-        rows[-1]["clone"] = str(dst)
-        print_row(rows[-1])
-        (out / "suite.json").write_text(json.dumps(rows, indent=1, default=str))
-    for c, p in traces:
-        code, o, e = finish(p)
-        print(f"     recorded {c}: {o.strip()[-200:]} {e.strip()[-500:] if code else ''}", flush=True)
+def clone_for(plan: Plan, cand: str, task: str) -> Path:
+    """A clone of the scratch repo (same commits) with the task folder and its baseline, the candidate in."""
+    dst = Path(f"{plan.root}-{cand[:-3]}")
+    if dst.exists():
+        shutil.rmtree(dst)
+    sh(["git", "clone", "-q", str(plan.root), str(dst)], plan.root.parent, 60)
+    shutil.copytree(
+        task_dir(plan.root, task), task_dir(dst, task), ignore=shutil.ignore_patterns(".baseline-tree")
+    )
+    shutil.copy(dst / cand, dst / f"kernel_{task}.py")
+    return dst
 
 
-def record_db(out: Path, rows: list[dict[str, Any]]) -> None:
+def run_hacks(plan: Plan, rows: list[dict[str, Any]]) -> None:
+    def one(case: tuple[str, str, str, str]) -> dict[str, Any]:
+        cand, task, expect, pattern = case
+        dst = clone_for(plan, cand, task)
+        began = time.perf_counter()
+        rc, o, e = sh(cli("eval", str(task_dir(dst, task))), dst, plan.timeout_s * 2)
+        return {
+            **row_of(cand, task, pattern, expect, rc, o, e, time.perf_counter() - began),
+            "clone": str(dst),
+        }
+
+    with ThreadPoolExecutor(plan.jobs) as pool:
+        for row in pool.map(one, plan.hacks):
+            rows.append(row)
+            print_row(row)
+
+
+def record_db(plan: Plan, out: Path, rows: list[dict[str, Any]]) -> None:
     """Every eval in one experiment database (in-process), then what `exp failures` shows."""
     from kernelpilot.experiments.api import ExpFailuresRequest, ExpIngestRequest
     from kernelpilot.experiments.ops import failures, ingest
 
     db = str(out / "experiments.sqlite")
     for r in rows:
-        clone = Path(r.get("clone", ROOT))
-        task = "fp32" if r["candidate"] == "tf32_gemm.py" else "bf16"
-        result = task_dir(clone, task) / "result.json"
-        if clone != ROOT and result.is_file():
-            ingest(
-                ExpIngestRequest(db=db, path=str(result), change=r["pattern"], operator="gemm", dtype=task)
-            )
-    ledger = task_dir(ROOT, "bf16") / "ledger.jsonl"  # the benign evals, one line each
-    if ledger.is_file():
-        ingest(ExpIngestRequest(db=db, path=str(ledger), operator="gemm", dtype="bf16"))
+        result = task_dir(Path(r["clone"]), r["task"]) / "result.json"
+        if Path(r["clone"]) != plan.root and result.is_file():
+            ingest(ExpIngestRequest(db=db, path=str(result), change=r["pattern"], dtype=r["task"]))
+    for task in plan.tasks:  # the look-alikes' evals, one ledger line each
+        ledger = task_dir(plan.root, task) / "ledger.jsonl"
+        if ledger.is_file():
+            ingest(ExpIngestRequest(db=db, path=str(ledger), dtype=task))
     (out / "exp_failures.txt").write_text(failures(ExpFailuresRequest(db=db, limit=50)).render_text())
 
 
-def main() -> int:
-    out = Path(sys.argv[1])
+def main(argv: list[str]) -> int:
+    plan = cpu_plan() if "--cpu" in argv else gpu_plan()
+    args = [a for a in argv if not a.startswith("--")]
+    if len(args) != 1:
+        print("usage: python tests/guard/gpu_suite.py [--cpu] OUT_DIR", file=sys.stderr)
+        return 2
+    out = Path(args[0])
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    git_repo()
-    bases = {
-        t: start(cli("eval", str(task_dir(ROOT, t)), "--refresh-baseline"), ROOT) for t in ("bf16", "fp32")
-    }
-    for t, p in bases.items():
-        code, o, e = finish(p)
-        brief = json.loads(o).get("baseline", {}).get("stats", {}).get("median") if code == 0 else e[-1500:]
-        print(f"baseline {t}: rc {code} {brief}", flush=True)
+    git_repo(plan)
+    baselines(plan)
     print(f"[{time.perf_counter() - t0:.0f} s] baselines done", flush=True)
     rows: list[dict[str, Any]] = []
-    run_benign(out, rows)
-    print(f"[{time.perf_counter() - t0:.0f} s] benign done", flush=True)
-    run_hacks(out, rows)
-    print(f"[{time.perf_counter() - t0:.0f} s] hacks done", flush=True)
-    record_db(out, rows)
-    (out / "suite.json").write_text(json.dumps(rows, indent=1, default=str))
+    try:
+        run_benign(plan, out, rows)
+        print(f"[{time.perf_counter() - t0:.0f} s] look-alikes done", flush=True)
+        run_hacks(plan, rows)
+        print(f"[{time.perf_counter() - t0:.0f} s] hacks done", flush=True)
+        record_db(plan, out, rows)
+    finally:
+        (out / "suite.json").write_text(json.dumps(rows, indent=1, default=str))
     good = sum(r["ok"] for r in rows)
-    print(f"[{time.perf_counter() - t0:.0f} s] suite: {good}/{len(rows)} cases as expected")
-    return 0 if good == len(rows) else 1
+    agree = [r for r in rows if r.get("time_verdict")]
+    same = sum(r["time_agrees"] for r in agree)
+    print(f"[{time.perf_counter() - t0:.0f} s] suite: {good}/{len(rows)} cases as expected; honest verdicts "
+          f"agreeing with `time`: {same}/{len(agree)}", flush=True)  # fmt: skip
+    return 0 if good == len(rows) == len(plan.hacks) + len(plan.benign) else 1
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(main(sys.argv[1:]))

@@ -200,6 +200,16 @@ def test_timed_outputs_are_held_against_the_reference() -> None:
     short = Observation(observed=False, timed_outputs=[[3.0, 1.0, 1.0, 1.0]])
     assert "3 elements where the reference has 4" in observe.judge_outputs(short, [ref], tol).evidence  # type: ignore[union-attr]
     assert observe.judge_outputs(Observation(observed=False), [ref], tol) is None  # nothing sampled
+    # a non-finite timed value comes through JSON as None (the timing process's fingerprint_of) and is wrong
+    inf = Observation.model_validate_json(
+        Observation(observed=False, timed_outputs=[[4.0, 1.0, None, 3.0, 0.5]]).model_dump_json()
+    )
+    rej = observe.judge_outputs(inf, [ref], tol)
+    assert (
+        rej is not None
+        and "1 of 4 sampled values out of tolerance (e.g. a non-finite value vs reference -2.0)"
+        in rej.evidence
+    )
 
 
 def test_a_timing_process_stopped_by_a_broken_event_timer_is_a_replaced_timer() -> None:
@@ -208,11 +218,21 @@ def test_a_timing_process_stopped_by_a_broken_event_timer_is_a_replaced_timer() 
 
     tail = (
         "TimerMismatchError: the CUDA event timer read 0.001 us for a 2000000-cycle spin the host clock saw "
-        "take 1010.3 us (at most 0.0% of it, at least 25% expected): the event timer is not measuring"
+        "take 1010.3 us (at most 0.0% of it, at least 25% expected): the event timer is not measuring "
+        "(fix: time with unmodified torch.cuda timing functions)"
     )
     rej = findings_rejection(tail)
     assert rej is not None and rej.status == "rejected_timer_replaced" and rej.check == "observation"
-    assert "read 0.001 us for a 2000000-cycle spin" in rej.evidence
+    assert "read 0.001 us for a 2000000-cycle spin" in rej.evidence and "fix:" not in rej.evidence
     seen = findings_rejection("GuardFindingsError: the guard's findings: thread started: w (runs m.f) (x)")
     assert seen is not None and seen.status == "rejected_thread" and "thread started: w" in seen.evidence
     assert findings_rejection("ToolFailedError: python3 exited with code 1") is None
+
+
+def test_a_non_finite_timed_output_is_reported_as_none() -> None:
+    import numpy as np
+
+    from kernelpilot.guard.backend import fingerprint_of
+
+    got = fingerprint_of(np.array([1.0, np.inf, np.nan, -2.0], dtype=np.float32))
+    assert got is not None and got[0] == 4.0 and got[1:] == [1.0, None, None, -2.0]

@@ -8,6 +8,7 @@ Comparisons run in float64 on the inputs' own device (no copy of a large output 
 from __future__ import annotations
 
 import hashlib
+import math
 from typing import Any
 
 # Bytes of each element size whose all-ones pattern is the poison: 0xFF.. is a NaN in every IEEE float
@@ -224,14 +225,17 @@ def _torch_dtype(torch: Any, dtype: str) -> Any:
     }[dtype]
 
 
-def fingerprint_of(x: Any) -> list[float] | None:
-    """The fingerprint of a timed call's output (None when it is not an array/tensor)."""
+def fingerprint_of(x: Any) -> list[float | None] | None:
+    """The fingerprint of a timed call's output (None when it is not an array/tensor); a non-finite value
+    is None (JSON has no NaN or infinity: the timing process reports it, the judge counts it as wrong)."""
     mod = type(x).__module__.split(".")[0]
     if mod == "torch" and type(x).__name__ == "Tensor":
-        return TorchBackend(str(x.device)).fingerprint(x)
-    if mod == "numpy" and type(x).__name__ == "ndarray":
-        return NumpyBackend().fingerprint(x)
-    return None
+        got = TorchBackend(str(x.device)).fingerprint(x)
+    elif mod == "numpy" and type(x).__name__ == "ndarray":
+        got = NumpyBackend().fingerprint(x)
+    else:
+        return None
+    return [v if math.isfinite(v) else None for v in got]
 
 
 def backend_for(sample: Any, device: str) -> Backend:

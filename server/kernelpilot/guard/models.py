@@ -169,10 +169,11 @@ class Observation(BaseModel):
     threads_started: list[str] = Field(default_factory=list)
     replaced: list[str] = Field(default_factory=list)
     seconds: float = Field(0.0, description="Wall time the trace and the synchronized re-timing took.")
-    timed_outputs: list[list[float] | None] = Field(
+    timed_outputs: list[list[float | None] | None] = Field(
         default_factory=list,
         description="Per timed input set: its element count, then the last timed output at evenly spaced "
-        "positions (contract tasks; eval holds them against the reference on the same inputs).",
+        "positions, None where not finite (contract tasks; eval holds them against the reference on the "
+        "same inputs).",
     )
 
 

@@ -221,7 +221,7 @@ def observe(torch: Any, closures: Sequence[Callable[[], Any]], calls: int = 10) 
     return obs
 
 
-def timed_outputs(closures: Sequence[Callable[[], Any]]) -> list[list[float] | None]:
+def timed_outputs(closures: Sequence[Callable[[], Any]]) -> list[list[float | None] | None]:
     """Fingerprints of the last output of each timed closure (`guard.timed.TimedCall`); [] for others."""
     from kernelpilot.guard.backend import fingerprint_of
 
@@ -246,25 +246,26 @@ def judge_outputs(obs: Observation, refs: list[list[float]], tol: Tolerance) -> 
     return None
 
 
-def _output_mismatch(got: list[float] | None, ref: list[float], tol: Tolerance) -> str:
+def _output_mismatch(got: list[float | None] | None, ref: list[float], tol: Tolerance) -> str:
     if got is None:
         return "the timed call returned no array/tensor"
     if len(got) != len(ref) or got[0] != ref[0]:
-        return f"{int(got[0])} elements where the reference has {int(ref[0])}"
+        count = "?" if got[0] is None else int(got[0])
+        return f"{count} elements where the reference has {int(ref[0])}"
     vals = ref[1:]
     rms = math.sqrt(sum(v * v for v in vals) / len(vals)) if vals else 0.0
     atol = tol.atol if tol.atol is not None else tol.rtol * rms
     bad = [
         i
         for i, (g, r) in enumerate(zip(got[1:], vals, strict=True))
-        if not abs(g - r) <= atol + tol.rtol * abs(r)
+        if g is None or not abs(g - r) <= atol + tol.rtol * abs(r)
     ]
     if not bad:
         return ""
     j = bad[0]
+    value = "a non-finite value" if got[j + 1] is None else repr(got[j + 1])
     return (
-        f"{len(bad)} of {len(vals)} sampled values out of tolerance "
-        f"(e.g. {got[j + 1]!r} vs reference {vals[j]!r})"
+        f"{len(bad)} of {len(vals)} sampled values out of tolerance (e.g. {value} vs reference {vals[j]!r})"
     )
 
 

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pydantic import ValidationError
+
 from kernelpilot.foundation.errors import FormatError, ToolchainError
 from kernelpilot.foundation.progress import Progress, no_progress
 from kernelpilot.guard.models import (
@@ -134,7 +136,13 @@ def measure_guarded(
         if doc.get("observation") is not None:
             from kernelpilot.guard.observe import judge, judge_outputs
 
-            obs = Observation.model_validate(doc["observation"])
+            try:
+                obs = Observation.model_validate(doc["observation"])
+            except ValidationError as exc:
+                raise FormatError(
+                    f"timing run {i + 1}: its observation is not valid: {exc.errors()[0]['msg']}",
+                    "report a bug (the timing process printed something eval cannot read)",
+                ) from exc
             if obs.observed or got.observation is None:  # the record keeps the traced run's observation
                 got.observation = obs
             rej = judge(obs, median)
@@ -159,6 +167,7 @@ def findings_rejection(tail: str) -> Rejection | None:
     start = tail.find(GuardFindingsError.PREFIX)
     if start >= 0:
         text = tail[start + len(GuardFindingsError.PREFIX) :].split('"', 1)[0].split("\n", 1)[0]
+        text = text.split(" (fix: ", 1)[0]  # tasks.paired._cli_error appends the hint
         replaced = "replaced:" in text
         return Rejection(
             check="observation",
@@ -167,7 +176,7 @@ def findings_rejection(tail: str) -> Rejection | None:
         )
     start = tail.find(TimerMismatchError.__name__)
     if start >= 0:
-        text = tail[start:].split('"', 1)[0].split("\n", 1)[0]
+        text = tail[start:].split('"', 1)[0].split("\n", 1)[0].split(" (fix: ", 1)[0]
         return Rejection(
             check="observation",
             status="rejected_timer_replaced",
@@ -197,7 +206,13 @@ def judge_paired(cmp: CompareResult, contract: Contract, report: HarnessReport |
             "the paired timing returned no observation of the candidate: the guard saw nothing",
             "run eval with kernelpilot's guard installed (`kernelpilot compare --observe`)",
         )
-    obs = Observation.model_validate(raw)
+    try:
+        obs = Observation.model_validate(raw)
+    except ValidationError as exc:
+        raise FormatError(
+            f"the paired timing's observation of the candidate is not valid: {exc.errors()[0]['msg']}",
+            "report a bug (the timing process printed something eval cannot read)",
+        ) from exc
     median = cmp.b_stats.median
     rej = judge(obs, median)
     if rej is None and report is not None and report.timed_refs:

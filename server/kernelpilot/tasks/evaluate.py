@@ -2,14 +2,15 @@
 
 Candidate order: baseline present and current (else needs_baseline) -> changed files within the
 allowed list (else out_of_scope, nothing run) -> correctness: a contract task's guard harness (else
-rejected_<check>), the correctness commands (else correctness_failed) -> timing against the baseline commit, paired (`tasks.paired`: the commit as a detached worktree in
-`<task>/.baseline-tree/`, both sides timed now, interleaved A,B,B,A; verdict from the median per-pair
-ratio and its bootstrap CI -> improved / regressed / neutral, unstable only when the ratio is) or, when
-the baseline cannot run now, unpaired against baseline.json's samples (stability of both sides, then the
-bootstrap CI of the ratio of medians), the record saying which and why. A contract task's paired run
-is observed, and the guard judges its candidate side here (`_time_guarded`: observation, then physics on
-the paired median) before the verdict. Everything is computed first;
-result.json is then written atomically and one ledger line appended, so a crash mid-eval leaves neither.
+rejected_<check>), the correctness commands (else correctness_failed) -> timing against the baseline
+commit, paired (`tasks.paired`: the commit as a detached worktree in `<task>/.baseline-tree/`, both sides
+timed now, interleaved A,B,B,A; verdict from the median per-pair ratio and its bootstrap CI -> improved /
+regressed / neutral, unstable only when the ratio is) or, when the baseline cannot run now, unpaired
+against baseline.json's samples (stability of both sides, then the bootstrap CI of the ratio of
+medians), the record saying which and why. A contract task's paired run is observed, and the guard
+judges its candidate side here (`_time_guarded`: observation, then physics on the paired median) before
+the verdict. Everything is computed first; result.json is then written atomically and one ledger line
+appended, so a crash mid-eval leaves neither.
 """
 
 from __future__ import annotations

@@ -1,0 +1,54 @@
+#!/bin/bash
+# Issue 25's acceptance run on an H100, in one device call (about 9 minutes; every step under `timeout`):
+#   1. tests/guard/gpu_suite.py: every GPU hack and the six benign look-alikes end to end through
+#      `kernelpilot eval` with a contract (paired against the baseline commit), each look-alike's verdict
+#      beside the one `kernelpilot time` gives, every eval in one experiment database;
+#   2. bench/guard_overhead.py --reps 5: the guard's share of a paired eval's wall time on a ~50 us kernel.
+# Usage, from the repository root on the device: bash tests/guard/gpu_run.sh "$OUT"
+# The device image has torch but not pydantic: carry its wheels in .whl (made here, on the dev machine:
+#   echo /.whl/ >> .git/info/exclude
+#   python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+#     --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+#     -d .whl pydantic==2.14.3 pydantic_core==2.50.4 annotated_types==0.8.0 typing_inspection==0.4.5 \
+#     typing_extensions==4.16.0
+# ) and name .whl in the call's `carry`. Files back (at most 8): env.txt, summary.txt, suite.log,
+# overhead.log, suite.json, exp_failures.txt, details.tgz (per-case `time` results, the task folders with
+# their result.json and ledgers, the experiment database).
+set -u
+OUT=${1:?usage: bash tests/guard/gpu_run.sh OUT_DIR}
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1
+if ! python3 -c "import pydantic" 2>/dev/null; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
+    .whl/*.whl || { echo "no pydantic and no .whl wheels to install it from" | tee "$OUT/summary.txt"; exit 3; }
+  export PYTHONPATH=/tmp/site
+fi
+export PYTHONPATH="$PWD/server${PYTHONPATH:+:$PYTHONPATH}"
+RES=/tmp/guard-results
+rm -rf "$RES" && mkdir -p "$RES"
+{
+  date -u; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv
+  python3 -c "import sys, torch, pydantic; print('python', sys.version.split()[0], 'torch', torch.__version__, \
+'pydantic', pydantic.VERSION)"
+  git --version; nproc; git log -1 --format='kernelpilot %H %s' 2>/dev/null
+} > "$OUT/env.txt" 2>&1
+t0=$(date +%s)
+timeout 330 python3 tests/guard/gpu_suite.py "$RES/suite" > "$OUT/suite.log" 2>&1
+echo "suite rc=$? after $(( $(date +%s) - t0 )) s" > "$OUT/summary.txt"
+left=$(( 560 - ($(date +%s) - t0) ))
+if [ "$left" -gt 60 ]; then
+  timeout "$left" python3 bench/guard_overhead.py --reps 5 > "$OUT/overhead.log" 2>&1
+  echo "overhead rc=$? after $(( $(date +%s) - t0 )) s" >> "$OUT/summary.txt"
+else
+  echo "overhead skipped: $left s left" >> "$OUT/summary.txt"
+fi
+cp "$RES/suite/suite.json" "$RES/suite/exp_failures.txt" "$OUT/" 2>/dev/null
+mkdir -p "$RES/tasks"
+for d in /tmp/guard-suite*; do
+  [ -d "$d/.kernelpilot" ] && cp -r "$d/.kernelpilot" "$RES/tasks/$(basename "$d")" 2>/dev/null
+done
+find "$RES/tasks" -name .baseline-tree -prune -exec rm -rf {} + 2>/dev/null
+tar czf "$OUT/details.tgz" -C "$RES" . 2>/dev/null
+grep -E "^(PASS|FAIL|baseline|\[|     eval:)" "$OUT/suite.log" >> "$OUT/summary.txt"
+grep -E "^figure=" "$OUT/overhead.log" | tail -1 >> "$OUT/summary.txt"
+cat "$OUT/summary.txt"
