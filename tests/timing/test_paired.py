@@ -160,9 +160,13 @@ class FakeObserver:
 
     def __init__(self) -> None:
         self.calls: list[int] = []
+        self.timed: list[float | None] = []
 
-    def observe(self, torch: Any, closures: list[Any], calls: int) -> dict[str, Any]:
+    def observe(
+        self, torch: Any, closures: list[Any], calls: int, timed_us: float | None = None
+    ) -> dict[str, Any]:
         self.calls.append(calls)
+        self.timed.append(timed_us)
         return {"observed": True, "calls": calls, "closures": len(closures)}
 
     def with_findings(self, obs: dict[str, Any], watch: Any) -> dict[str, Any]:
@@ -190,6 +194,8 @@ def test_each_side_is_observed_after_timing_and_the_watch_findings_go_to_the_can
     b = paired.Side("candidate", [t.kernel(10.0), t.kernel(10.0)])
     r = compare_sides(a, b, CompareRequest(a="a", b="b", warmup_min_ms=0), t, watch=watch, observer=obs)
     assert obs.calls == [10, 10] and watch.asked == 1
+    # each side is judged against its own median: the observer may skip the trace when that settles it
+    assert obs.timed == [pytest.approx(r.a_stats.median), pytest.approx(r.b_stats.median)]
     assert r.observations is not None and r.observations["baseline"]["closures"] == 1
     assert r.observations["candidate"]["watch_findings"] == ["thread started: x"]
     assert r.watch_findings == ["thread started: x"]
@@ -220,10 +226,12 @@ def test_a_factory_with_a_root_keyword_is_told_its_sides_root(tmp_path: Path) ->
 
 
 class RaisingObserver(FakeObserver):
-    def observe(self, torch: Any, closures: list[Any], calls: int) -> dict[str, Any]:
+    def observe(
+        self, torch: Any, closures: list[Any], calls: int, timed_us: float | None = None
+    ) -> dict[str, Any]:
         if len(self.calls) == 1:
             raise ValueError("the candidate failed when observed")
-        return super().observe(torch, closures, calls)
+        return super().observe(torch, closures, calls, timed_us)
 
 
 def test_a_side_failing_while_observed_is_a_typed_error_naming_it() -> None:

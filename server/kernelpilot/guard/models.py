@@ -157,6 +157,12 @@ class Observation(BaseModel):
     device_busy_us_per_call: float = Field(
         0.0, description="Union of every kernel/copy/fill interval on every stream, per call."
     )
+    busy_from: Literal["trace", "synchronize"] = Field(
+        "trace",
+        description="trace: the union from the activity trace; synchronize: the wall time per call between "
+        "device-wide synchronizes, an upper bound of that union already within the timed figure's allowance "
+        "(the trace was then not needed).",
+    )
     kernel_sum_us_per_call: float = 0.0
     streams: list[int] = Field(default_factory=list)
     kernels: list[KernelSeen] = Field(default_factory=list, description="Largest first, at most 12.")

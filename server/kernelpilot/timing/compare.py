@@ -15,6 +15,7 @@ import importlib
 import importlib.util
 import inspect
 import os
+import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -170,14 +171,23 @@ def _timed(
     finally:
         if source is not None:
             source.close()
-    observations, findings = _observe(observer, watch, torch, a, b)
+    observations, findings = _observe(observer, watch, torch, a, b, _side_medians(run))
     return _result(req, a, b, timer, run, sig, clocks.evidence(sampler, run.spans, run.log, opt.policy),
                    torch, started, observations, findings)  # fmt: skip
 
 
-def _observe_side(observer: Any, torch: Any, side: paired.Side) -> Any:
+def _side_medians(run: paired.PairedRun) -> tuple[float | None, float | None]:
+    """Each side's median sample: the figure its observation is judged against (guard.observe.judge);
+    None without kept blocks (no figure: the observation traces, and the result then fails)."""
+    if not run.blocks:
+        return None, None
+    a = statistics.median(x for blk in run.blocks for x in blk.a)
+    return a, statistics.median(x for blk in run.blocks for x in blk.b)
+
+
+def _observe_side(observer: Any, torch: Any, side: paired.Side, timed_us: float | None) -> Any:
     try:
-        return observer.observe(torch, side.closures, 10)
+        return observer.observe(torch, side.closures, 10, timed_us=timed_us)
     except KernelpilotError:
         raise
     except Exception as exc:  # the side's closure (or the GPU) failed while being observed: name the side
@@ -185,8 +195,9 @@ def _observe_side(observer: Any, torch: Any, side: paired.Side) -> Any:
 
 
 def _observe(
-    observer: Any | None, watch: Any | None, torch: Any | None, a: paired.Side, b: paired.Side
-) -> tuple[dict[str, dict[str, Any]] | None, list[str] | None]:
+    observer: Any | None, watch: Any | None, torch: Any | None, a: paired.Side, b: paired.Side,
+    medians: tuple[float | None, float | None],
+) -> tuple[dict[str, dict[str, Any]] | None, list[str] | None]:  # fmt: skip
     """Each side's observation right after the timed pairs (guard.observe), the watch's findings put into
     the candidate's (B's) with `with_findings`, which ends the watch. Without a GPU there is no activity
     trace, but the timed outputs (`observe.timed_outputs`) and the watch's findings still are observed."""
@@ -198,7 +209,7 @@ def _observe(
     elif torch is None:
         return None, (list(watch.findings()) if watch is not None else None)
     else:
-        obs_a, obs_b = (_observe_side(observer, torch, side) for side in (a, b))
+        obs_a, obs_b = (_observe_side(observer, torch, s, m) for s, m in zip((a, b), medians, strict=True))
     if watch is not None and hasattr(observer, "with_findings"):
         obs_b = observer.with_findings(obs_b, watch)
         out_b = _as_dict(obs_b)

@@ -436,11 +436,15 @@ def _observation_lines(obs: Observation | None, rej: Rejection | None) -> list[s
         return []
     if obs.observed:
         synced = f"{obs.synced_us_per_call:.3f} us" if obs.synced_us_per_call is not None else "-"
-        out = [
-            f"  observed ({obs.calls} calls traced): device busy {obs.device_busy_us_per_call:.3f} us "
-            "per call "
-            f"on streams {obs.streams}; with a device-wide synchronize {synced} per call"
-        ]
+        if obs.busy_from == "synchronize":
+            how = f"{obs.calls} calls between device-wide synchronizes: at most {synced} of device work"
+            out = [f"  observed ({how} per call, within the timed figure's allowance; no trace needed)"]
+        else:
+            out = [
+                f"  observed ({obs.calls} calls traced): device busy {obs.device_busy_us_per_call:.3f} us "
+                "per call "
+                f"on streams {obs.streams}; with a device-wide synchronize {synced} per call"
+            ]
     else:
         out = [f"  unobserved: {obs.why_unobserved}"]
     out += [f"  guard: {f}" for f in obs.watch_findings]
