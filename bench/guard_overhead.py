@@ -62,7 +62,7 @@ def _sh(argv: list[str], cwd: Path, timeout_s: float = 600) -> subprocess.Comple
 
 
 def _cli(*args: str) -> list[str]:
-    return [sys.executable, "-m", "kernelpilot.cli", "--json", *args]
+    return [sys.executable, "-m", "kernelpilot", "--json", *args]
 
 
 def _repo(scratch: Path, cpu: bool) -> dict[str, Path]:
