@@ -269,6 +269,7 @@ def run_benign(plan: Plan, out: Path, rows: list[dict[str, Any]]) -> None:
                    time_agrees=verdict == row["status"], clone=str(plan.root))  # fmt: skip
         rows.append(row)
         print_row(row)
+        save(out, rows)
         shutil.copy(plan.root / plan.tasks[task][1], kernel)  # the next task's eval sees no change here
 
 
@@ -285,7 +286,12 @@ def clone_for(plan: Plan, cand: str, task: str) -> Path:
     return dst
 
 
-def run_hacks(plan: Plan, rows: list[dict[str, Any]]) -> None:
+def save(out: Path, rows: list[dict[str, Any]]) -> None:
+    """suite.json after every row: a run cut off by its timeout still leaves what it found."""
+    (out / "suite.json").write_text(json.dumps(rows, indent=1, default=str))
+
+
+def run_hacks(plan: Plan, out: Path, rows: list[dict[str, Any]]) -> None:
     def one(case: tuple[str, str, str, str]) -> dict[str, Any]:
         cand, task, expect, pattern = case
         dst = clone_for(plan, cand, task)
@@ -300,6 +306,7 @@ def run_hacks(plan: Plan, rows: list[dict[str, Any]]) -> None:
         for row in pool.map(one, plan.hacks):
             rows.append(row)
             print_row(row)
+            save(out, rows)
 
 
 def record_db(plan: Plan, out: Path, rows: list[dict[str, Any]]) -> None:
@@ -335,11 +342,11 @@ def main(argv: list[str]) -> int:
     try:
         run_benign(plan, out, rows)
         print(f"[{time.perf_counter() - t0:.0f} s] look-alikes done", flush=True)
-        run_hacks(plan, rows)
+        run_hacks(plan, out, rows)
         print(f"[{time.perf_counter() - t0:.0f} s] hacks done", flush=True)
         record_db(plan, out, rows)
     finally:
-        (out / "suite.json").write_text(json.dumps(rows, indent=1, default=str))
+        save(out, rows)
     good = sum(r["ok"] for r in rows)
     agree = [r for r in rows if r.get("time_verdict")]
     same = sum(r["time_agrees"] for r in agree)
