@@ -139,7 +139,6 @@ def _refuse_if_seen(watch: Any | None, why: str, cause: BaseException | None = N
         return  # no watch, already reported, or ended (its findings are in the candidate's observation)
     if not (watch.replaced() or watch.started):
         return
-
     raise GuardFindingsError.of(watch.findings(), why) from cause
 
 
