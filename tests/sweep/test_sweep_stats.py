@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -75,3 +76,32 @@ def test_stop_conditions_need_every_shape_correct_stable_and_above_the_floor():
     partial = summary(cells=3)
     _stop(partial, spec, 4)
     assert partial.stop_met is False and "only 3 of 4 shapes" in partial.stop_note
+
+
+@pytest.mark.parametrize(
+    ("judged", "expected"),
+    [("neutral", "parity"), ("improved", "win"), ("regressed", "loss"), ("unstable", "unstable")],
+)
+def test_a_paired_cell_takes_the_paired_judges_verdict(sweep_dir: Path, judged: str, expected: str):
+    """A candidate 2.3 % faster by its median whose CI reaches back inside the 2 % parity band: the paired
+    judge (whole CI outside the band, as compare and eval judge) says neutral, and so does the sweep cell,
+    where the speed-up rule alone (median past parity, CI excluding 1) would have called it a win."""
+    from kernelpilot.sweep import spec as sweep_spec
+    from kernelpilot.sweep.models import CellOutcome, CellTiming, PairedCell
+    from kernelpilot.sweep.records import Roofline, cell_record
+
+    loaded = sweep_spec.load(str(sweep_dir / "sweep.toml"), check=False)
+    shape = sweep_spec.read_ledger(sweep_dir / loaded.spec.ledger)[0]
+    pc = PairedCell(
+        ratio_median=0.9775, ratio_ci=[0.97, 0.985], ratios=[0.97, 0.9775, 0.985], pairs=3,
+        baseline_median_us=100.0, verdict=judged, baseline_samples=[100.0, 100.0, 100.0],
+    )  # fmt: skip
+    timing = CellTiming(
+        median_us=97.75, samples_us=[97.0, 97.75, 98.5], cv=0.01, stable=True, method="x", paired=pc
+    )
+    candidate = next(v for v in loaded.spec.variants if v != loaded.spec.baseline)
+    out = CellOutcome(variant=candidate, shape_key=shape.key, state="timed", timing=timing)
+    rec = cell_record(loaded, out, shape, Roofline(loaded.spec), "us")
+    assert rec.raw_result["verdict"] == expected
+    assert rec.raw_result["speedup"] == pytest.approx(1 / 0.9775)
+    assert stats.verdict(1 / 0.9775, (1 / 0.985, 1 / 0.97), True, loaded.spec.parity) == "win"  # the old rule

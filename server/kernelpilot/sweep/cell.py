@@ -163,6 +163,7 @@ def _paired_timing(
         return time_cell_paired(
             base_closures, closures, name=p["variant"], mode=p["mode"], runs=p["runs"],
             device="cpu" if p["device"] == "cpu" else "auto", cv_threshold=p["cv_threshold"],
+            parity=p["parity"],
         )  # fmt: skip
     except KernelpilotError:
         raise

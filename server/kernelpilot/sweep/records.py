@@ -29,6 +29,7 @@ from kernelpilot.sweep.models import (
     SweepSpec,
     SweepSummary,
     VariantSummary,
+    Verdict,
 )
 from kernelpilot.sweep.spec import LoadedSweep
 
@@ -224,6 +225,13 @@ def cell_record(
     )
 
 
+PAIRED_VERDICT: dict[str, Verdict] = {
+    "improved": "win", "regressed": "loss", "neutral": "parity", "unstable": "unstable",
+}  # fmt: skip
+"""A paired cell's verdict is the paired judge's (its CI outside the parity band, as `compare` and `eval`
+judge), so a sweep and an eval of the same two kernels cannot disagree."""
+
+
 def _paired_record(
     loaded: LoadedSweep, out: CellOutcome, shape: Shape, roof: Roofline, raw: dict[str, Any], pc: PairedCell
 ) -> ExperimentRecord:
@@ -235,7 +243,7 @@ def _paired_record(
         sp, ci = 1.0 / pc.ratio_median, (1.0 / hi, 1.0 / lo)
     else:
         sp, ci = pc.ratio_median, (lo, hi)
-    v = stats.verdict(sp, ci, pc.verdict != "unstable", spec.parity)
+    v = PAIRED_VERDICT[pc.verdict]  # the one judge's answer (timing.stats.judge_ratios), in sweep words
     raw.update(speedup=sp, speedup_ci=[ci[0], ci[1]], verdict=v)
     result = f"{sp:.3f}x vs {spec.baseline} ({v}, paired: {pc.pairs} pairs)"
     dims = ",".join(f"{k}={val}" for k, val in shape.fields.items())

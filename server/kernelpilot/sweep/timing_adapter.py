@@ -76,6 +76,7 @@ def time_cell_paired(
     runs: int,
     device: str = "auto",
     cv_threshold: float = 0.02,
+    parity: float = 0.02,
 ) -> CellTiming:
     """The candidate's closures timed together with the baseline's at the same shape (A,B,B,A blocks, NVML
     clock tags; `timing.compare.compare_sides`): the cell's samples are the candidate's, its speed-up the
@@ -89,6 +90,7 @@ def time_cell_paired(
     req = CompareRequest(
         a="baseline", b=name, label_a="baseline", label_b=name, timing=mode, device="auto",
         warmup_min_ms=100.0, max_pairs=max(16, runs // 2), max_wall_s=10.0, target_halfwidth=0.005,
+        min_effect=parity,  # judged against the sweep's parity band, as its command cells are
     )  # fmt: skip
     r = compare_sides(paired.Side("baseline", baseline), paired.Side(name, candidate), req, torch)
     gpu = r.environment.get("torch_device", "CPU")
