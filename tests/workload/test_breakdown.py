@@ -9,6 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kernelpilot.workload.core import read_workload
 from kernelpilot.workload.models import WorkloadReadRequest
@@ -57,11 +59,58 @@ def test_step_wall_median_leaves_out_the_last_steps_span(built_trace: Path):
     assert r.step.wall_us == 100.0 and r.step.idle_us == 72.0
 
 
-def test_enclosing_sweep_drops_closed_siblings():
-    """Ranges that closed before the next one opened leave the sweep's stack (it stayed O(n) per query)."""
-    from kernelpilot.workload.readers.kineto import _Enclosing
+class _StackSweep:
+    """The reference the reader's `_Nest` must agree with: a stack of open intervals swept in time order
+    (what readers.kineto did before it used parent links), the innermost open interval last."""
 
-    sweep = _Enclosing([(i * 10.0, i * 10.0 + 5.0, f"r{i}") for i in range(1000)] + [(0.0, 1e9, "outer")])
-    for i in range(1000):
-        assert [iv[2] for iv in sweep.at(i * 10.0 + 1.0)] == ["outer", f"r{i}"]
-    assert len(sweep.stack) <= 2
+    def __init__(self, intervals: list[tuple[float, float, str]]) -> None:
+        self.items = sorted(intervals, key=lambda i: (i[0], -i[1]))
+        self.pos = 0
+        self.stack: list[tuple[float, float, str]] = []
+
+    def at(self, t: float) -> list[tuple[float, float, str]]:
+        while self.pos < len(self.items) and self.items[self.pos][0] <= t:
+            item = self.items[self.pos]
+            while self.stack and self.stack[-1][1] < item[0]:
+                self.stack.pop()
+            self.stack.append(item)
+            self.pos += 1
+        while self.stack and self.stack[-1][1] < t:
+            self.stack.pop()
+        return [iv for iv in self.stack if iv[1] >= t]
+
+
+def _nest_answers(intervals: list[tuple[float, float, str]], times: list[float]) -> list[list[str]]:
+    from kernelpilot.workload.readers.kineto import _Nest
+
+    nest = _Nest(intervals)
+    out = []
+    for t in times:
+        k = nest.at(t)
+        stack = nest.stack(k, t)
+        assert (k < 0 and not stack) or stack[-1] is nest.items[k]  # `at` is the innermost of `stack`
+        out.append([iv[2] for iv in stack])
+    return out
+
+
+def test_nest_finds_the_sibling_open_at_each_time():
+    """1000 ranges that closed before the next one opened, inside one outer range."""
+    intervals = [(i * 10.0, i * 10.0 + 5.0, f"r{i}") for i in range(1000)] + [(0.0, 1e9, "outer")]
+    times = [i * 10.0 + x for i in range(1000) for x in (1.0, 7.0)]
+    got = _nest_answers(intervals, times)
+    assert got[::2] == [["outer", f"r{i}"] for i in range(1000)] and got[1::2] == [["outer"]] * 1000
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 60), st.integers(0, 30)), max_size=25),
+    st.lists(st.integers(-5, 100), max_size=40),
+)
+def test_nest_agrees_with_a_stack_sweep_also_on_overlapping_intervals(
+    spans: list[tuple[int, int]], times: list[int]
+):
+    """Intervals from several threads overlap without nesting; `_Nest` must read them as the sweep did."""
+    intervals = [(float(s), float(s + d), f"i{n}") for n, (s, d) in enumerate(spans)]
+    ts = sorted(float(t) for t in times)
+    ref = _StackSweep(intervals)
+    assert _nest_answers(intervals, ts) == [[iv[2] for iv in ref.at(t)] for t in ts]

@@ -13,6 +13,8 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -100,6 +102,26 @@ def test_golden_covers_every_trace_kind_in_the_fixtures(golden: dict[str, Any]):
     formats = {golden[c]["model"]["format"] for c, _, _ in CASES}
     assert formats == {"kineto", "rocprof_trace", "rocprof_stats", "ncu_csv"}
     assert sorted(golden) == sorted(c for c, _, _ in CASES)
+
+
+def test_json_fallback_without_msgspec_reads_the_same(golden: dict[str, Any]):
+    """A bare copy of the tree without msgspec (readers.kineto_events) decodes with the json module: the
+    Kineto cases must equal the golden there too."""
+    kineto = [c for c, rel, _ in CASES if rel.endswith(".json")]
+    code = (
+        "import json, sys; sys.modules['msgspec'] = None; sys.path.insert(0, 'tests/workload')\n"
+        "import test_read_golden as g\n"
+        "from kernelpilot.workload.readers import kineto_events\n"
+        "assert kineto_events.msgspec is None\n"
+        f"print(json.dumps({{c: g._case(rel, o) for c, rel, o in g.CASES if c in {kineto!r}}}))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "server")}
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout)
+    assert sorted(got) == sorted(kineto) and len(kineto) == 5
+    for case in kineto:
+        assert got[case] == golden[case], f"{case}: the json fallback differs from the golden"
 
 
 def _bench() -> Any:

@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import math
+import operator
 import re
 from collections import defaultdict
 from collections.abc import Mapping
@@ -27,6 +28,9 @@ from kernelpilot.workload.readers.trace import Activity, Trace
 FUSABLE = ("elementwise", "normalization", "copy_memset", "reduction")
 SMALL_LAUNCH_US = 20.0  # a launch this short is dominated by its fixed costs; a fusion candidate
 MIN_SAVING_US = 0.5  # opportunities below this per step are noise next to step-to-step spread
+
+
+_START = operator.attrgetter("start_us")
 
 
 def _share(us: float, step: StepSummary) -> float | None:
@@ -143,11 +147,12 @@ def _chains(trace: Trace, cats: Mapping[str, str]) -> dict[tuple[str, ...], list
     by_lane: dict[tuple[int, Any], list[Activity]] = defaultdict(list)
     for a in trace.activities:
         by_lane[(a.step, a.stream)].append(a)
+    fusable = {name for name, cat in cats.items() if cat in FUSABLE}
     for acts in by_lane.values():
-        acts.sort(key=lambda a: a.start_us)
+        acts.sort(key=_START)
         cur: list[Activity] = []
         for item in [*acts, None]:
-            if item is not None and cats.get(item.name) in FUSABLE and item.dur_us <= SMALL_LAUNCH_US:
+            if item is not None and item.name in fusable and item.dur_us <= SMALL_LAUNCH_US:
                 cur.append(item)
                 continue
             if len(cur) >= 2:
@@ -173,11 +178,8 @@ _ELEMENT_BYTES = {
 }
 
 
-def _input_bytes(op_args: Any) -> int | None:
+def _input_bytes(dims: Any, types: Any) -> int | None:
     """Bytes of the first tensor input of the ATen op that launched a kernel, from its recorded shapes."""
-    if not isinstance(op_args, dict):
-        return None
-    dims, types = op_args.get("Input Dims"), op_args.get("Input type")
     if not (isinstance(dims, list) and isinstance(types, list) and dims and types):
         return None
     size = _ELEMENT_BYTES.get(str(types[0]))
@@ -186,13 +188,19 @@ def _input_bytes(op_args: Any) -> int | None:
     return size * math.prod(int(d) for d in dims[0])
 
 
-def _reread_bytes(occ: list[list[Activity]], steps: int) -> float | None:
+def _reread_bytes(
+    occ: list[list[Activity]], steps: int, seen: dict[tuple[int, int], int | None]
+) -> float | None:
     """Per step: each chain member after the first re-reads what the one before wrote, about the size of
-    its op's first input; fusing keeps it on chip (write + read saved, 2x)."""
+    its op's first input; fusing keeps it on chip (write + read saved, 2x). `seen`: bytes by the identity
+    of (dims, types), which the activities keep alive."""
     total = 0
     for run in occ:
         for a in run[1:]:
-            b = _input_bytes(a.op_args)
+            key = (id(a.shapes), id(a.input_types))  # readers share one object per distinct shape list
+            b = seen.get(key, -1)
+            if b == -1:
+                b = seen[key] = _input_bytes(a.shapes, a.input_types)
             if b is None:
                 return None
             total += 2 * b
@@ -205,6 +213,7 @@ def _fusion(trace: Trace, kernels: list[WorkloadKernel], step: StepSummary) -> l
     cats = {k.name: k.category for k in kernels if not k.rule.startswith("device ")}
     short = {k.name: k.short_name for k in kernels}
     out = []
+    seen: dict[tuple[int, int], int | None] = {}
     for names, occ in _chains(trace, cats).items():
         saving = sum(sum(a.dur_us for a in run) - max(a.dur_us for a in run) for run in occ) / trace.steps
         if saving < MIN_SAVING_US:
@@ -212,7 +221,7 @@ def _fusion(trace: Trace, kernels: list[WorkloadKernel], step: StepSummary) -> l
         per_step = len(occ) / trace.steps
         chain_us = sum(sum(a.dur_us for a in run) for run in occ) / trace.steps
         mods = {a.module for run in occ for a in run if a.module}
-        reread = _reread_bytes(occ, trace.steps)
+        reread = _reread_bytes(occ, trace.steps, seen)
         out.append(
             Opportunity(
                 kind="fusion",

@@ -7,7 +7,16 @@ Plain dataclasses with slots, not pydantic: a 100,000-kernel trace must read in 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
+
+
+class LaunchArgs(Protocol):
+    """A reader's record of one launch. It becomes a dict only for the one launch per kernel name that the
+    breakdown keeps: building one per launch would cost a tenth of a 100,000-kernel read."""
+
+    def launch_record(self) -> dict[str, Any]:
+        """The launch's recorded facts (Kineto: registers per thread, shared memory, grid, block, ...)."""
+        ...
 
 
 @dataclass(slots=True)
@@ -31,8 +40,8 @@ class Activity:
     grid: list[int] | None = None
     block: list[int] | None = None
     stream: int | None = None
-    args: Any = None  # the trace's launch record (Kineto kernel args: registers, shared memory, ...)
-    op_args: Any = None  # the launching ATen op's args (Input Dims, Input type with record_shapes)
+    args: LaunchArgs | None = None  # the trace's record of the launch (Kineto kernel args)
+    input_types: Any = None  # the ATen op's input types as the trace gave them (`Input type`, record_shapes)
 
 
 @dataclass(slots=True)
