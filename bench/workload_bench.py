@@ -2,8 +2,14 @@
 
 `--mode read` (default): a real Kineto trace recorded by `kernelpilot workload run` on an H100
 (tests/fixtures/workload/, PROVENANCE.md; or `--trace PATH`) is replicated, shifted in time and with fresh
-correlation / External ids, until it holds at least 100,000 kernel events; then `workload read` (reader,
-breakdown, opportunities) runs on it RUNS times. Issue 23 asks for at most 2 s.
+correlation / External ids, until it holds at least 100,000 kernel events (643,495 events, 255 MB of JSON
+from the default trace); then `workload read` (reader, breakdown, opportunities) runs on it RUNS times.
+Issue 23 asks for at most 2 s. The figure is wall time; the CPU time of this process is printed beside it,
+since on a shared machine the wall time also counts the time other processes held the cores. Where the
+time goes: about a third decoding the JSON (msgspec, workload/readers/kineto_events.py), a third sorting
+events and joining launches to their calls, ops and ranges (readers/kineto.py), the rest the breakdown,
+the opportunities and freeing the decoded events. tests/workload/test_read_golden.py proves the results
+equal those of the slower reader, and that the replicated trace scales counts exactly.
 `--mode join` (a GPU machine with torch): 50 kernel names from the trace joined against libtorch_cuda and
 libcublasLt found next to torch (workload/join.py), RUNS times. Issue 23 asks for at most 5 s.
 Last line: figure=... (median of N, spread).
@@ -73,15 +79,20 @@ def bench_read(trace: Path) -> None:
         path = Path(tmp) / "big_trace.json"
         path.write_text(json.dumps(big))
         size = path.stat().st_size
-        times = []
+        times, cpu = [], []
         for _ in range(RUNS):
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             res = read_workload(WorkloadReadRequest(path=str(path)))
             times.append(time.perf_counter() - t0)
+            cpu.append(time.process_time() - c0)
     med = statistics.median(times)
     print(
         f"input={trace.name} replicated to kernels={kernels} events={len(big['traceEvents'])} bytes={size} "
         f"steps={res.step.steps} kernel_names={len(res.kernels)}"
+    )
+    print(  # CPU time of this process: wall minus the time other processes held the cores
+        f"cpu_s={[round(c, 2) for c in cpu]} (median {statistics.median(cpu):.2f}); "
+        f"wall_s={[round(t, 2) for t in times]}"
     )
     print(
         f"figure={med:.2f} s (median of {RUNS}, spread {min(times):.2f}-{max(times):.2f} s) to read a "
