@@ -10,10 +10,10 @@ says what they are: `kernel` / `gpu_memcpy` / `gpu_memset` on the device (args: 
 `with_stack`. Ranges and ops around a kernel are found at the host time of its launch call, on the
 launching thread.
 
-Speed (bench/workload_bench.py, 100,000 kernels in 2 s): the file is decoded into the few fields read
-(`readers.kineto_events`), events are sorted into buckets in one pass, launches are indexed by
-correlation and External id in dicts, and ranges, modules and outer ops are found in one sweep in launch
-order (sorted once) with bisection.
+Speed (bench/workload_bench.py: 100,000 kernels in at most 2 s): the file is decoded into the few fields
+read (`readers.kineto_events`), events go into buckets in one pass, launches are joined to their calls and
+ops through dicts (correlation, External id), and ranges, modules and outer ops are found in one pass in
+launch order with cursors over them (each sorted once by start; a bisection per launch cost more).
 """
 
 from __future__ import annotations

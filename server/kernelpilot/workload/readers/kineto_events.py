@@ -24,7 +24,16 @@ except ImportError:  # a declared dependency; a bare copy of the tree decodes wi
 
 # what a Kineto kernel event records about its launch (CUPTI's kernel record), kept per kernel name
 LAUNCH_KEYS = ("registers per thread", "shared memory", "grid", "block", "blocks per SM", "warps per SM")
-UNSET: Any = msgspec.UNSET if msgspec is not None else type("Unset", (), {"__bool__": lambda _: False})()
+
+
+class _Unset:
+    """An absent field where msgspec, and its UNSET, is missing."""
+
+    def __bool__(self) -> bool:
+        return False
+
+
+UNSET: Any = msgspec.UNSET if msgspec is not None else _Unset()
 
 
 class Decoded(NamedTuple):
@@ -180,7 +189,10 @@ def decode_trace(path: Path) -> Decoded:
         if msgspec is None:
             return _decode_json(path.read_bytes(), str(path))
         with path.open("rb") as fh:
-            try:  # decoding the mapped file saves copying 250 MB; the map closes when its last user is freed
+            # decoding the mapped file saves copying 250 MB (about 0.1 s); the map closes when the last raw
+            # value in it is freed. A file truncated while it is decoded would fault: traces are read once
+            # the profiler has written them.
+            try:
                 text: bytes | mmap.mmap = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
             except (ValueError, OSError):  # an empty file or one that cannot be mapped: read it
                 text = fh.read()
