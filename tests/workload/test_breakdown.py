@@ -6,6 +6,7 @@ busy, idle, launch-bound gaps, graph replays, steps by launch time, ops/modules/
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 import pytest
@@ -114,3 +115,40 @@ def test_nest_agrees_with_a_stack_sweep_also_on_overlapping_intervals(
     ts = sorted(float(t) for t in times)
     ref = _StackSweep(intervals)
     assert _nest_answers(intervals, ts) == [[iv[2] for iv in ref.at(t)] for t in ts]
+
+
+def _sorted_greedy(spans: list[tuple[float, float]]) -> list[tuple[float, float, str]]:
+    """The reference for outer ops: ops sorted by start, longest first, then trace order; each op that
+    starts after the last one picked ended is an outer op."""
+    order = sorted(range(len(spans)), key=lambda k: (spans[k][0], -spans[k][1], k))
+    picked: list[tuple[float, float, str]] = []
+    end = float("-inf")
+    for k in order:
+        if spans[k][0] > end:
+            end = spans[k][1]
+            picked.append((spans[k][0], end, f"op{k}"))
+    return picked
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 40), st.integers(0, 15)), max_size=30),
+    st.booleans(),
+    st.randoms(use_true_random=False),
+)
+def test_outer_ops_found_in_one_pass_equal_the_sorted_greedy(
+    raw: list[tuple[int, int]], in_start_order: bool, rnd: random.Random
+):
+    """The reader picks outer ops while it reads when ops come in start order (ties in any order, as
+    threads interleave), else it sorts them; both must pick what the sorted greedy picks."""
+    from kernelpilot.workload.readers.kineto import _Buckets
+    from kernelpilot.workload.readers.kineto_events import Decoded, Event
+
+    rnd.shuffle(raw)
+    if in_start_order:
+        raw.sort(key=lambda sd: sd[0])  # stable: equal starts stay shuffled
+    spans = [(float(s), float(s + d)) for s, d in raw]
+    events = [Event(ph="X", cat="cpu_op", name=f"op{k}", ts=s, dur=e - s) for k, (s, e) in enumerate(spans)]
+    buckets = _Buckets(Decoded(events, Event, None, lambda v: v))
+    assert buckets.in_order or not in_start_order
+    assert buckets.top_ops() == _sorted_greedy(spans)

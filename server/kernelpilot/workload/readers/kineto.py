@@ -90,18 +90,21 @@ class _Buckets:
     """Events sorted by category in one pass (a plain loop: this is the hot path of a 100,000-kernel read)."""
 
     def __init__(self, decoded: Decoded) -> None:
+        self.decoded = decoded
         self.device: list[Event] = []
         self.runtime: dict[Any, Event] = {}
         self.sync: list[tuple[float, float]] = []
         self.ops: dict[Any, Event] = {}
-        self.op_iv: list[tuple[float, float, int, str]] = []  # (start, -end, order, name): sorts natively
         self.ranges: list[Interval] = []
         self.modules: list[Interval] = []
         self.steps: list[tuple[int, float, float]] = []
         self.sync_names: dict[Any, bool] = {}  # launch call names repeat: each is matched once
-        device, ops, op_iv, kind = self.device, self.ops, self.op_iv, decoded.event_type
+        self.tops: list[tuple[float, float, Event]] = []  # outermost ops, found while ops come in start order
+        self.in_order = True
+        device, ops, tops, kind = self.device, self.ops, self.tops, decoded.event_type
+        start, top, top_end = float("-inf"), None, float("-inf")  # the ops starting at `start`: longest
         ev: Event
-        for i, ev in enumerate(decoded.events):
+        for ev in decoded.events:
             if ev.__class__ is not kind or ev.ph != "X":
                 continue
             cat = ev.cat
@@ -111,14 +114,26 @@ class _Buckets:
                     ext = args.external_id
                     if ext is not None:
                         ops[ext] = ev
-                ts, name = ev.ts, ev.name
-                op_iv.append((ts, -(ts + (ev.dur or 0.0)), i, "" if name is UNSET else name))
+                ts = ev.ts
+                end = ts + (ev.dur or 0.0)
+                if ts > start:  # as `_outermost` picks them from ops sorted by start, longest first
+                    if top is not None:
+                        tops.append(top)
+                        top_end = top[1]
+                    start, top = ts, ((ts, end, ev) if ts > top_end else None)
+                elif ts == start:
+                    if top is not None and end > top[1]:
+                        top = (ts, end, ev)
+                else:  # not in start order: `top_ops` sorts them
+                    self.in_order = False
             elif cat in _DEVICE:
                 device.append(ev)
             elif cat in _RUNTIME:
                 self._runtime(ev)
             elif cat == "user_annotation" or cat == "python_function":
                 self._range(ev)
+        if top is not None:
+            tops.append(top)
 
     def _runtime(self, ev: Event) -> None:
         args = ev.args
@@ -148,17 +163,30 @@ class _Buckets:
         else:
             self.ranges.append((ts, end, name))
 
-    def top_ops(self) -> list[tuple[float, float, int, str]]:
-        """Outermost ATen ops (not inside another op), which do not overlap, in start order: each is the
-        first op that starts after the previous one ended. Items as `op_iv`'s: (start, -end, _, name)."""
-        self.op_iv.sort()  # start, then longest first, then trace order
-        top = []
-        end = float("-inf")
-        for iv in self.op_iv:
-            if iv[0] > end:
-                top.append(iv)
-                end = -iv[1]
-        return top
+    def top_ops(self) -> list[Interval]:
+        """Outermost ATen ops (not inside another op), which do not overlap, in start order."""
+        spans = self.tops
+        if not self.in_order:
+            kind = self.decoded.event_type
+            ops: list[tuple[float, float, int, Event]] = []
+            ev: Event
+            for i, ev in enumerate(self.decoded.events):
+                if ev.__class__ is kind and ev.ph == "X" and ev.cat == "cpu_op":
+                    ops.append((ev.ts, -(ev.ts + (ev.dur or 0.0)), i, ev))
+            ops.sort()  # start, then longest first, then trace order
+            spans = _outermost(ops)
+        return [(s, e, "" if ev.name is UNSET else ev.name) for s, e, ev in spans]
+
+
+def _outermost(ops: list[tuple[float, float, int, Event]]) -> list[tuple[float, float, Event]]:
+    """Each op that starts after the last one picked ended, from (start, -end, order, event) in order."""
+    picked = []
+    end = float("-inf")
+    for start, neg_end, _, ev in ops:
+        if start > end:
+            end = -neg_end
+            picked.append((start, end, ev))
+    return picked
 
 
 def _name(ev: Event, absent: str) -> str:
@@ -217,7 +245,7 @@ def _context(acts: list[Activity], b: _Buckets) -> None:
         while i + 1 < len(tops) and tops[i + 1][0] <= t:
             i += 1
         r, m = rng.at(t), mod.at(t)
-        inside = i >= 0 and -tops[i][1] >= t
+        inside = i >= 0 and tops[i][1] >= t
         if r >= 0:
             a.range = rng.items[r][2]
         if m >= 0:
@@ -226,8 +254,8 @@ def _context(acts: list[Activity], b: _Buckets) -> None:
                 path = paths[m] = "/".join(iv[2] for iv in mod.stack(m, t))
             a.module = path
         if inside:
-            a.top_op = tops[i][3]
-        pkey = (r, inside and tops[i][3].startswith(_BACKWARD_OP))
+            a.top_op = tops[i][2]
+        pkey = (r, inside and tops[i][2].startswith(_BACKWARD_OP))
         if pkey in phases:
             a.phase = phases[pkey]
         else:
