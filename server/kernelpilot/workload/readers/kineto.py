@@ -55,6 +55,7 @@ class _Nest:
 
     def __init__(self, intervals: list[Interval]) -> None:
         self.items = sorted(intervals, key=lambda i: (i[0], -i[1]))
+        self.starts = [iv[0] for iv in self.items] + [float("inf")]  # the end needs no bounds check
         self.parent: list[int] = []  # index of the interval it was opened in, -1 for none
         self.next = 0  # cursor: the first interval not started by the last query
         open_: list[int] = []
@@ -66,11 +67,12 @@ class _Nest:
 
     def at(self, t: float) -> int:
         """Index of the innermost interval open at `t` (not less than the last query's), -1 when none is."""
-        items, k = self.items, self.next
-        while k < len(items) and items[k][0] <= t:  # comparisons, not bisection: each start is passed once
+        starts, k = self.starts, self.next
+        while starts[k] <= t:  # comparisons, not bisection: each start is passed once
             k += 1
         self.next = k
         k -= 1
+        items = self.items
         while k >= 0 and items[k][1] < t:
             k = self.parent[k]
         return k
@@ -239,10 +241,11 @@ def _context(acts: list[Activity], b: _Buckets) -> None:
     # nested ranges: the innermost one fixes the whole stack, so paths and phases are cached by its index
     paths: dict[int, str] = {}
     phases: dict[tuple[int, bool], str | None] = {}
+    top_starts = [iv[0] for iv in tops] + [float("inf")]
     i = -1  # the last outer op started by the launch
     for a in items:
         t = a.launch_ts_us or 0.0
-        while i + 1 < len(tops) and tops[i + 1][0] <= t:
+        while top_starts[i + 1] <= t:
             i += 1
         r, m = rng.at(t), mod.at(t)
         inside = i >= 0 and tops[i][1] >= t
