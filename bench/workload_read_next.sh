@@ -1,0 +1,24 @@
+#!/bin/bash
+# Issue 23's read line on a GPU machine, in ONE device call: bench/workload_bench.py --mode read (the
+# 100,035-kernel Kineto trace replicated from tests/fixtures/workload/h100_decode_trace.json), 5 runs.
+# The reader decodes with msgspec; without it the json fallback is timed instead (slower, same result), so
+# the script stops when msgspec is not importable. Put a site folder holding it on KP_SITE, e.g.
+#   python3 -m zipfile -e msgspec-0.22.0-cp312-cp312-manylinux*.whl /tmp/msgspec_site; KP_SITE=/tmp/msgspec_site
+# (kernelpilot's other dependencies, pydantic included, must be importable too).
+# Worst case by the timeouts: 30 + 300 s. Outputs under $OUT (the device tool's folder; else
+# ./workload_read_next): steps.log, imports.log, read_bench.log (its last line is the figure).
+# Usage from the repository root: bash bench/workload_read_next.sh
+set -u
+OUT=${OUT:-$PWD/workload_read_next}
+mkdir -p "$OUT"
+export PYTHONPATH="$PWD/server${KP_SITE:+:$KP_SITE}${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+log() { echo "[$(date -u +%H:%M:%S)] $*" | tee -a "$OUT/steps.log"; }
+log "start in $PWD"
+if ! timeout 30 python3 -c "import msgspec, pydantic, kernelpilot.workload.readers.kineto as k; print(msgspec.__version__)" \
+    > "$OUT/imports.log" 2>&1; then
+  log "imports failed (msgspec, pydantic, kernelpilot): see imports.log"; cat "$OUT/imports.log"; exit 2
+fi
+log "msgspec $(cat "$OUT/imports.log"); $(nproc) CPUs; $(python3 --version 2>&1)"
+timeout -k 10 300 python3 bench/workload_bench.py --mode read --runs 5 > "$OUT/read_bench.log" 2>&1
+log "bench rc=$?"
+tail -3 "$OUT/read_bench.log"
