@@ -199,12 +199,12 @@ def _activities(b: _Buckets, inputs: Callable[[Any], Any]) -> list[Activity]:
     """One `Activity` per device event, with its launch call (by correlation) and ATen op (by External id)."""
     runtime, ops = b.runtime, b.ops
     graphs: dict[Any, bool] = {}  # by launch call name: is it a graph replay
+    names: dict[str, str] = {}  # one string per kernel name: the breakdown's lookups then compare identities
     out: list[Activity] = []
     for ev in b.device:
-        name = ev.name
-        act = Activity(
-            "?" if name is UNSET else str(name), float(ev.ts), float(ev.dur or 0.0), _DEVICE[ev.cat]
-        )
+        name = "?" if ev.name is UNSET else str(ev.name)
+        name = names.setdefault(name, name)
+        act = Activity(name, float(ev.ts), float(ev.dur or 0.0), _DEVICE[ev.cat])
         out.append(act)
         args = ev.args
         if args is None:
@@ -224,7 +224,8 @@ def _activities(b: _Buckets, inputs: Callable[[Any], Any]) -> list[Activity]:
             act.graph = graph
         op = ops.get(args.external_id)
         if op is not None:
-            act.op = "None" if op.name is UNSET else str(op.name)
+            name = "None" if op.name is UNSET else str(op.name)
+            act.op = names.setdefault(name, name)
             oargs = op.args
             if oargs is not None:
                 act.shapes = inputs(oargs.input_dims)
@@ -237,6 +238,7 @@ def _context(acts: list[Activity], b: _Buckets) -> None:
     cursors over the ranges, modules and outer ops, which are in start order)."""
     items = sorted((a for a in acts if a.launch_ts_us is not None), key=_LAUNCH)
     rng, mod = _Nest(b.ranges), _Nest(b.modules)
+    ranges, modules = bool(rng.items), bool(mod.items)  # a trace often has none of one kind
     tops = b.top_ops()
     # nested ranges: the innermost one fixes the whole stack, so paths and phases are cached by its index
     paths: dict[int, str] = {}
@@ -247,7 +249,8 @@ def _context(acts: list[Activity], b: _Buckets) -> None:
         t = a.launch_ts_us or 0.0
         while top_starts[i + 1] <= t:
             i += 1
-        r, m = rng.at(t), mod.at(t)
+        r = rng.at(t) if ranges else -1
+        m = mod.at(t) if modules else -1
         inside = i >= 0 and tops[i][1] >= t
         if r >= 0:
             a.range = rng.items[r][2]
