@@ -77,7 +77,7 @@ def read_workload(req: WorkloadReadRequest) -> WorkloadResult:
 
 def _join(res: WorkloadResult, hot: list[WorkloadKernel], meta: dict[str, Any], progress: Progress) -> None:
     """ISA facts of each hot kernel from the code objects the capture process had loaded (runner meta)."""
-    from kernelpilot.workload.join import join_names, launch_facts_from_kineto
+    from kernelpilot.workload.join import join_names, launch_facts_from_kineto, with_origins
 
     progress(2, 4, f"joining {len(hot)} hot kernels to the loaded code objects")
     objects = [Path(p) for p in meta.get("code_objects") or []]
@@ -93,6 +93,7 @@ def _join(res: WorkloadResult, hot: list[WorkloadKernel], meta: dict[str, Any], 
     except KernelpilotError as exc:
         res.notes.append(f"ISA join failed: {exc}")
         return
+    joined = with_origins(joined, dict(meta.get("code_object_origins") or {}))
     for k, j in zip(hot, joined, strict=True):
         k.isa = j.model_dump(mode="json")
         if not j.matched:
@@ -145,6 +146,33 @@ def _drill(
             res.drill_failures.append(f"{k.short_name}: {r.error}")
 
 
+def _capture_cubins(
+    target: CaptureTarget, timeout_s: float, meta: dict[str, Any], names: list[str], outdir: Path
+) -> None:
+    """The cubins the step loads at run time (cuBLASLt, cuDNN), through CUPTI in a child of their own
+    (workload/loaded_cubins.py); added to the code objects the join reads."""
+    from kernelpilot.workload.loaded_cubins import add_to_meta, capture_loaded_cubins
+
+    assert target.spec is not None  # only the closure path runs the step itself
+    cap = capture_loaded_cubins(target.spec, target.workdir, target.factory_kwargs, names, outdir, timeout_s)
+    add_to_meta(meta, cap)
+
+
+def _shares(res: WorkloadResult, hot: list[WorkloadKernel]) -> None:
+    """The hot set's GPU time with ISA facts (from code objects, from launch records) and a roofline."""
+    hot_us = sum(k.us_per_step for k in hot) or 1.0
+
+    def share(facts: tuple[str, ...]) -> float:
+        return sum(k.us_per_step for k in hot if (k.isa or {}).get("facts") in facts) / hot_us
+
+    res.isa_joined_share = share(("code object", "trace"))
+    res.isa_code_object_share = share(("code object",))
+    res.isa_trace_share = share(("trace",))
+    res.drilled_share = (
+        sum(k.us_per_step for k in hot if (k.drill or {}).get("pct_of_attainable") is not None) / hot_us
+    )
+
+
 def run_workload(req: WorkloadRunRequest, progress: Progress = no_progress) -> WorkloadResult:
     """Capture `steps` steady-state steps, break them down, drill into the hot set, rank opportunities."""
     from kernelpilot.workload.capture import capture_closure, capture_command
@@ -158,27 +186,28 @@ def run_workload(req: WorkloadRunRequest, progress: Progress = no_progress) -> W
     target = CaptureTarget(
         spec=req.spec, command=req.command, workdir=req.workdir, warmup=req.warmup, region=req.region
     )
+    # the folder lives until the join has read the cubins the module capture wrote into it
     with tempfile.TemporaryDirectory(prefix="kernelpilot-workload-") as tmp:
         progress(0, 4, f"capturing {req.steps} steps")
         cap = (capture_closure if req.spec else capture_command)(target, req.steps, Path(tmp), req.timeout_s)
         if req.save_trace and cap.trace_path is not None:
             shutil.copyfile(cap.trace_path, req.save_trace)
-    progress(1, 4, "breaking the steps down")
-    gpu = req.gpu or cap.meta.get("gpu") or cap.trace.gpu
-    res, hot = _result(cap.trace, req.hot_share, req.hot_cap, gpu)
-    if cap.meta.get("event_step_median_us") is not None:
-        res.step.event_step_us = float(cap.meta["event_step_median_us"])
-    res.source = req.spec or " ".join(req.command or [])
-    res.trace_path = req.save_trace
+        if req.drill and req.spec:
+            names = [a.name for a in cap.trace.activities]
+            _capture_cubins(target, req.timeout_s, cap.meta, names, Path(tmp) / "cubins")
+        progress(1, 4, "breaking the steps down")
+        gpu = req.gpu or cap.meta.get("gpu") or cap.trace.gpu
+        res, hot = _result(cap.trace, req.hot_share, req.hot_cap, gpu)
+        res.notes += cap.meta.get("loaded_cubins_notes") or []
+        if cap.meta.get("event_step_median_us") is not None:
+            res.step.event_step_us = float(cap.meta["event_step_median_us"])
+        res.source = req.spec or " ".join(req.command or [])
+        res.trace_path = req.save_trace
+        if req.drill:
+            _join(res, hot, cap.meta, progress)
     if req.drill:
-        _join(res, hot, cap.meta, progress)
         _drill(res, hot, req, gpu, progress)
-    if req.drill:
-        hot_us = sum(k.us_per_step for k in hot) or 1.0
-        res.isa_joined_share = sum(k.us_per_step for k in hot if (k.isa or {}).get("facts")) / hot_us
-        res.drilled_share = (
-            sum(k.us_per_step for k in hot if (k.drill or {}).get("pct_of_attainable") is not None) / hot_us
-        )
+        _shares(res, hot)
     res.opportunities = opportunities(cap.trace, res.step, res.kernels, gpu)
     res.wall_s = time.perf_counter() - t0
     progress(4, 4, "done")

@@ -55,6 +55,11 @@ class JoinedKernel(BaseModel):
     matched: bool
     how: str = Field("", description="which key matched (see workload.join.HOW); empty when unmatched")
     code_object: str | None = Field(None, description="'<file>:<entry label>' the kernel was read from")
+    origin: str | None = Field(
+        None,
+        description="how the process had that file: 'mapped library', 'cupti module' (a cubin the driver "
+        "loaded at run time, workload.loaded_cubins) or 'code object file' (Triton cache, given files)",
+    )
     symbol: str | None = Field(None, description="the symbol in the code object (mangled for C++)")
     arch: str | None = None
     registers: int | None = Field(None, description="registers per thread (AMD: arch VGPRs)")
@@ -525,6 +530,28 @@ def _facts(name: str, sym: _Sym, how: str, note: str, block: int | None) -> Join
         limiter=lim,
         note="; ".join(notes),
     )
+
+
+def with_origins(joined: list[JoinedKernel], origins: dict[str, str]) -> list[JoinedKernel]:
+    """Each matched kernel's `origin`: `origins[file]` where the capture recorded one (cubins captured
+    through CUPTI), else by the file's kind."""
+    out = []
+    for j in joined:
+        if j.code_object is None:
+            out.append(j)
+            continue
+        path = _file_of(j.code_object, origins)
+        how = origins.get(path) or ("mapped library" if ".so" in Path(path).name else "code object file")
+        out.append(j.model_copy(update={"origin": how}))
+    return out
+
+
+def _file_of(code_object: str, known: dict[str, str]) -> str:
+    """The file part of '<file>:<entry label>' (entry labels hold colons too: match known files first)."""
+    for f in known:
+        if code_object.startswith(f + ":"):
+            return f
+    return code_object.split(":", 1)[0]
 
 
 def join_bench(

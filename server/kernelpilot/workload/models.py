@@ -152,6 +152,17 @@ class WorkloadResult(Result):
         description="Share of the hot set's GPU time whose kernels got ISA facts (from a code object the "
         "process loaded, or from the trace's launch record for kernels no file holds).",
     )
+    isa_code_object_share: float | None = Field(
+        None,
+        description="Share of the hot set's GPU time whose ISA facts come from a code object the "
+        "process loaded (a mapped library, a cubin captured through CUPTI, the Triton cache): registers, "
+        "shared memory and the occupancy limiter read from the code itself.",
+    )
+    isa_trace_share: float | None = Field(
+        None,
+        description="Share of the hot set's GPU time whose ISA facts come only from the trace's launch "
+        "record (registers and shared memory; no spills, stack or limiter from the code).",
+    )
     drilled_share: float | None = Field(
         None, description="Share of the hot set's GPU time whose kernels got a roofline position."
     )

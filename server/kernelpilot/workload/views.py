@@ -95,7 +95,11 @@ def render_result(r: WorkloadResult) -> str:
     if r.isa_joined_share is not None or r.drilled_share is not None:
         hot = [k for k in r.kernels if k.hot]
         hot_us = sum(k.us_per_step for k in hot) or 1.0
-        from_file = sum(k.us_per_step for k in hot if (k.isa or {}).get("facts") == "code object") / hot_us
+        from_file = r.isa_code_object_share
+        if from_file is None:  # a result written before the field existed
+            from_file = (
+                sum(k.us_per_step for k in hot if (k.isa or {}).get("facts") == "code object") / hot_us
+            )
         out.append(
             f"hot set: ISA facts for {_f((r.isa_joined_share or 0) * 100, '.0f')}% of its GPU time "
             f"({from_file:.0%} from the code objects loaded, the rest from the trace's launch records), "
