@@ -70,8 +70,8 @@ class _Loaded:
 class _FakeCupti:
     """cupti-python's `cupti.cupti` surface the recorder uses; `load` plays the driver loading a module."""
 
-    CallbackDomain = SimpleNamespace(RESOURCE=3)
-    CallbackIdResource = SimpleNamespace(MODULE_LOADED=4)
+    CallbackDomain = SimpleNamespace(RESOURCE=3)  # cupti-python 13.4's values
+    CallbackIdResource = SimpleNamespace(MODULE_LOADED=6)
 
     def __init__(self) -> None:
         self.callback: Any = None
@@ -91,13 +91,16 @@ class _FakeCupti:
 
     def load(self, module: _Loaded) -> None:
         if self.callback is not None:
-            self.callback(None, 3, 4, module.cbdata)
+            self.callback(None, 3, 6, module.cbdata)
 
 
 def test_the_record_gives_the_cubin_bytes():
     mod = _Loaded(RUNTIME, 12)
     img = image_from_resource(mod.cbdata)
     assert img is not None and img.module_id == 12 and img.data == RUNTIME.read_bytes()
+    # a binding that hands over the address of CUpti_ResourceData instead
+    outer = loaded_cubins.ResourceData(None, None, ctypes.addressof(mod.rec))
+    assert image_from_resource(ctypes.addressof(outer)) == img
     assert image_from_resource(SimpleNamespace(resource_descriptor=0)) is None
     assert image_from_resource(object()) is None
     assert image_from_resource(_Loaded(None, 3).cbdata) is None  # a record without a cubin
@@ -107,7 +110,7 @@ def test_the_recorder_subscribes_and_keeps_each_image_once():
     cupti = _FakeCupti()
     rec = ModuleRecorder()
     rec.start(cupti)
-    assert cupti.enabled == [(1, 77, 3, 4)]
+    assert cupti.enabled == [(1, 77, 3, 6)]
     mods = [_Loaded(RUNTIME, 1), _Loaded(OTHER, 2), _Loaded(RUNTIME, 5), _Loaded(None, 6)]
     for m in mods:
         cupti.load(m)

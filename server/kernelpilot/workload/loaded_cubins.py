@@ -53,12 +53,25 @@ EXIT_USER = 4  # as workload/runner.py: the factory or the step raised
 
 class ModuleResourceData(ctypes.Structure):
     """`CUpti_ModuleResourceData` (cupti_callbacks.h): what `ResourceData.resource_descriptor` points to in a
-    MODULE_LOADED callback."""
+    MODULE_LOADED callback. The same offsets as cupti-python 13.4's `module_resource_data_dtype` (0, 8, 16;
+    24 bytes). Its `ModuleResourceData.p_cubin` reads the cubin as a C string (cut at the first NUL byte), so
+    the pointer is read here and the bytes copied with `ctypes.string_at`."""
 
     _fields_ = [
         ("moduleId", ctypes.c_uint32),
         ("cubinSize", ctypes.c_size_t),
         ("pCubin", ctypes.c_void_p),
+    ]
+
+
+class ResourceData(ctypes.Structure):
+    """`CUpti_ResourceData` (cupti_callbacks.h): the callback data of the RESOURCE domain, for a binding that
+    passes its address instead of cupti-python's `ResourceData` object."""
+
+    _fields_ = [
+        ("context", ctypes.c_void_p),
+        ("resourceHandle", ctypes.c_void_p),
+        ("resourceDescriptor", ctypes.c_void_p),
     ]
 
 
@@ -70,7 +83,10 @@ class LoadedImage:
 
 def image_from_resource(cbdata: Any) -> LoadedImage | None:
     """Copy the cubin a MODULE_LOADED callback describes (the pointer dies when the callback returns)."""
-    desc = getattr(cbdata, "resource_descriptor", None)
+    if isinstance(cbdata, int) and cbdata:
+        desc = ResourceData.from_address(cbdata).resourceDescriptor
+    else:
+        desc = getattr(cbdata, "resource_descriptor", None)
     if not isinstance(desc, int) or desc == 0:
         return None
     rec = ModuleResourceData.from_address(desc)
@@ -130,7 +146,7 @@ def needles(names: Iterable[str]) -> list[bytes]:
     return list(out)
 
 
-def _strtab(data: bytes) -> bytes | None:
+def strtab(data: bytes) -> bytes | None:
     """The symbol names of an ELF cubin (None: not a cubin this reader takes)."""
     from kernelpilot.isa.cubin_elf import CubinElf
     from kernelpilot.isa.errors import CodeObjectError
@@ -154,7 +170,7 @@ def write_images(
     notes: list[str] = []
     total = skipped_big = not_elf = 0
     for img in images:
-        table = _strtab(img.data)
+        table = strtab(img.data)
         if table is None:
             not_elf += 1
             continue
