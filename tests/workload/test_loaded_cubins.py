@@ -247,7 +247,8 @@ def test_run_joins_the_captured_cubins(fake_step: None, monkeypatch: pytest.Monk
     assert by[CXX]["facts"] == "trace" and by[CXX]["registers"] == 32  # in no code object: launch record
     assert res.isa_code_object_share == pytest.approx(30 / 35)
     assert res.isa_trace_share == pytest.approx(5 / 35) and res.isa_joined_share == pytest.approx(1.0)
-    assert "86% from the code objects loaded" in res.render_text()
+    text = res.render_text()
+    assert "86% from the code objects loaded" in text and "r64 smem 4096" in text and "(cupti)" in text
 
 
 def test_run_without_cupti_python_keeps_the_launch_records(fake_step: None, monkeypatch: pytest.MonkeyPatch):

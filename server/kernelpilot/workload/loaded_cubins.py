@@ -2,8 +2,8 @@
 
 Why: cuBLASLt's nvjet GEMMs and cuDNN's generated kernels are in no fatbin of the libraries a process maps
 (none of libcublasLt.so.13's 42,200 fatbin kernels is an nvjet kernel:
-tests/fixtures/workload/join/gpu2/nvjet_probe.txt); those libraries hand the driver cubins from private stores
-at run time. The driver announces every module it loads to CUPTI's resource callback
+tests/fixtures/workload/join/gpu2/nvjet_probe.json); those libraries hand the driver cubins from private
+stores at run time. The driver announces every module it loads to CUPTI's resource callback
 `CUPTI_CBID_RESOURCE_MODULE_LOADED` with a `CUpti_ModuleResourceData` (module id, cubin size, cubin
 pointer; valid only inside the callback, CUPTI API reference "CUpti_ModuleResourceData"), so a child that runs
 the step with that callback subscribed copies each cubin out, and `workload.join` reads the files like any

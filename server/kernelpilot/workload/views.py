@@ -42,7 +42,11 @@ def _isa(k: WorkloadKernel) -> str:
     if not i.get("facts"):
         return "unmatched"
     occ = str(i.get("occupancy") or "-").split(" (")[0]
-    src = "" if i.get("facts") == "code object" else " (trace)"
+    src = ""
+    if i.get("facts") != "code object":
+        src = " (trace)"
+    elif i.get("origin") == "cupti module":  # a cubin loaded at run time (workload/loaded_cubins.py)
+        src = " (cupti)"
     return f"r{i.get('registers')} smem {i.get('shared_bytes')} occ {occ}{src}"
 
 
