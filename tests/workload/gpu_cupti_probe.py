@@ -83,7 +83,10 @@ def main(mode: str) -> None:
         print(json.dumps({"mode": mode, **_activity()}))
         return
     nvjet = sorted({s for r in seen for s in r.get("syms", []) if s.startswith("nvjet")})
-    print(json.dumps({"mode": mode, "callbacks": len(seen), "nvjet": nvjet, "first": seen[:3]}))
+    with open("/proc/self/maps") as fh:  # one libcupti, the one torch preloads, or two copies?
+        cupti_libs = sorted({ln.split()[-1] for ln in fh if "libcupti" in ln})
+    row = {"mode": mode, "callbacks": len(seen), "nvjet": nvjet, "libcupti": cupti_libs, "first": seen[:3]}
+    print(json.dumps(row))
 
 
 def _activity() -> dict[str, Any]:

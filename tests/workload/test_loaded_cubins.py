@@ -31,6 +31,7 @@ from kernelpilot.workload.loaded_cubins import (
     add_to_meta,
     capture_loaded_cubins,
     image_from_resource,
+    needles,
     write_images,
 )
 from kernelpilot.workload.models import WorkloadRunRequest
@@ -39,6 +40,8 @@ from kernelpilot.workload.readers.kineto import read_kineto
 FIX = Path(__file__).parents[1] / "fixtures" / "workload" / "cupti"
 RUNTIME = FIX / "runtime_kernels.sm_90.cubin"
 OTHER = FIX / "other_kernel.sm_90.cubin"
+FATBIN = FIX / "runtime_kernels.sm_90.fatbin"
+CXX_CUBIN = FIX / "cxx_kernel.sm_90.cubin"
 NVJET = "nvjet_sm90_tst_64x8_64x16_4x1_v_bz_TNT"
 CUDNN = (
     "cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x64_4x1x1_cga1x1x1_kernel0_0"
@@ -128,19 +131,28 @@ def test_only_modules_holding_a_traced_kernel_are_written(tmp_path: Path):
     images = [
         LoadedImage(1, RUNTIME.read_bytes()),
         LoadedImage(2, OTHER.read_bytes()),
-        LoadedImage(3, b"\x50\xed\x55\xba not a cubin"),
+        LoadedImage(3, b"\x7fELF but cut short"),
+        LoadedImage(4, FATBIN.read_bytes()),
     ]
     listing, notes = write_images(images, tmp_path / "a", [NVJET, CXX])
-    assert [e["module_id"] for e in listing] == [1]
-    written = Path(listing[0]["path"])
-    assert written.read_bytes() == RUNTIME.read_bytes() and written.suffix == ".cubin"
-    assert notes == ["1 loaded module(s) were not ELF cubins and were not kept"]
-    # the C++ kernel's own identifier, as an Itanium symbol spells it, selects too
+    assert [e["module_id"] for e in listing] == [1, 4]
+    written = [Path(e["path"]) for e in listing]
+    assert written[0].read_bytes() == RUNTIME.read_bytes() and written[0].suffix == ".cubin"
+    assert written[1].read_bytes() == FATBIN.read_bytes() and written[1].suffix == ".fatbin"
+    assert notes == ["1 loaded module(s) were neither ELF cubins nor fatbins and were not kept"]
     everything, _ = write_images(images, tmp_path / "b", None)
-    assert [e["module_id"] for e in everything] == [1, 2]
+    assert [e["module_id"] for e in everything] == [1, 2, 4]
     small, notes = write_images(images, tmp_path / "c", None, max_bytes=OTHER.stat().st_size)
     assert [e["module_id"] for e in small] == [2]
     assert any("left out" in n for n in notes)
+
+
+def test_a_cplusplus_kernel_selects_its_module_by_its_itanium_identifier(tmp_path: Path):
+    cxx = "void kp::scale_kernel<float>(float*, float, int)"
+    assert b"12scale_kernel" in needles([cxx])
+    listing, _ = write_images([LoadedImage(1, CXX_CUBIN.read_bytes())], tmp_path, [cxx])
+    assert len(listing) == 1
+    assert write_images([LoadedImage(1, CXX_CUBIN.read_bytes())], tmp_path / "n", [NVJET])[0] == []
 
 
 def test_the_join_reads_captured_cubins_as_code_objects(tmp_path: Path):
@@ -159,6 +171,12 @@ def test_the_join_reads_captured_cubins_as_code_objects(tmp_path: Path):
     assert nvjet.occupancy and nvjet.occupancy.endswith("at block 128") and nvjet.limiter
     assert "stack frame 0 B" in nvjet.note  # a cubin records the frame, not ptxas's spill counts
     assert cudnn.facts == "code object" and cudnn.registers == _ptxas(CUDNN)[0] and cudnn.shared_bytes == 0
+
+
+def test_the_join_reads_a_captured_fatbin(tmp_path: Path):
+    listing, _ = write_images([LoadedImage(8, FATBIN.read_bytes())], tmp_path, [NVJET])
+    (j,) = join_names([NVJET], [Path(listing[0]["path"])], "sm_90", {NVJET: 128})
+    assert j.facts == "code object" and j.registers == 64 and j.shared_bytes == 4096
 
 
 def test_without_the_captured_cubin_nvjet_falls_back_to_the_launch_record():

@@ -163,29 +163,33 @@ def write_images(
     images: Iterable[LoadedImage], outdir: Path, names: list[str] | None, max_bytes: int = MAX_BYTES
 ) -> tuple[list[dict[str, Any]], list[str]]:
     """Write the images that hold a trace kernel (all, given no names) as `cupti_module_<id>_<hash>.cubin`
-    under `outdir`, at most `max_bytes` in all: (listing, notes)."""
+    under `outdir`, at most `max_bytes` in all: (listing, notes). A fatbin image (compressed, its names not
+    searchable without unpacking it) is kept as `.fatbin` whatever its names: the join's loader reads it."""
+    from kernelpilot.isa.fatbin import FATBIN_MAGIC_BYTES
+
     outdir.mkdir(parents=True, exist_ok=True)
     want = needles(names) if names else None
     listing: list[dict[str, Any]] = []
     notes: list[str] = []
-    total = skipped_big = not_elf = 0
+    total = skipped_big = unknown = 0
     for img in images:
-        table = strtab(img.data)
-        if table is None:
-            not_elf += 1
+        fatbin = img.data[:4] == FATBIN_MAGIC_BYTES
+        table = None if fatbin else strtab(img.data)
+        if table is None and not fatbin:
+            unknown += 1
             continue
-        if want is not None and not any(w in table for w in want):
+        if want is not None and table is not None and not any(w in table for w in want):
             continue
         if total + len(img.data) > max_bytes:
             skipped_big += 1
             continue
         digest = hashlib.sha256(img.data).hexdigest()
-        path = outdir / f"cupti_module_{img.module_id}_{digest[:12]}.cubin"
+        path = outdir / f"cupti_module_{img.module_id}_{digest[:12]}.{'fatbin' if fatbin else 'cubin'}"
         path.write_bytes(img.data)
         total += len(img.data)
         listing.append({"path": str(path), "module_id": img.module_id, "bytes": len(img.data)})
-    if not_elf:
-        notes.append(f"{not_elf} loaded module(s) were not ELF cubins and were not kept")
+    if unknown:
+        notes.append(f"{unknown} loaded module(s) were neither ELF cubins nor fatbins and were not kept")
     if skipped_big:
         notes.append(f"{skipped_big} loaded module(s) left out: over {max_bytes >> 20} MiB of cubins kept")
     return listing, notes
