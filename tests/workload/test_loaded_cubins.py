@@ -275,3 +275,22 @@ def test_run_without_cupti_python_keeps_the_launch_records(fake_step: None, monk
     assert MISSING_NOTE in res.notes
     assert all((k.isa or {}).get("facts") == "trace" for k in res.kernels)
     assert res.isa_code_object_share == 0.0 and res.isa_trace_share == pytest.approx(1.0)
+
+
+def test_a_hip_capture_starts_no_cupti_pass(monkeypatch: pytest.MonkeyPatch, step_trace: Path):
+    def fake_capture(target, steps, outdir, timeout_s):
+        meta = {"gpu": "AMD Instinct MI300X", "arch": "gfx942", "code_objects": []}
+        return capture.Captured(read_kineto(step_trace), step_trace, meta)
+
+    def never(*_a: Any, **_k: Any) -> CubinCapture:
+        raise AssertionError("CUPTI pass started for an AMD capture")
+
+    monkeypatch.setattr(capture, "capture_closure", fake_capture)
+    monkeypatch.setattr(loaded_cubins, "capture_loaded_cubins", never)
+
+    def drilled(target: Any, hot: list[Any], *_a: Any, **_k: Any) -> list[drill.DrillResult]:
+        return [drill.DrillResult(name=h.name, ok=True) for h in hot]
+
+    monkeypatch.setattr(drill, "drill_hot", drilled)
+    res = core.run_workload(WorkloadRunRequest(spec="step.py:make", hot_share=1.0))
+    assert not any("cupti" in n.lower() for n in res.notes)

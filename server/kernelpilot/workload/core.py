@@ -154,6 +154,8 @@ def _capture_cubins(
     from kernelpilot.workload.loaded_cubins import add_to_meta, capture_loaded_cubins
 
     assert target.spec is not None  # only the closure path runs the step itself
+    if not str(meta.get("arch") or "").startswith("sm_"):
+        return  # CUPTI is NVIDIA's: a HIP capture's code objects are all in mapped libraries or files
     cap = capture_loaded_cubins(target.spec, target.workdir, target.factory_kwargs, names, outdir, timeout_s)
     add_to_meta(meta, cap)
 
@@ -193,6 +195,7 @@ def run_workload(req: WorkloadRunRequest, progress: Progress = no_progress) -> W
         if req.save_trace and cap.trace_path is not None:
             shutil.copyfile(cap.trace_path, req.save_trace)
         if req.drill and req.spec:
+            progress(0, 4, "capturing the cubins the step loads at run time (CUPTI)")
             names = [a.name for a in cap.trace.activities]
             _capture_cubins(target, req.timeout_s, cap.meta, names, Path(tmp) / "cubins")
         progress(1, 4, "breaking the steps down")
