@@ -173,6 +173,19 @@ def test_the_join_reads_captured_cubins_as_code_objects(tmp_path: Path):
     assert cudnn.facts == "code object" and cudnn.registers == _ptxas(CUDNN)[0] and cudnn.shared_bytes == 0
 
 
+def test_dynamic_shared_memory_from_the_launch_record_counts_in_the_occupancy():
+    """nvjet kernels take their tiles as dynamic shared memory (the H100 decode run's launch records: 164,308
+    B for a 4,096 B-static-like kernel), which no code object declares."""
+    dyn = 160_000
+    launch = {NVJET: LaunchFacts(registers=64, shared_bytes=4096 + dyn, block=128)}
+    (j,) = join_names([NVJET], [RUNTIME], "sm_90", None, launch)
+    assert j.facts == "code object" and j.shared_bytes == 4096 and j.dynamic_shared_bytes == dyn
+    assert j.limiter == "shared_memory" and j.occupancy and j.occupancy.startswith("6.2% (4/64 warps/SM)")
+    assert f"{dyn} B dynamic shared memory" in j.note
+    (static,) = join_names([NVJET], [RUNTIME], "sm_90", None, {NVJET: LaunchFacts(shared_bytes=4096)})
+    assert static.dynamic_shared_bytes is None and static.limiter == "registers"
+
+
 def test_the_join_reads_a_captured_fatbin(tmp_path: Path):
     listing, _ = write_images([LoadedImage(8, FATBIN.read_bytes())], tmp_path, [NVJET])
     (j,) = join_names([NVJET], [Path(listing[0]["path"])], "sm_90", {NVJET: 128})

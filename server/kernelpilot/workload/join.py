@@ -65,6 +65,11 @@ class JoinedKernel(BaseModel):
     registers: int | None = Field(None, description="registers per thread (AMD: arch VGPRs)")
     spills_bytes: int | None = Field(None, description="spill stores+loads when recorded (see note)")
     shared_bytes: int | None = Field(None, description="static shared memory / LDS per block")
+    dynamic_shared_bytes: int | None = Field(
+        None,
+        description="code-object facts: dynamic shared memory per block, the launch record's shared memory "
+        "less the code's static amount (counted in the occupancy)",
+    )
     occupancy: str | None = Field(None, description="theoretical occupancy from the allocation rules")
     limiter: str | None = Field(None, description="resource that limits the occupancy")
     facts: Literal["code object", "trace"] | None = Field(
@@ -294,7 +299,34 @@ def join_names(
             break
     index.searched = len(index.load_s_by_object)
     out = join_with_index(names, index, blocks, objects)
-    return [_from_trace(r, facts.get(r.name), arch, blocks.get(r.name)) if not r.matched else r for r in out]
+    syms = {(s.where, s.kernel.name): s.kernel for s in index.syms}
+    return [
+        _with_dynamic_shared(r, syms, facts.get(r.name), blocks.get(r.name))
+        if r.matched
+        else _from_trace(r, facts.get(r.name), arch, blocks.get(r.name))
+        for r in out
+    ]
+
+
+def _with_dynamic_shared(
+    r: JoinedKernel,
+    syms: dict[tuple[str, str], KernelResources],
+    f: LaunchFacts | None,
+    block: int | None,
+) -> JoinedKernel:
+    """A matched kernel whose launch record shows more shared memory than the code declares: the rest is
+    dynamic (cuBLASLt's nvjet GEMMs take ~160 KB that way), so the occupancy is recomputed with it."""
+    k = syms.get((r.code_object or "", r.symbol or ""))
+    if k is None or f is None or f.shared_bytes is None:
+        return r
+    dyn = f.shared_bytes - (k.static_shared_bytes or 0)
+    if dyn <= 0:
+        return r
+    occ, lim, why = _occupancy(k, block, dyn)
+    note = "; ".join(
+        filter(None, [r.note, f"{dyn} B dynamic shared memory per block from the launch record", why])
+    )
+    return r.model_copy(update={"occupancy": occ, "limiter": lim, "dynamic_shared_bytes": dyn, "note": note})
 
 
 def _runtime_compiled(name: str) -> str | None:
@@ -490,12 +522,13 @@ def _why_unmatched(index: SymbolIndex, keys: NameKeys, objects: Sequence[Path]) 
     )
 
 
-def _occupancy(k: KernelResources, block: int | None) -> tuple[str | None, str | None, str]:
-    """(occupancy text, limiter, why none) of a joined kernel at its launch block, from `isa.occupancy`."""
+def _occupancy(k: KernelResources, block: int | None, dyn: int = 0) -> tuple[str | None, str | None, str]:
+    """(occupancy text, limiter, why none) of a joined kernel at its launch block and dynamic shared bytes,
+    from `isa.occupancy`."""
     from kernelpilot.isa.occupancy import occupancy_for
 
     try:
-        o = occupancy_for(k, None, block, 0)
+        o = occupancy_for(k, None, block, dyn)
     except KernelpilotError as exc:
         return None, None, f"no occupancy: {exc.message}"
     text = f"{o.occupancy_pct:.1f}% ({o.resident_warps}/{o.max_warps} {o.per_unit}) at block {o.block_size}"

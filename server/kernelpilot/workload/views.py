@@ -47,7 +47,8 @@ def _isa(k: WorkloadKernel) -> str:
         src = " (trace)"
     elif i.get("origin") == "cupti module":  # a cubin loaded at run time (workload/loaded_cubins.py)
         src = " (cupti)"
-    return f"r{i.get('registers')} smem {i.get('shared_bytes')} occ {occ}{src}"
+    dyn = f"+{i['dynamic_shared_bytes']}" if i.get("dynamic_shared_bytes") else ""
+    return f"r{i.get('registers')} smem {i.get('shared_bytes')}{dyn} occ {occ}{src}"
 
 
 def _step_lines(r: WorkloadResult) -> list[str]:
