@@ -45,7 +45,8 @@ MISSING_NOTE = (
     "cubins loaded at run time (cuBLASLt nvjet, cuDNN generated kernels) not captured: cupti-python is "
     f"not installed (pip install '{EXTRA}'); their facts come from the trace's launch records"
 )
-MAX_BYTES = 512 * 1024 * 1024  # written cubins at most (a step's modules: tens of MB on the H100)
+# a bound on what one capture writes, not a measured size (tests/workload/gpu_cupti_modules.sh prints that)
+MAX_BYTES = 512 * 1024 * 1024
 EXIT_NO_CUPTI = 5
 EXIT_CUPTI_FAILED = 6
 EXIT_USER = 4  # as workload/runner.py: the factory or the step raised
