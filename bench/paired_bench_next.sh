@@ -9,12 +9,12 @@
 # Outputs under $OUT (the device tool's folder; else ./paired_next): bench log and JSON, nvidia-smi before and
 # after, steps.log. The table (case, verdict, ratio, CI, wall, dropped for throttling) ends the log.
 # Usage from the repository root: bash bench/paired_bench_next.sh
-# Needs kernelpilot's dependencies importable (pydantic, nvidia-ml-py); put a site folder holding them on
-# KP_SITE (e.g. wheels installed with pip --target) if the device's python lacks them. NVML is only read.
+# Needs kernelpilot's dependencies importable (pydantic, nvidia-ml-py): bench/device_env.sh installs the wheels
+# carried in .whl/ (name it in the call's carry). NVML is only read.
 set -u
 OUT=${OUT:-$PWD/paired_next}
 mkdir -p "$OUT"
-export PYTHONPATH="$PWD/server${KP_SITE:+:$KP_SITE}${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+. bench/device_env.sh  # kernelpilot and its dependencies importable (wheels carried in .whl/)
 log() { echo "[$(date -u +%H:%M:%S)] $*" | tee -a "$OUT/steps.log"; }
 log "start in $PWD"
 if ! timeout 30 python3 -c "import torch, pydantic, kernelpilot.timing.compare; assert torch.cuda.is_available()" \

@@ -2,16 +2,15 @@
 # Issue 23's read line on a GPU machine, in ONE device call: bench/workload_bench.py --mode read (the
 # 100,035-kernel Kineto trace replicated from tests/fixtures/workload/h100_decode_trace.json), 5 runs.
 # The reader decodes with msgspec; without it the json fallback is timed instead (slower, same result), so
-# the script stops when msgspec is not importable. Put a site folder holding it on KP_SITE, e.g.
-#   python3 -m zipfile -e msgspec-0.22.0-cp312-cp312-manylinux*.whl /tmp/msgspec_site; KP_SITE=/tmp/msgspec_site
-# (kernelpilot's other dependencies, pydantic included, must be importable too).
+# the script stops when msgspec is not importable. bench/device_env.sh installs it and kernelpilot's other
+# dependencies from the wheels carried in .whl/ (name it in the call's carry).
 # Worst case by the timeouts: 30 + 300 s. Outputs under $OUT (the device tool's folder; else
 # ./workload_read_next): steps.log, imports.log, read_bench.log (its last line is the figure).
 # Usage from the repository root: bash bench/workload_read_next.sh
 set -u
 OUT=${OUT:-$PWD/workload_read_next}
 mkdir -p "$OUT"
-export PYTHONPATH="$PWD/server${KP_SITE:+:$KP_SITE}${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+. bench/device_env.sh  # kernelpilot and its dependencies importable (wheels carried in .whl/)
 log() { echo "[$(date -u +%H:%M:%S)] $*" | tee -a "$OUT/steps.log"; }
 log "start in $PWD"
 if ! timeout 30 python3 -c "import msgspec, pydantic, kernelpilot.workload.readers.kineto as k; print(msgspec.__version__)" \
