@@ -2,9 +2,10 @@
 
 Two tasks on the same kernel in one scratch repository, each evaluated with `kernelpilot eval` (a process,
 as an agent runs it) on an unchanged tree, paired against its baseline commit (`tasks.paired`):
-  guarded    a contract task (`--contract`): the guard harness process, then one `kernelpilot compare
-             --observe` process (Watch, timed outputs, activity trace), the candidate side judged by eval
-  unguarded  a `--time-spec` task: one `kernelpilot compare` process
+  guarded    a contract task (`--contract`): one `guard.checked` process, the semantic checks and then
+             the paired timing with observation (Watch, timed outputs, the synchronized re-timing and,
+             when that cannot settle it, the activity trace), the candidate side judged by eval
+  unguarded  a `--time-spec` task: one compare process (`timing.compare_process`)
 interleaved (guarded first on odd repetitions, second on even ones), REPS times each. The figure is
 (guarded - unguarded) / guarded per repetition, median and range over REPS; the lines above it give the
 walls and, from each guarded record, the harness's and the observation's own seconds.

@@ -1,10 +1,12 @@
 """The guard's steps of `kernelpilot eval` for a contract task (docs/eval-design.md, the pipeline).
 
-correctness: `harness` in a fresh process; timing: paired, one `kernelpilot compare
-kernelpilot.guard.timed:make` process over the baseline tree and the candidate's (`tasks.paired`), whose
-candidate side `judge_paired` judges here (observation, then physics on the paired median); the baseline
-refresh, and a candidate whose baseline commit cannot be checked out, take `measure_guarded` instead:
-`kernelpilot time kernelpilot.guard.timed:make --observe` processes, every run judged here (unpaired).
+A candidate paired against its baseline commit: `run_checked`, one fresh process (`guard.checked`) that
+runs the semantic checks and then, when they pass, the paired timing (`kernelpilot compare`'s
+`time_compare` of `kernelpilot.guard.timed:make` over the baseline tree and the candidate's); eval reads
+the checks' report and judges the candidate side here (`judge_paired`: observation, then physics on the
+paired median). The baseline refresh, and a candidate whose baseline commit cannot be checked out, take
+`run_harness` (the checks in their own process) and then `measure_guarded`: `kernelpilot time
+kernelpilot.guard.timed:make --observe` processes, every run judged here (unpaired).
 """
 
 from __future__ import annotations
@@ -30,10 +32,11 @@ from kernelpilot.guard.models import (
     Tolerance,
 )
 from kernelpilot.guard.timed import TASK_ENV
+from kernelpilot.host import toolchain
 from kernelpilot.timing.commands import OUTPUT_TAIL_CHARS, run_command
 
 if TYPE_CHECKING:
-    from kernelpilot.timing.models import CompareResult
+    from kernelpilot.timing.models import CompareRequest, CompareResult
 
 
 @dataclass
@@ -60,6 +63,53 @@ def run_harness(contract: Contract, workdir: Path, env: dict[str, str], timeout_
         return HarnessOutcome(HarnessReport.model_validate_json(out.stdout))
     except ValueError:
         return HarnessOutcome(None, f"the guard harness printed no report:\n{out.output_tail}")
+
+
+@dataclass
+class CheckedRun:
+    """What a `guard.checked` process left: the checks' outcome and, when they passed, its output (the
+    paired timing's, read by `tasks.paired.compare_outcome`) or why it was killed."""
+
+    harness: HarnessOutcome
+    returncode: int = 0
+    stdout: str = ""
+    stderr: str = ""
+    killed: str = ""  # the process ran past its timeout after the checks passed
+
+
+def run_checked(
+    contract: Contract, workdir: Path, request: CompareRequest, env: dict[str, str], timeout_s: float
+) -> CheckedRun:
+    """The semantic checks, then the paired timing of `request`, in one fresh process (`guard.checked`)."""
+    with tempfile.TemporaryDirectory(prefix="kernelpilot-checked-") as tmp:
+        paths = [Path(tmp) / name for name in ("contract.json", "report.json", "request.json")]
+        paths[0].write_text(contract.model_dump_json(), encoding="utf-8")
+        paths[2].write_text(request.model_dump_json(), encoding="utf-8")
+        argv = [sys.executable, "-m", "kernelpilot.guard.checked", str(paths[0]), str(workdir),
+                str(paths[1]), str(paths[2])]  # fmt: skip
+        try:
+            res = toolchain.run(argv, cwd=workdir, env=env, timeout_s=timeout_s, check=False)
+        except ToolchainError as exc:  # killed at the timeout (during the checks, or the timing after them)
+            got = _report_of(paths[1], exc.message)
+            return CheckedRun(got, killed=exc.message if got.report is not None else "")
+        what = f"the guard's checks (python -m kernelpilot.guard.checked) exited with code {res.returncode}"
+        got = _report_of(paths[1], f"{what}\n{res.stderr[-OUTPUT_TAIL_CHARS:]}")
+    return CheckedRun(got, res.returncode, res.stdout, res.stderr)
+
+
+def _report_of(path: Path, died: str) -> HarnessOutcome:
+    """The checks' outcome from the report file; `died` (the process's end) when there is none."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        text = ""
+    if not text:
+        return HarnessOutcome(None, died[-OUTPUT_TAIL_CHARS:])
+    try:
+        return HarnessOutcome(HarnessReport.model_validate_json(text))
+    except ValueError:
+        what = "the guard's checks failed in the timing process"
+        return HarnessOutcome(None, f"{what}\n{_error_of(text)}"[-OUTPUT_TAIL_CHARS:])
 
 
 def _error_of(tail: str) -> str:

@@ -7,10 +7,11 @@ commit, paired (`tasks.paired`: the commit as a detached worktree in `<task>/.ba
 timed now, interleaved A,B,B,A; verdict from the median per-pair ratio and its bootstrap CI -> improved /
 regressed / neutral, unstable only when the ratio is) or, when the baseline cannot run now, unpaired
 against baseline.json's samples (stability of both sides, then the bootstrap CI of the ratio of
-medians), the record saying which and why. A contract task's paired run is observed, and the guard
-judges its candidate side here (`_time_guarded`: observation, then physics on the paired median) before
-the verdict. Everything is computed first; result.json is then written atomically and one ledger line
-appended, so a crash mid-eval leaves neither.
+medians), the record saying which and why. A contract task's checks and paired run share one process
+(`guard.checked`, `_guarded_paired`); its report is judged first, then the correctness commands, then
+the guard judges the candidate side of the observed timing here (observation, then physics on the paired
+median) before the verdict. Everything is computed first; result.json is then written atomically and one
+ledger line appended, so a crash mid-eval leaves neither.
 """
 
 from __future__ import annotations
@@ -21,13 +22,13 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kernelpilot.foundation.atomic import write_temp
 from kernelpilot.foundation.errors import InputFileError, KernelpilotError, StateError, ToolchainError
 from kernelpilot.foundation.models import compact_json
 from kernelpilot.foundation.progress import Progress, no_progress
-from kernelpilot.guard.models import HarnessReport, Rejection
+from kernelpilot.guard.models import Contract, HarnessReport, Rejection
 from kernelpilot.tasks import paired
 from kernelpilot.tasks.create import command_env, interpreter_argv, now_iso
 from kernelpilot.tasks.errors import CorrectnessFailedError
@@ -44,6 +45,9 @@ from kernelpilot.timing import environment, instrumentation
 from kernelpilot.timing.commands import OUTPUT_TAIL_CHARS, run_command
 from kernelpilot.timing.core import measure_command
 from kernelpilot.timing.stats import bootstrap_speedup_ci, speedup_of, summarize
+
+if TYPE_CHECKING:
+    from kernelpilot.guard.steps import HarnessOutcome
 
 
 def load_task(path_arg: str) -> tuple[Task, Path, Path]:
@@ -334,6 +338,9 @@ def _run_candidate(
 ) -> str:
     """correctness -> timing -> observation -> physics -> verdict; fills `fields`, returns the message."""
     report = None
+    root, why = (None, "") if task.contract is None else _baseline_root(workdir, task_dir, base)
+    if root is not None:  # a contract task's checks and its paired timing in one process (guard.checked)
+        return _guarded_paired(task, workdir, env, root, task_dir, fields)
     if task.contract is not None:
         rejected, report = _guard_correctness(task, workdir, env, fields)
         if rejected is not None:
@@ -344,8 +351,13 @@ def _run_candidate(
         return "a correctness command failed; nothing timed"
     if task.contract is None:  # paired timing and its verdict (tasks.paired)
         timed = _time_candidate(req, task, task_dir, workdir, env, base, progress)
-    else:  # paired too, the candidate side judged by the guard (observation, physics)
-        timed = _time_guarded(req, task, task_dir, workdir, env, base, progress, report)
+    else:  # no baseline tree: guarded timing processes against baseline.json (unpaired)
+        timed = _guarded_unpaired(req, task, task_dir, workdir, env, base, progress, report, why)
+    return _timed_into(fields, timed)
+
+
+def _timed_into(fields: dict[str, Any], timed: paired.Timed) -> str:
+    """The timing step's fields into the record's; its message, also at the head of the output tail."""
     fields.update(timed.fields)
     evidence_only = "rejection" in timed.fields  # a rejection's output tail is its evidence alone
     if timed.message and not evidence_only and timed.message not in fields["output_tail"]:
@@ -380,7 +392,12 @@ def _guard_correctness(
     from kernelpilot.guard.steps import run_harness
 
     assert task.contract is not None
-    got = run_harness(task.contract, workdir, env, task.timeout_s)
+    return _harness_verdict(run_harness(task.contract, workdir, env, task.timeout_s), fields)
+
+
+def _harness_verdict(got: HarnessOutcome, fields: dict[str, Any]) -> tuple[str | None, HarnessReport | None]:
+    """The checks' outcome into the record: (a message when the candidate is rejected or failed, the
+    report when it passed); the same whether they ran in the harness's process or in `guard.checked`."""
     if got.report is None or got.report.error:
         why = got.failure or (got.report.error if got.report else "")
         fields.update(status="correctness_failed", output_tail=why[-OUTPUT_TAIL_CHARS:])
@@ -485,31 +502,48 @@ def _time_candidate(
         return paired.Timed({"status": "failed", "method": "paired", "output_tail": tail}, exc.message)
 
 
-def _time_guarded(
-    req: EvaluateRequest, task: Task, task_dir: Path, workdir: Path, env: dict[str, str], base: Baseline,
-    progress: Progress, report: HarnessReport | None,
-) -> paired.Timed:  # fmt: skip
-    """A contract task's candidate timed paired against the baseline commit's: one `kernelpilot compare` of
-    `kernelpilot.guard.timed:make` under both roots in its own process, whose candidate side the guard then
-    judges here (guard.steps.judge_paired). Unpaired guarded runs when no baseline tree can be had."""
-    from kernelpilot.guard.steps import findings_rejection, judge_paired
+def _guarded_paired(
+    task: Task, workdir: Path, env: dict[str, str], root: Path, task_dir: Path, fields: dict[str, Any]
+) -> str:
+    """A contract task's candidate: the guard's checks, then the paired timing against the baseline
+    commit's (`kernelpilot.guard.timed:make` under both roots), in one `guard.checked` process; its report
+    is judged first, as the harness's own process's was, then the correctness commands, then the timing
+    (`_judge_guarded`). Its timeout covers what the two processes it replaces each had."""
+    from kernelpilot.guard.steps import run_checked
     from kernelpilot.guard.timed import TASK_ENV, TIMED_SETS
     from kernelpilot.tasks.create import GUARD_SPEC
 
     assert task.contract is not None
-    root, why = _baseline_root(workdir, task_dir, base)
-    if root is None:
-        return _guarded_unpaired(req, task, task_dir, workdir, env, base, progress, report, why)
     genv = {**env, TASK_ENV: str(task_dir / "task.json")}
-    try:
-        timed = paired.paired_spec(task, GUARD_SPEC, root, workdir, genv, rotate=TIMED_SETS, observe=True)
-    except ToolchainError as exc:  # the timing process ran past the task's timeout and was killed
-        timed = _failed_paired(exc.message)
+    request = paired.compare_request(task, GUARD_SPEC, root, workdir, TIMED_SETS, observe=True)
+    got = run_checked(task.contract, workdir, request, genv, CHECKED_TIMEOUT_FACTOR * task.timeout_s)
+    rejected, report = _harness_verdict(got.harness, fields)
+    if rejected is not None:
+        return rejected
+    ok, tail = _run_checks(task, workdir, env)  # after the process: the checks' verdict comes first
+    if not ok:
+        fields.update(status="correctness_failed", output_tail=tail)
+        return "a correctness command failed; its timing is discarded"
+    if got.killed:  # the timing process ran past the task's timeout and was killed
+        timed = _failed_paired(got.killed)
+    else:
+        timed = paired.compare_outcome(got.returncode, got.stdout, got.stderr)
+    return _timed_into(fields, _judge_guarded(timed, task.contract, report))
+
+
+# `guard.checked` runs what the harness process and the compare process each ran under the task's timeout.
+CHECKED_TIMEOUT_FACTOR = 2
+
+
+def _judge_guarded(timed: paired.Timed, contract: Contract, report: HarnessReport | None) -> paired.Timed:
+    """The candidate side of the paired timing judged by the guard (guard.steps.judge_paired)."""
+    from kernelpilot.guard.steps import findings_rejection, judge_paired
+
     if timed.compare is None:  # the timing process failed: a replaced timer or a thread it saw rejects
         rej = findings_rejection(str(timed.fields.get("output_tail", "")))
         return _guard_rejected(rej, {"method": "paired"}) if rej is not None else timed
     try:
-        got = judge_paired(timed.compare, task.contract, report)
+        got = judge_paired(timed.compare, contract, report)
     except KernelpilotError as exc:
         return _failed_paired(exc.message)
     fields = {**timed.fields, "observation": got.observation, "physics": got.physics}

@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import math
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,7 +37,7 @@ from kernelpilot.tasks.create import CLI_MODULE, LEGACY_CLI_MODULE, interpreter_
 from kernelpilot.tasks.models import Task
 from kernelpilot.timing import clocks, environment, paired
 from kernelpilot.timing.commands import OUTPUT_TAIL_CHARS, extract_metric, run_command
-from kernelpilot.timing.models import ClockEvidence, CompareResult
+from kernelpilot.timing.models import ClockEvidence, CompareRequest, CompareResult
 from kernelpilot.timing.stats import judge_ratios, summarize
 
 BASELINE_TREE = ".baseline-tree"
@@ -105,38 +106,49 @@ def _cli_error(stderr: str) -> str:
     return stderr[-OUTPUT_TAIL_CHARS:]
 
 
-def compare_argv(
+def compare_request(
     task: Task, spec: str, base_root: Path, workdir: Path, rotate: int = 1, *, observe: bool = False
-) -> list[str]:
-    return [
-        sys.executable, "-m", "kernelpilot", "--json", "compare", spec, spec,
-        "--root-a", str(base_root), "--root-b", str(workdir), "--label-a", "baseline",
-        "--label-b", "candidate", "--timing", task.timing_mode or "cold",
-        "--min-effect", repr(task.min_effect), "--rotate", str(rotate), *(["--observe"] if observe else []),
-    ]  # fmt: skip
+) -> CompareRequest:
+    """What `kernelpilot compare SPEC SPEC --root-a BASE --root-b WORKDIR --label-a baseline --label-b
+    candidate --timing MODE --min-effect E --rotate K [--observe]` would time, as the request model."""
+    return CompareRequest(
+        a=spec, b=spec, workdir=str(workdir), root_a=str(base_root), root_b=str(workdir),
+        label_a="baseline", label_b="candidate", timing=task.timing_mode or "cold",
+        min_effect=task.min_effect, rotate=rotate, observe=observe,
+    )  # fmt: skip
 
 
 def paired_spec(
     task: Task, spec: str, base_root: Path, workdir: Path, env: dict[str, str], rotate: int = 1,
     *, observe: bool = False,
 ) -> Timed:  # fmt: skip
-    """`kernelpilot compare` of the spec under both roots, in its own process; the record's fields.
+    """`kernelpilot compare` of the spec under both roots, in its own process
+    (`timing.compare_process`: the comparison without the CLI's imports); the record's fields.
 
     A factory with a `root` keyword (contract tasks' `kernelpilot.guard.timed:make`) is called with its
-    side's root, so one spec loads each tree's own candidate; `rotate` goes to both sides. `observe`
-    (contract tasks: the guard judges the candidate's observation) adds the Watch and the activity trace,
-    whose profiler start-up costs seconds on a GPU: an unguarded task's eval does not pay it."""
-    argv = compare_argv(task, spec, base_root, workdir, rotate, observe=observe)
-    res = toolchain.run(argv, cwd=workdir, env=env, timeout_s=task.timeout_s, check=False)
-    if res.returncode != 0:
-        why = _cli_error(res.stderr)
+    side's root, so one spec loads each tree's own candidate; `rotate` goes to both sides. `observe` adds
+    the guard's Watch and activity trace (contract tasks take `guard.steps.run_checked` instead, which
+    runs the guard's checks first in the same process)."""
+    request = compare_request(task, spec, base_root, workdir, rotate, observe=observe)
+    with tempfile.TemporaryDirectory(prefix="kernelpilot-compare-") as tmp:
+        path = Path(tmp) / "request.json"
+        path.write_text(request.model_dump_json(), encoding="utf-8")
+        argv = [sys.executable, "-m", "kernelpilot.timing.compare_process", str(path)]
+        res = toolchain.run(argv, cwd=workdir, env=env, timeout_s=task.timeout_s, check=False)
+    return compare_outcome(res.returncode, res.stdout, res.stderr)
+
+
+def compare_outcome(returncode: int, stdout: str, stderr: str) -> Timed:
+    """The record's fields from a finished compare process (`timing.compare_process`, `guard.checked`)."""
+    if returncode != 0:
+        why = _cli_error(stderr)
         return Timed(
             {"status": "failed", "method": "paired", "output_tail": why}, f"paired timing failed: {why}"
         )
     try:
-        cmp = CompareResult.model_validate_json(res.stdout)
+        cmp = CompareResult.model_validate_json(stdout)
     except ValueError as exc:
-        tail = res.stdout[-OUTPUT_TAIL_CHARS:]
+        tail = stdout[-OUTPUT_TAIL_CHARS:]
         return Timed({"status": "failed", "output_tail": tail}, f"unreadable compare output: {exc}")
     lo, hi = cmp.ratio_ci
     claim = cmp.verdict != "unstable"  # an unresolved ratio claims no speed-up (the ratio is still recorded)

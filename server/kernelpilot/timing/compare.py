@@ -53,7 +53,7 @@ def load_side(spec: str, root: Path, label: str, rotate: int) -> list[Callable[[
     finally:
         if entry in sys.path:
             sys.path.remove(entry)
-        _set_aside(before, root, label)
+        set_aside(before, root, label)
     return closures
 
 
@@ -65,10 +65,14 @@ def _takes_root(factory: Callable[..., Any]) -> bool:
         return False  # a builtin or C callable without a signature: no keywords passed
 
 
-def _set_aside(before: set[str], root: Path, label: str) -> None:
-    """Modules this side imported from its own root move to `_kernelpilot_side_<label>.<name>`."""
+def set_aside(before: set[str], root: Path, label: str) -> None:
+    """Modules imported since `before` from `root` move to `_kernelpilot_side_<label>.<name>`, so the next
+    import of the same name (the other side's, or `guard.checked`'s timing after its checks) is fresh.
+    kernelpilot's own modules stay: library code shared by both sides, even when the root holds them."""
     tag = "".join(ch if ch.isalnum() else "_" for ch in label)
     for name in sorted(set(sys.modules) - before):
+        if name == "kernelpilot" or name.startswith("kernelpilot."):
+            continue
         mod = sys.modules.get(name)
         file = getattr(mod, "__file__", None)
         if not file:

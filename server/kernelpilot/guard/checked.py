@@ -1,0 +1,79 @@
+"""A contract task's semantic checks and its paired timing in one process, which eval then judges.
+
+Why one process: a second one costs a Python start-up, the imports and, on a GPU, torch's import and a CUDA
+context: on the H100 that was most of the guard's cost on a ~50 us kernel (docs/guard.md, "Cost"), while
+the checks themselves take a fraction of a second. What the separate harness process guaranteed still holds:
+
+- the checks run first, at the top of the process, exactly as `guard.harness` runs them in its own: under
+  a `Watch` started before the candidate's module loads, with no timing code on the stack (a candidate that
+  looks for `kernelpilot.timing` frames sees what it saw in the harness process); their report is written
+  to the file eval names before anything is timed, and a rejected candidate is never timed;
+- then every module the checks imported from the candidate's tree is set aside (`timing.compare.set_aside`)
+  and the GPU's cached memory handed back, so `kernelpilot compare` imports the candidate afresh, as a new
+  process would, with its own `Watch` (`timing.compare.time_compare`, `observe`);
+- eval, another process, judges the report and the timing (`tasks.evaluate`, `guard.steps`).
+
+`python -m kernelpilot.guard.checked CONTRACT_JSON WORKDIR REPORT_JSON REQUEST_JSON`: writes the
+`HarnessReport` (or `{"error": ...}`) to REPORT_JSON; when it passed, times the `CompareRequest` and prints
+its result as `kernelpilot --json compare` does (`timing.compare_process.run_request`).
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import sys
+from pathlib import Path
+
+from kernelpilot.foundation.errors import KernelpilotError
+from kernelpilot.guard.harness import watched_checks
+from kernelpilot.guard.models import Contract, HarnessReport
+from kernelpilot.timing.compare import set_aside
+from kernelpilot.timing.compare_process import run_request
+from kernelpilot.timing.models import CompareRequest
+
+USAGE = "usage: python -m kernelpilot.guard.checked CONTRACT_JSON WORKDIR REPORT_JSON REQUEST_JSON"
+
+
+def checks(contract: Contract, workdir: Path) -> HarnessReport:
+    """`harness.watched_checks`, then what they imported from the workdir set aside and the GPU's cached
+    memory freed: the timing that follows starts as it would in a fresh process."""
+    before = set(sys.modules)
+    try:
+        return watched_checks(contract, workdir)
+    finally:
+        set_aside(before, workdir.resolve(), "guard_checks")
+        _release_device_memory()
+
+
+def _release_device_memory() -> None:
+    """The caching allocator's blocks back to the driver (the checks' poisoned scribbles among them)."""
+    gc.collect()
+    torch = sys.modules.get("torch")
+    cuda = getattr(torch, "cuda", None)
+    if cuda is not None and cuda.is_initialized():
+        cuda.synchronize()
+        cuda.empty_cache()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 4:
+        print(USAGE, file=sys.stderr)
+        return 2
+    report_path = Path(args[2])
+    try:
+        contract = Contract.model_validate_json(Path(args[0]).read_text(encoding="utf-8"))
+        request = CompareRequest.model_validate_json(Path(args[3]).read_text(encoding="utf-8"))
+        report = checks(contract, Path(args[1]))
+    except KernelpilotError as exc:
+        report_path.write_text(json.dumps({"error": exc.to_dict()}), encoding="utf-8")
+        return 1
+    report_path.write_text(report.model_dump_json(), encoding="utf-8")
+    if report.rejection is not None or report.error:
+        return 0  # eval reads the report: a rejected (or failed) candidate is never timed
+    return run_request(request)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
