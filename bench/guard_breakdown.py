@@ -120,8 +120,10 @@ def _one(task: Path, scratch: Path) -> dict[str, float]:
     return steps
 
 
-def _line(name: str, xs: list[float]) -> str:
-    return f"  {name:52s} {statistics.median(xs):7.3f} s  ({min(xs):.3f}..{max(xs):.3f})"
+def _line(name: str, xs: list[float], runs: int = 0) -> str:
+    """Median (min..max); a step only some runs took (the baseline tree's first checkout) says how many."""
+    some = f"  in {len(xs)} of {runs} runs" if 0 < len(xs) < runs else ""
+    return f"  {name:52s} {statistics.median(xs):7.3f} s  ({min(xs):.3f}..{max(xs):.3f}){some}"
 
 
 def main() -> None:
@@ -150,7 +152,7 @@ def main() -> None:
         bad = sum(steps.pop("status"))
         print(f"{name} eval ({args.reps} runs, {int(bad)} without a verdict):")
         for k, xs in steps.items():
-            print(_line(k, xs))
+            print(_line(k, xs, args.reps))
     print(
         f"figure={statistics.median(shares):.1f} % of a guarded eval's wall time is the guard's (median of "
         f"{len(shares)} interleaved repetitions under the breakdown wrapper, spread "

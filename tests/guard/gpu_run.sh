@@ -3,7 +3,9 @@
 #   1. tests/guard/gpu_suite.py: every GPU hack and the six benign look-alikes end to end through
 #      `kernelpilot eval` with a contract (paired against the baseline commit), each look-alike's verdict
 #      beside the one `kernelpilot time` gives, every eval in one experiment database;
-#   2. bench/guard_overhead.py --reps 5: the guard's share of a paired eval's wall time on a ~50 us kernel.
+#   2. bench/guard_overhead.py --reps 5: the guard's share of a paired eval's wall time on a ~50 us kernel;
+#   3. bench/guard_breakdown.py --reps 3 (when 100 s are left): where that eval's wall time goes (process
+#      start-ups, torch's import and the CUDA context alone, each subprocess, the checks, the observation).
 # Usage, from the repository root on the device: bash tests/guard/gpu_run.sh "$OUT"
 # The device image has torch but not pydantic: carry its wheels in .whl (made here, on the dev machine:
 #   echo /.whl/ >> .git/info/exclude
@@ -12,8 +14,8 @@
 #     -d .whl pydantic==2.14.3 pydantic_core==2.50.4 annotated_types==0.8.0 typing_inspection==0.4.5 \
 #     typing_extensions==4.16.0
 # ) and name .whl in the call's `carry`. Files back (at most 8): env.txt, summary.txt, suite.log,
-# overhead.log, suite.json, exp_failures.txt, details.tgz (per-case `time` results, the task folders with
-# their result.json and ledgers, the experiment database).
+# overhead.log, breakdown.log, suite.json, exp_failures.txt, details.tgz (per-case `time` results, the task
+# folders with their result.json and ledgers, the experiment database).
 set -u
 OUT=${1:?usage: bash tests/guard/gpu_run.sh OUT_DIR}
 mkdir -p "$OUT"
@@ -41,6 +43,13 @@ if [ "$left" -gt 60 ]; then
   echo "overhead rc=$? after $(( $(date +%s) - t0 )) s" >> "$OUT/summary.txt"
 else
   echo "overhead skipped: $left s left" >> "$OUT/summary.txt"
+fi
+left=$(( 560 - ($(date +%s) - t0) ))
+if [ "$left" -gt 100 ]; then
+  timeout "$left" python3 bench/guard_breakdown.py --reps 3 > "$OUT/breakdown.log" 2>&1
+  echo "breakdown rc=$? after $(( $(date +%s) - t0 )) s" >> "$OUT/summary.txt"
+else
+  echo "breakdown skipped: $left s left" >> "$OUT/summary.txt"
 fi
 cp "$RES/suite/suite.json" "$RES/suite/exp_failures.txt" "$OUT/" 2>/dev/null
 mkdir -p "$RES/tasks"

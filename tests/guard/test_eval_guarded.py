@@ -1,5 +1,6 @@
-"""A contract task end to end through `kernelpilot eval` on the CPU: the harness in its own process, every
-timing process watched, typed rejections in result.json, the ledger and the experiment database."""
+"""A contract task end to end through `kernelpilot eval` on the CPU: the checks first in the paired timing's
+process (in their own for the baseline refresh), every timing process watched, typed rejections in
+result.json, the ledger and the experiment database."""
 
 from __future__ import annotations
 

@@ -42,3 +42,4 @@ def test_the_driver_script_parses() -> None:
     assert res.returncode == 0, res.stderr
     text = (HERE / "gpu_run.sh").read_text()
     assert "timeout 330 python3 tests/guard/gpu_suite.py" in text and "guard_overhead.py --reps 5" in text
+    assert "guard_breakdown.py --reps 3" in text

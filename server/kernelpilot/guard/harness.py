@@ -1,8 +1,10 @@
-"""The guard harness: every semantic check of a candidate against its contract, in its own process.
+"""The guard harness: every semantic check of a candidate against its contract, never in the judging process.
 
-Why its own process: the candidate's module is imported here, so whatever it patches or starts dies with
-this process and cannot reach the process that times it nor the one that judges (`tasks.evaluate`).
-`python -m kernelpilot.guard.harness CONTRACT_JSON WORKDIR` prints one `HarnessReport` as JSON.
+Why not there: the candidate's module is imported here, so whatever it patches or starts must not reach the
+process that judges (`tasks.evaluate`). A paired eval runs the checks first in its timing process
+(`guard.checked`, which sets aside what they imported before timing); the baseline refresh and the
+unpaired fallback run them alone: `python -m kernelpilot.guard.harness CONTRACT_JSON WORKDIR` prints one
+`HarnessReport` as JSON.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The semantic checks of a candidate against its reference contract (run by `harness` in its own process).
+"""The semantic checks of a candidate against its reference contract (run by `harness`, before any timing).
 
 Per shape (the first is the timed one) and per fresh seed: new input values, the reference computed on
 float64 copies before the candidate runs, allocator memory scribbled and any `out` buffer poisoned, the

@@ -502,6 +502,10 @@ def _time_candidate(
         return paired.Timed({"status": "failed", "method": "paired", "output_tail": tail}, exc.message)
 
 
+# `guard.checked` runs what the harness process and the compare process each ran under the task's timeout.
+CHECKED_TIMEOUT_FACTOR = 2
+
+
 def _guarded_paired(
     task: Task, workdir: Path, env: dict[str, str], root: Path, task_dir: Path, fields: dict[str, Any]
 ) -> str:
@@ -529,10 +533,6 @@ def _guarded_paired(
     else:
         timed = paired.compare_outcome(got.returncode, got.stdout, got.stderr)
     return _timed_into(fields, _judge_guarded(timed, task.contract, report))
-
-
-# `guard.checked` runs what the harness process and the compare process each ran under the task's timeout.
-CHECKED_TIMEOUT_FACTOR = 2
 
 
 def _judge_guarded(timed: paired.Timed, contract: Contract, report: HarnessReport | None) -> paired.Timed:

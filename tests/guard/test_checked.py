@@ -1,0 +1,153 @@
+"""The guard's checks and the paired timing in one process (`guard.checked`), on the CPU through eval.
+
+What the one process must keep from the two it replaces: each side imports its own code after the checks
+(nothing the checks imported leaks into the timing), the checks' verdict comes first, and a process that
+dies or hangs is named after the phase it died in (correctness_failed during the checks, failed after).
+The hack suite through eval (`test_eval_guarded.py`) holds the statuses and evidence, among them the
+stack-aware candidates that the checks must see as the harness's own process saw them."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from kernelpilot.guard.checked import main as checked_main
+from kernelpilot.guard.models import Contract
+from kernelpilot.guard.steps import run_checked
+from kernelpilot.tasks.create import create_task
+from kernelpilot.tasks.evaluate import evaluate
+from kernelpilot.tasks.models import CreateTaskRequest, EvaluateRequest
+from kernelpilot.timing.models import CompareRequest
+
+CASES = Path(__file__).parent / "cases"
+GIT_ENV = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e", "GIT_COMMITTER_NAME": "t"}
+GIT_ENV["GIT_COMMITTER_EMAIL"] = "t@e"
+CONTRACT = {"module": "contract_axpy.py", "candidate": "kernel.py:axpy", "shapes": [{"n": 4096}, {"n": 1000}]}
+HANG = "def axpy(x, y):\n    while True:\n        pass\n"
+# Honest under the checks; spins once kernelpilot's timing is on the stack (the checks' stack has none).
+HANG_WHEN_TIMED = """import sys
+
+
+def axpy(x, y):
+    f = sys._getframe(1)
+    while f is not None:
+        if f.f_globals.get("__name__", "").startswith("kernelpilot.timing"):
+            while True:
+                pass
+        f = f.f_back
+    return 2.5 * x + y
+"""
+
+
+def _git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=repo, env=GIT_ENV, check=True, capture_output=True)
+
+
+def _task(root: Path, files: dict[str, str], allowed: list[str], timeout_s: float = 600.0) -> Path:
+    """A repository holding `files` and the axpy contract, a contract task on it, its baseline refreshed."""
+    repo = root / "repo"
+    repo.mkdir()
+    shutil.copy(CASES / "contract_axpy.py", repo)
+    for name, text in files.items():
+        (repo / name).write_text(text)
+    (repo / "contract.json").write_text(json.dumps({**CONTRACT, "dtype": "fp32"}))
+    (repo / ".gitignore").write_text(".kernelpilot/\n__pycache__/\n")
+    _git(repo, "init", "-q")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-qm", "base")
+    made = create_task(
+        CreateTaskRequest(
+            name="axpy", contract="contract.json", allowed_file=allowed, workdir=str(repo), runs=2, warmup=0,
+            cv_threshold=10.0, timing_mode="warm", timeout_s=timeout_s,
+        )
+    )  # fmt: skip
+    task_dir = repo / made.task_dir
+    evaluate(EvaluateRequest(task=str(task_dir), refresh_baseline=True))
+    return task_dir
+
+
+def test_each_side_imports_its_own_helper_after_the_checks_imported_the_candidates(tmp_path: Path) -> None:
+    """The checks import the candidate's `helper`; were it left in sys.modules, the baseline side's
+    `from helper import axpy` would get the candidate's fast helper and the pair would read neutral."""
+    slow, fast = (CASES / "slow_axpy.py").read_text(), (CASES / "honest_axpy.py").read_text()
+    kernel = "from helper import axpy  # noqa: F401\n"
+    task_dir = _task(tmp_path, {"kernel.py": kernel, "helper.py": slow}, ["kernel.py", "helper.py"])
+    (task_dir.parent.parent.parent / "helper.py").write_text(fast)
+    r = evaluate(EvaluateRequest(task=str(task_dir))).record
+    assert r is not None and r.method == "paired" and r.status == "improved", r.output_tail
+    assert r.ratio_ci is not None and r.ratio_ci[1] < 1.0
+    assert r.correctness.startswith("4/4 checked calls passed on 2 shape(s)")
+
+
+def test_a_candidate_that_ends_the_process_during_the_checks_fails_correctness(tmp_path: Path) -> None:
+    task_dir = _task(tmp_path, {"kernel.py": (CASES / "honest_axpy.py").read_text()}, ["kernel.py"])
+    (task_dir.parent.parent.parent / "kernel.py").write_text(
+        "import os\n\n\ndef axpy(x, y):\n    os._exit(3)\n"
+    )
+    r = evaluate(EvaluateRequest(task=str(task_dir))).record
+    assert r is not None and r.status == "correctness_failed" and r.method is None
+    assert "kernelpilot.guard.checked) exited with code 3" in r.output_tail and r.ratio_median is None
+
+
+@pytest.mark.parametrize(
+    ("kernel", "status", "checked"),
+    [(HANG, "correctness_failed", False), (HANG_WHEN_TIMED, "failed", True)],
+    ids=["hangs-under-the-checks", "hangs-under-the-timer"],
+)
+def test_a_killed_process_is_named_after_the_phase_it_hung_in(
+    tmp_path: Path, kernel: str, status: str, checked: bool
+) -> None:
+    """Killed at twice the task's timeout (what the harness and the timing process each had): with no
+    report the checks did not finish (as a harness process killed at its timeout); with one, the timing
+    did not (as a compare process killed at its timeout)."""
+    task_dir = _task(tmp_path, {"kernel.py": (CASES / "honest_axpy.py").read_text()}, ["kernel.py"], 2.0)
+    (task_dir.parent.parent.parent / "kernel.py").write_text(kernel)
+    r = evaluate(EvaluateRequest(task=str(task_dir))).record
+    assert r is not None and r.status == status and r.speedup is None
+    assert "did not finish within 4 s" in r.output_tail, r.output_tail
+    assert bool(r.correctness) is checked  # the checks' summary is recorded once they passed
+
+
+def _request_files(tmp_path: Path, candidate: str) -> list[str]:
+    """The four arguments of `python -m kernelpilot.guard.checked` for a candidate of the CPU cases."""
+    contract = Contract.model_validate({**CONTRACT, "candidate": candidate, "dtype": "fp32"})
+    spec = "kernelpilot.guard.timed:make"
+    req = CompareRequest(a=spec, b=spec, root_a=str(CASES), root_b=str(CASES), rotate=2, observe=True)
+    (tmp_path / "c.json").write_text(contract.model_dump_json())
+    (tmp_path / "r.json").write_text(req.model_dump_json())
+    return [str(tmp_path / "c.json"), str(CASES), str(tmp_path / "report.json"), str(tmp_path / "r.json")]
+
+
+def test_checks_that_cannot_load_the_candidate_write_the_typed_error_and_time_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = _request_files(tmp_path, "missing.py:axpy")
+    assert checked_main(args) == 1
+    doc = json.loads(Path(args[2]).read_text())
+    assert doc["error"]["error"] == "contract_load" and "missing.py" in doc["error"]["message"]
+    assert capsys.readouterr().out == ""  # nothing timed, no compare result
+    contract = Contract.model_validate_json(Path(args[0]).read_text())
+    req = CompareRequest.model_validate_json(Path(args[3]).read_text())
+    got = run_checked(contract, CASES, req, dict(os.environ), 120)
+    assert got.harness.report is None and got.stdout == ""
+    assert "ContractLoadError: contract candidate 'missing.py:axpy'" in got.harness.failure
+
+
+def test_a_rejected_candidate_is_reported_and_never_timed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = _request_files(tmp_path, "identity_axpy.py:axpy")
+    assert checked_main(args) == 0
+    report = json.loads(Path(args[2]).read_text())
+    assert report["rejection"]["status"] == "rejected_constant_output"
+    assert capsys.readouterr().out == ""
+
+
+def test_checked_takes_four_arguments(capsys: pytest.CaptureFixture[str]) -> None:
+    assert checked_main(["only-one"]) == 2
+    assert "usage: python -m kernelpilot.guard.checked" in capsys.readouterr().err
