@@ -4,9 +4,10 @@ The scratch repository and tasks of `bench/guard_overhead.py` (same kernel, same
 runs one `kernelpilot eval` of the guarded task and one of the unguarded task, each as a process, under a
 wrapper that times every subprocess eval starts (`kernelpilot.host.toolchain.run`: git, the guard harness,
 the `kernelpilot compare` process, nvidia-smi) and the eval process's own import of the CLI. From each
-record it takes the in-process seconds the processes report: the harness checks (`correctness`, "; X s"),
-the compare run (`wall_s` is not in the record: compare's figure is the process's wall minus its start-up)
-and the observation (`observation.seconds`). Beside them, bare process start-ups, timed alone:
+record and outputs it takes the in-process seconds the processes report: the harness checks
+(`correctness`, "; X s"; on a GPU they include creating the CUDA context, which the timing then reuses),
+the comparison (the compare result's `wall_s`: loading both sides, the timed pairs, the observation) and
+the candidate side's observation (`observation.seconds`). Beside them, bare process start-ups, timed alone:
 `python -c pass`, the harness's imports, the CLI's imports (and on a GPU: torch's import and the CUDA
 context).
 
@@ -50,12 +51,19 @@ def _label(argv):
     if name == "git":
         return "git " + (a[1] if len(a) > 1 else "")
     return name
+def _inside(res):
+    try:
+        return float(json.loads(res.stdout)["wall_s"])
+    except (ValueError, KeyError, TypeError):
+        return None
 def run(argv, **kw):
     s = time.perf_counter()
+    res = None
     try:
-        return _run(argv, **kw)
+        res = _run(argv, **kw)
+        return res
     finally:
-        log.append([_label(argv), time.perf_counter() - s])
+        log.append([_label(argv), time.perf_counter() - s, _inside(res) if res is not None else None])
 toolchain.run = run
 from kernelpilot.adapters.cli import main
 t1 = time.perf_counter()
@@ -107,9 +115,11 @@ def _one(task: Path, scratch: Path) -> dict[str, float]:
     steps["eval process, wall"] = wall
     steps["eval process: python start-up"] = wall - doc["import_s"] - doc["main_s"]
     steps["eval process: import the CLI"] = doc["import_s"]
-    for label, secs in doc["subprocesses"]:
+    for label, secs, inside in doc["subprocesses"]:
         steps[f"subprocess: {label}"] += secs
-    steps["eval process: in-process work (rest)"] = doc["main_s"] - sum(s for _, s in doc["subprocesses"])
+        if inside is not None:  # a compare result's wall_s: from loading the sides to the result
+            steps["  in-process: the comparison (load, time, observe)"] += inside
+    steps["eval process: in-process work (rest)"] = doc["main_s"] - sum(s for _, s, _ in doc["subprocesses"])
     harness = re.search(r"; ([0-9.]+) s$", rec.get("correctness") or "")
     if harness:
         steps["  in-process: harness checks"] = float(harness.group(1))
