@@ -91,7 +91,7 @@ def gpu_plan() -> Plan:
             ("inplace_add.py", "inplace", "in-place op, declared in-place"),
         ],
         jobs=12,
-        timeout_s=150,  # per harness / timing process (the task's --timeout-s); an eval gets twice that
+        timeout_s=150,  # the task's --timeout-s (guard.checked gets twice that); an eval gets twice that
     )
 
 
