@@ -48,15 +48,22 @@ def _git(repo: Path, *args: str) -> None:
     subprocess.run(["git", *args], cwd=repo, env=GIT_ENV, check=True, capture_output=True)
 
 
-def _task(root: Path, files: dict[str, str], allowed: list[str], timeout_s: float = 600.0) -> Path:
-    """A repository holding `files` and the axpy contract, a contract task on it, its baseline refreshed."""
+def _task(
+    root: Path, files: dict[str, str], allowed: list[str], timeout_s: float = 600.0, venv_lib: str = ""
+) -> Path:
+    """A repository holding `files` and the axpy contract, a contract task on it, its baseline refreshed;
+    `venv_lib` is `kp_once_lib.py` installed in the repository's own (ignored) `.venv`."""
     repo = root / "repo"
     repo.mkdir()
+    if venv_lib:
+        lib = repo / ".venv" / "lib" / "python3" / "site-packages"
+        lib.mkdir(parents=True)
+        (lib / "kp_once_lib.py").write_text(venv_lib)
     shutil.copy(CASES / "contract_axpy.py", repo)
     for name, text in files.items():
         (repo / name).write_text(text)
     (repo / "contract.json").write_text(json.dumps({**CONTRACT, "dtype": "fp32"}))
-    (repo / ".gitignore").write_text(".kernelpilot/\n__pycache__/\n")
+    (repo / ".gitignore").write_text(".kernelpilot/\n__pycache__/\n.venv/\n")
     _git(repo, "init", "-q")
     _git(repo, "add", ".")
     _git(repo, "commit", "-qm", "base")
@@ -82,6 +89,35 @@ def test_each_side_imports_its_own_helper_after_the_checks_imported_the_candidat
     assert r is not None and r.method == "paired" and r.status == "improved", r.output_tail
     assert r.ratio_ci is not None and r.ratio_ci[1] < 1.0
     assert r.correctness.startswith("4/4 checked calls passed on 2 shape(s)")
+
+
+# A library that, like numpy's or torch's compiled core, cannot be imported a second time in one process.
+ONCE_LIB = """import builtins
+
+if getattr(builtins, "_kp_once_lib_loaded", False):
+    raise ImportError("cannot load kp_once_lib more than once per process")
+builtins._kp_once_lib_loaded = True
+
+
+def axpy(x, y):
+    return 2.5 * x + y
+"""
+
+
+def test_a_library_in_the_repositorys_venv_is_imported_once_by_checks_and_timing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The checks import it first (from `.venv/.../site-packages` inside the workdir); set aside with the
+    candidate's own modules, the timing's import would be a second one and the timing would fail."""
+    lib = tmp_path / "repo" / ".venv" / "lib" / "python3" / "site-packages"
+    monkeypatch.setenv("PYTHONPATH", f"{os.environ.get('PYTHONPATH', '')}:{lib}")
+    kernel = "from kp_once_lib import axpy  # noqa: F401\n"
+    task_dir = _task(tmp_path, {"kernel.py": kernel}, ["kernel.py"], venv_lib=ONCE_LIB)
+    r = evaluate(EvaluateRequest(task=str(task_dir))).record
+    assert r is not None and r.method == "paired" and r.status in ("neutral", "improved", "regressed"), (
+        r.output_tail
+    )
+    assert r.rejection is None and r.pairs is not None
 
 
 def test_a_candidate_that_ends_the_process_during_the_checks_fails_correctness(tmp_path: Path) -> None:

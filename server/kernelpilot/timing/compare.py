@@ -65,10 +65,17 @@ def _takes_root(factory: Callable[..., Any]) -> bool:
         return False  # a builtin or C callable without a signature: no keywords passed
 
 
+# Folders whose modules are installed libraries, even inside a side's root (a project's own `.venv`).
+LIBRARY_DIRS = frozenset({"site-packages", "dist-packages"})
+
+
 def set_aside(before: set[str], root: Path, label: str) -> None:
     """Modules imported since `before` from `root` move to `_kernelpilot_side_<label>.<name>`, so the next
     import of the same name (the other side's, or `guard.checked`'s timing after its checks) is fresh.
-    kernelpilot's own modules stay: library code shared by both sides, even when the root holds them."""
+
+    Libraries stay, shared by both sides as they should be: kernelpilot's own modules, and any module
+    installed in a site-packages folder, even one inside the root (a `.venv` in the repository: torch or
+    numpy imported a second time in one process would break)."""
     tag = "".join(ch if ch.isalnum() else "_" for ch in label)
     for name in sorted(set(sys.modules) - before):
         if name == "kernelpilot" or name.startswith("kernelpilot."):
@@ -77,10 +84,13 @@ def set_aside(before: set[str], root: Path, label: str) -> None:
         file = getattr(mod, "__file__", None)
         if not file:
             continue
+        path = Path(file).resolve()
         try:
-            Path(file).resolve().relative_to(root)
+            inside = path.relative_to(root)
         except ValueError:
-            continue  # a library the side imported (torch, triton): shared, as it should be
+            continue  # a library the side imported (torch, triton): shared
+        if LIBRARY_DIRS.intersection(inside.parts):
+            continue  # an installed library in an environment inside the root
         sys.modules[f"_kernelpilot_side_{tag}.{name}"] = sys.modules.pop(name)
 
 
