@@ -120,6 +120,41 @@ def test_a_library_in_the_repositorys_venv_is_imported_once_by_checks_and_timing
     assert r.rejection is None and r.pairs is not None
 
 
+MOVES_ENV = """import os
+
+
+def axpy(x, y):
+    os.environ["KERNELPILOT_GUARD_TASK"] = "/nonexistent/task.json"
+    os.chdir("/")
+    return 2.5 * x + y
+"""
+REPLACES_FACTORY = """import kernelpilot.guard.timed as timed
+
+
+def axpy(x, y):
+    timed.make = lambda rotate=1, root=None: [lambda: None] * rotate
+    return 2.5 * x + y
+"""
+
+
+def test_the_timing_starts_from_the_environment_and_directory_the_checks_started_from(tmp_path: Path) -> None:
+    """A candidate that points KERNELPILOT_GUARD_TASK elsewhere while checked cannot choose what the timing
+    loads (a separate harness process could not either)."""
+    task_dir = _task(tmp_path, {"kernel.py": (CASES / "honest_axpy.py").read_text()}, ["kernel.py"])
+    (task_dir.parent.parent.parent / "kernel.py").write_text(MOVES_ENV)
+    r = evaluate(EvaluateRequest(task=str(task_dir))).record
+    assert r is not None and r.method == "paired" and r.rejection is None, r.output_tail
+    assert r.status in ("neutral", "improved", "regressed") and r.pairs is not None
+
+
+def test_a_candidate_that_replaces_the_timing_factory_while_checked_is_rejected(tmp_path: Path) -> None:
+    task_dir = _task(tmp_path, {"kernel.py": (CASES / "honest_axpy.py").read_text()}, ["kernel.py"])
+    (task_dir.parent.parent.parent / "kernel.py").write_text(REPLACES_FACTORY)
+    r = evaluate(EvaluateRequest(task=str(task_dir))).record
+    assert r is not None and r.status == "rejected_timer_replaced" and r.method is None
+    assert r.rejection is not None and "replaced: kernelpilot.guard.timed.make" in r.rejection.evidence
+
+
 def test_a_candidate_that_ends_the_process_during_the_checks_fails_correctness(tmp_path: Path) -> None:
     task_dir = _task(tmp_path, {"kernel.py": (CASES / "honest_axpy.py").read_text()}, ["kernel.py"])
     (task_dir.parent.parent.parent / "kernel.py").write_text(

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import gc
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -36,13 +37,17 @@ USAGE = "usage: python -m kernelpilot.guard.checked CONTRACT_JSON WORKDIR REPORT
 
 
 def checks(contract: Contract, workdir: Path) -> HarnessReport:
-    """`harness.watched_checks`, then what they imported from the workdir set aside and the GPU's cached
-    memory freed: the timing that follows starts as it would in a fresh process."""
-    before = set(sys.modules)
+    """`harness.watched_checks`, then what they imported from the workdir set aside, the working directory
+    and the environment as they were (the timing's factory reads KERNELPILOT_GUARD_TASK from it) and the
+    GPU's cached memory freed: the timing that follows starts as it would in a fresh process."""
+    before, cwd, env = set(sys.modules), os.getcwd(), dict(os.environ)
     try:
         return watched_checks(contract, workdir)
     finally:
         set_aside(before, workdir.resolve(), "guard_checks")
+        os.chdir(cwd)
+        os.environ.clear()
+        os.environ.update(env)
         _release_device_memory()
 
 

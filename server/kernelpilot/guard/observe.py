@@ -42,12 +42,18 @@ TIMERS: tuple[tuple[str, str], ...] = (
     ("torch.cuda", "CUDAGraph.replay"),
     ("torch.profiler", "profile"),
 )
-# kernelpilot's own timing modules: every function they define is snapshotted too.
+# kernelpilot's own timing modules: every function they define is snapshotted too. The paired loop and
+# the guard's timing factory are among them: `guard.checked` runs the candidate's checks before it loads
+# the timed sides, so a candidate that replaced `guard.timed.make` there would choose what is timed.
 OWN_MODULES = (
     "kernelpilot.timing.gpu",
     "kernelpilot.timing.stats",
     "kernelpilot.timing.callables",
     "kernelpilot.timing.kernels",
+    "kernelpilot.timing.paired",
+    "kernelpilot.timing.compare",
+    "kernelpilot.guard.timed",
+    "kernelpilot.guard.contract",
     "kernelpilot.guard.observe",
 )
 # Threads started by code that is not the candidate's: torch.compile's worker pool, and kernelpilot's own
