@@ -155,6 +155,37 @@ def test_a_candidate_that_replaces_the_timing_factory_while_checked_is_rejected(
     assert r.rejection is not None and "replaced: kernelpilot.guard.timed.make" in r.rejection.evidence
 
 
+# Replaces the CPU timer from a finalizer that runs only when the cycle collector frees it: between the
+# checks and the timing (`guard.checked` collects garbage there, before freeing the GPU's cached memory).
+FINALIZER = """import gc
+import time
+
+gc.disable()
+
+
+class _Later:
+    def __init__(self):
+        self.me = self
+
+    def __del__(self):
+        time.perf_counter_ns = lambda: 0
+
+
+def axpy(x, y):
+    _Later()
+    return 2.5 * x + y
+"""
+
+
+def test_a_timer_replaced_between_the_checks_and_the_timing_is_seen(tmp_path: Path) -> None:
+    """One Watch from the candidate's first import to the end of its timing: no gap to act in."""
+    task_dir = _task(tmp_path, {"kernel.py": (CASES / "honest_axpy.py").read_text()}, ["kernel.py"])
+    (task_dir.parent.parent.parent / "kernel.py").write_text(FINALIZER)
+    r = evaluate(EvaluateRequest(task=str(task_dir))).record
+    assert r is not None and r.status == "rejected_timer_replaced" and r.method is None, r.output_tail
+    assert r.rejection is not None and "replaced: time.perf_counter_ns" in r.rejection.evidence
+
+
 def test_a_candidate_that_ends_the_process_during_the_checks_fails_correctness(tmp_path: Path) -> None:
     task_dir = _task(tmp_path, {"kernel.py": (CASES / "honest_axpy.py").read_text()}, ["kernel.py"])
     (task_dir.parent.parent.parent / "kernel.py").write_text(

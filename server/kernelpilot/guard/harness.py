@@ -200,12 +200,17 @@ def watched_checks(contract: Contract, workdir: Path) -> HarnessReport:
     Why here too: a candidate that replaces a timing function or starts a thread when imported (or when
     called) is rejected for that before any timing process starts; its semantic results, which such a
     candidate can skew (a worker thread's output read before it is written looks nondeterministic), come
-    second. The timing process watches again (`timing.compare`)."""
+    second. The timing process watches again (`timing.compare`); `guard.checked` keeps this one watch
+    running into the timing instead."""
     from kernelpilot.guard.observe import Watch
 
     watch = Watch()
     report = run_checks(contract, workdir)
-    seen = watch.findings()
+    return with_seen(report, watch.findings())
+
+
+def with_seen(report: HarnessReport, seen: list[str]) -> HarnessReport:
+    """The report, rejected first for what the Watch saw while the candidate was loaded and checked."""
     if not seen:
         return report
     replaced = any(f.startswith("replaced: ") for f in seen)

@@ -131,13 +131,18 @@ class Watch:
             out.append("threading.setprofile (the thread-start watch was removed)")
         return out
 
+    def seen(self) -> list[str]:
+        """What `findings` would say, while the watch goes on (`guard.checked` keeps one watch from the
+        candidate's first import to the end of its timing)."""
+        return [f"replaced: {r}" for r in self.replaced()] + [f"thread started: {t}" for t in self.started]
+
     def findings(self) -> list[str]:
         """Replaced timing functions and threads started since the watch began (then stops watching)."""
-        replaced = self.replaced()
+        seen = self.seen()
         if not self.ended:
             threading.setprofile(self._previous_hook)
             self.ended = True
-        return [f"replaced: {r}" for r in replaced] + [f"thread started: {t}" for t in self.started]
+        return seen
 
 
 def _split(name: str) -> tuple[str, str]:

@@ -282,8 +282,12 @@ def _result(
     )  # fmt: skip
 
 
-def time_compare(req: CompareRequest, progress: Progress = no_progress) -> CompareResult:
-    """Load both factories apart, then `compare_sides`."""
+def time_compare(
+    req: CompareRequest, progress: Progress = no_progress, *, watch: Any | None = None
+) -> CompareResult:
+    """Load both factories apart, then `compare_sides`. `watch`: a `guard.observe.Watch` already running
+    (`guard.checked` started it before the guard's checks imported the candidate), used instead of a new
+    one when the request observes."""
     started = time.perf_counter()
     wd = Path(req.workdir).expanduser()
     if not wd.is_dir():
@@ -297,7 +301,10 @@ def time_compare(req: CompareRequest, progress: Progress = no_progress) -> Compa
             "run on a GPU machine, or use --device cpu / auto for the labelled CPU fallback",
         )
     observer = _guard_observe() if req.observe else None
-    watch = observer.Watch() if observer is not None else None  # before either factory is loaded
+    if observer is None:
+        watch = None
+    elif watch is None:
+        watch = observer.Watch()  # before either factory is loaded
     cwd = os.getcwd()
     a = paired.Side(req.label_a, load_side(req.a, root_a, req.label_a, req.rotate))
     b = paired.Side(req.label_b, load_side(req.b, root_b, req.label_b, req.rotate))

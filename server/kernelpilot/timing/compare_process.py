@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -22,10 +23,11 @@ from kernelpilot.timing.compare import time_compare
 from kernelpilot.timing.models import CompareRequest
 
 
-def run_request(request: CompareRequest) -> int:
-    """Time the request; print its result (stdout) or its typed error (stderr) as `--json` does."""
+def run_request(request: CompareRequest, watch: Any | None = None) -> int:
+    """Time the request; print its result (stdout) or its typed error (stderr) as `--json` does. `watch`:
+    `time_compare`'s (a guard Watch already running)."""
     try:
-        result = time_compare(request)
+        result = time_compare(request, watch=watch)
     except KernelpilotError as exc:
         print(json.dumps(exc.to_dict(), indent=2), file=sys.stderr)
         return exc.exit_code
