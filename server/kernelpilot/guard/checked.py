@@ -1,8 +1,9 @@
 """A contract task's semantic checks and its paired timing in one process, which eval then judges.
 
 Why one process: a second one costs a Python start-up, the imports and, on a GPU, torch's import and a CUDA
-context: on the H100 that was most of the guard's cost on a ~50 us kernel (docs/guard.md, "Cost"), while
-the checks themselves take a fraction of a second. What the separate harness process guaranteed still holds:
+context: by the estimate made on the H100, most of the guard's cost on a ~50 us kernel, and on the dev
+machine most of the harness process's wall time (docs/guard.md, "Cost"), while the checks themselves take
+milliseconds once the imports are done. What the separate harness process guaranteed still holds:
 
 - the checks run first, at the top of the process, as `guard.harness` runs them in its own: under a
   `Watch` started before the candidate's module loads, with no timing code on the stack (a candidate that
