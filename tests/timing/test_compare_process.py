@@ -60,3 +60,24 @@ def test_a_missing_or_bad_request_is_a_usage_error(
     (tmp_path / "bad.json").write_text('{"a": 1}')
     assert main([str(tmp_path / "bad.json")]) == 2
     assert capsys.readouterr().err.count("cannot read the compare request") == 2
+
+
+def test_a_candidate_that_prints_cannot_garble_the_result_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The candidate runs in the timing process: what it prints goes to stdout, the result to its own file,
+    which eval reads, so a chatty (or hostile) candidate still gets its verdict read right."""
+    (tmp_path / "k.py").write_text(FACTORY)
+    (tmp_path / "loud.py").write_text(
+        'def make():\n    xs = list(range(2000))\n\n    def run():\n        print("{not json")\n'
+        "        return sum(xs)\n\n    return run\n"
+    )
+    req = CompareRequest(a="k.py:make", b="loud.py:make", workdir=str(tmp_path), device="cpu", max_pairs=20)
+    path, out = tmp_path / "req.json", tmp_path / "res.json"
+    path.write_text(req.model_dump_json())
+    assert main([str(path), str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "{not json" in printed
+    assert compare_outcome(0, printed, "").fields["status"] == "failed"  # read from stdout: garbled
+    timed = compare_outcome(0, printed, "", out.read_text())
+    assert timed.compare is not None and timed.fields["method"] == "paired" and timed.fields["pairs"] >= 16

@@ -16,9 +16,10 @@ milliseconds once the imports are done. What the separate harness process guaran
   two goes unwatched;
 - eval, another process, judges the report and the timing (`tasks.evaluate`, `guard.steps`).
 
-`python -m kernelpilot.guard.checked CONTRACT_JSON WORKDIR REPORT_JSON REQUEST_JSON`: writes the
-`HarnessReport` (or `{"error": ...}`) to REPORT_JSON; when it passed, times the `CompareRequest` and prints
-its result as `kernelpilot --json compare` does (`timing.compare_process.run_request`).
+`python -m kernelpilot.guard.checked CONTRACT_JSON WORKDIR REPORT_JSON REQUEST_JSON [RESULT_JSON]`: writes
+the `HarnessReport` (or `{"error": ...}`) to REPORT_JSON; when it passed, times the `CompareRequest` and
+writes its result to RESULT_JSON (else prints it) as `kernelpilot --json compare` does
+(`timing.compare_process.run_request`): a file, because the candidate runs here and may print.
 """
 
 from __future__ import annotations
@@ -37,7 +38,9 @@ from kernelpilot.timing.compare import set_aside
 from kernelpilot.timing.compare_process import run_request
 from kernelpilot.timing.models import CompareRequest
 
-USAGE = "usage: python -m kernelpilot.guard.checked CONTRACT_JSON WORKDIR REPORT_JSON REQUEST_JSON"
+USAGE = (
+    "usage: python -m kernelpilot.guard.checked CONTRACT_JSON WORKDIR REPORT_JSON REQUEST_JSON [RESULT_JSON]"
+)
 
 
 def checks(contract: Contract, workdir: Path, watch: Watch) -> HarnessReport:
@@ -70,7 +73,7 @@ def _release_device_memory() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    if len(args) != 4:
+    if len(args) not in (4, 5):
         print(USAGE, file=sys.stderr)
         return 2
     report_path = Path(args[2])
@@ -92,7 +95,7 @@ def _checked_timing(args: list[str], report_path: Path, watch: Watch) -> int:
     report_path.write_text(report.model_dump_json(), encoding="utf-8")
     if report.rejection is not None or report.error:
         return 0  # eval reads the report: a rejected (or failed) candidate is never timed
-    return run_request(request, watch)
+    return run_request(request, watch, Path(args[4]) if len(args) == 5 else None)
 
 
 if __name__ == "__main__":

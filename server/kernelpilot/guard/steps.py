@@ -75,6 +75,7 @@ class CheckedRun:
     stdout: str = ""
     stderr: str = ""
     killed: str = ""  # the process ran past its timeout after the checks passed
+    result: str | None = None  # the paired timing's result file (None: it wrote none)
 
 
 def run_checked(
@@ -82,11 +83,11 @@ def run_checked(
 ) -> CheckedRun:
     """The semantic checks, then the paired timing of `request`, in one fresh process (`guard.checked`)."""
     with tempfile.TemporaryDirectory(prefix="kernelpilot-checked-") as tmp:
-        paths = [Path(tmp) / name for name in ("contract.json", "report.json", "request.json")]
+        paths = [Path(tmp) / name for name in ("contract.json", "report.json", "request.json", "result.json")]
         paths[0].write_text(contract.model_dump_json(), encoding="utf-8")
         paths[2].write_text(request.model_dump_json(), encoding="utf-8")
         argv = [sys.executable, "-m", "kernelpilot.guard.checked", str(paths[0]), str(workdir),
-                str(paths[1]), str(paths[2])]  # fmt: skip
+                str(paths[1]), str(paths[2]), str(paths[3])]  # fmt: skip
         try:
             res = toolchain.run(argv, cwd=workdir, env=env, timeout_s=timeout_s, check=False)
         except ToolchainError as exc:  # killed at the timeout (during the checks, or the timing after them)
@@ -94,7 +95,8 @@ def run_checked(
             return CheckedRun(got, killed=exc.message if got.report is not None else "")
         what = f"the guard's checks (python -m kernelpilot.guard.checked) exited with code {res.returncode}"
         got = _report_of(paths[1], f"{what}\n{res.stderr[-OUTPUT_TAIL_CHARS:]}")
-    return CheckedRun(got, res.returncode, res.stdout, res.stderr)
+        result = paths[3].read_text(encoding="utf-8") if paths[3].is_file() else None
+    return CheckedRun(got, res.returncode, res.stdout, res.stderr, result=result)
 
 
 def _report_of(path: Path, died: str) -> HarnessOutcome:

@@ -531,7 +531,7 @@ def _guarded_paired(
     if got.killed:  # the timing process ran past the task's timeout and was killed
         timed = _failed_paired(got.killed)
     else:
-        timed = paired.compare_outcome(got.returncode, got.stdout, got.stderr)
+        timed = paired.compare_outcome(got.returncode, got.stdout, got.stderr, got.result)
     return _timed_into(fields, _judge_guarded(timed, task.contract, report))
 
 

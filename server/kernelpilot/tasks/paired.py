@@ -131,24 +131,27 @@ def paired_spec(
     runs the guard's checks first in the same process)."""
     request = compare_request(task, spec, base_root, workdir, rotate, observe=observe)
     with tempfile.TemporaryDirectory(prefix="kernelpilot-compare-") as tmp:
-        path = Path(tmp) / "request.json"
+        path, out = Path(tmp) / "request.json", Path(tmp) / "result.json"
         path.write_text(request.model_dump_json(), encoding="utf-8")
-        argv = [sys.executable, "-m", "kernelpilot.timing.compare_process", str(path)]
+        argv = [sys.executable, "-m", "kernelpilot.timing.compare_process", str(path), str(out)]
         res = toolchain.run(argv, cwd=workdir, env=env, timeout_s=task.timeout_s, check=False)
-    return compare_outcome(res.returncode, res.stdout, res.stderr)
+        result = out.read_text(encoding="utf-8") if out.is_file() else None
+    return compare_outcome(res.returncode, res.stdout, res.stderr, result)
 
 
-def compare_outcome(returncode: int, stdout: str, stderr: str) -> Timed:
-    """The record's fields from a finished compare process (`timing.compare_process`, `guard.checked`)."""
+def compare_outcome(returncode: int, stdout: str, stderr: str, result: str | None = None) -> Timed:
+    """The record's fields from a finished compare process (`timing.compare_process`, `guard.checked`):
+    its result file's text when it wrote one (`result`: what the candidate printed cannot garble it), else
+    its stdout."""
     if returncode != 0:
         why = _cli_error(stderr)
         return Timed(
             {"status": "failed", "method": "paired", "output_tail": why}, f"paired timing failed: {why}"
         )
     try:
-        cmp = CompareResult.model_validate_json(stdout)
+        cmp = CompareResult.model_validate_json(stdout if result is None else result)
     except ValueError as exc:
-        tail = stdout[-OUTPUT_TAIL_CHARS:]
+        tail = (stdout if result is None else result)[-OUTPUT_TAIL_CHARS:]
         return Timed({"status": "failed", "output_tail": tail}, f"unreadable compare output: {exc}")
     lo, hi = cmp.ratio_ci
     claim = cmp.verdict != "unstable"  # an unresolved ratio claims no speed-up (the ratio is still recorded)
