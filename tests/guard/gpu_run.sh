@@ -7,25 +7,16 @@
 #   3. bench/guard_breakdown.py --reps 3 (when 100 s are left): where that eval's wall time goes (process
 #      start-ups, torch's import and the CUDA context alone, each subprocess, the checks, the observation).
 # Usage, from the repository root on the device: bash tests/guard/gpu_run.sh "$OUT"
-# The device image has torch but not pydantic: carry its wheels in .whl (made here, on the dev machine:
-#   echo /.whl/ >> .git/info/exclude
-#   python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
-#     --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
-#     -d .whl pydantic==2.14.3 pydantic_core==2.50.4 annotated_types==0.8.0 typing_inspection==0.4.5 \
-#     typing_extensions==4.16.0
-# ) and name .whl in the call's `carry`. Files back (at most 8): env.txt, summary.txt, suite.log,
+# The device image has torch but not kernelpilot's dependencies: bench/device_env.sh installs the wheels
+# carried in .whl/ (how to make them: its header)
+# Name .whl in the call's `carry`. Files back (at most 8): env.txt, summary.txt, suite.log,
 # overhead.log, breakdown.log, suite.json, exp_failures.txt, details.tgz (per-case `time` results, the task
 # folders with their result.json and ledgers, the experiment database).
 set -u
 OUT=${1:?usage: bash tests/guard/gpu_run.sh OUT_DIR}
 mkdir -p "$OUT"
-export PYTHONUNBUFFERED=1
-if ! python3 -c "import pydantic" 2>/dev/null; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
-    .whl/*.whl || { echo "no pydantic and no .whl wheels to install it from" | tee "$OUT/summary.txt"; exit 3; }
-  export PYTHONPATH=/tmp/site
-fi
-export PYTHONPATH="$PWD/server${PYTHONPATH:+:$PYTHONPATH}"
+. bench/device_env.sh  # kernelpilot and its dependencies importable (wheels carried in .whl/)
+python3 -c "import pydantic" 2>/dev/null || { echo "no pydantic: carry .whl" | tee "$OUT/summary.txt"; exit 3; }
 RES=/tmp/guard-results
 rm -rf "$RES" && mkdir -p "$RES"
 {
