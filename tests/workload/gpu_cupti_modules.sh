@@ -94,6 +94,17 @@ for k in r["kernels"]:
               f"  {k['name'][:90]}")
 EOF
 done
+# 4. a command with an NVTX region, its first 2 step instances skipped (ncu --range-filter ::[3-6]): the
+#    launches per step must equal the closure capture's (decode.json), and the note names instances 3-6
+step region_skip 200 $K workload run \
+  --command '["python3","bench/workload_model.py","decode","--steps","6","--warmup","0"]' \
+  --region step --skip-steps 2 --steps 4 --no-drill --out "$W/region_skip.json"
+python3 - "$W/region_skip.json" "$W/decode.json" <<'EOF'
+import json, sys
+r, c = (json.load(open(p)) for p in sys.argv[1:3])
+lps = lambda x: round(sum(k["launches_per_step"] for k in x["kernels"]), 2)
+print("region_skip: launches/step", lps(r), "closure", lps(c), [n for n in r["notes"] if "instances" in n])
+EOF
 echo "== walls"; cat "$OUT/walls.txt"
 echo "total $(( $(date +%s) - T0 )) s"
 ls -la "$OUT"

@@ -89,12 +89,15 @@ def capture_closure(target: CaptureTarget, steps: int, outdir: Path, timeout_s: 
     return Captured(trace, path, meta)
 
 
-def _ncu_argv(ncu: str, target: CaptureTarget) -> list[str]:
+def _ncu_argv(ncu: str, target: CaptureTarget, steps: int) -> list[str]:
     # steady state: no cache flush and no clock lock between kernels (ncu's defaults flush and lock to base)
     argv = [ncu, "--metrics", "gpu__time_duration.sum", "--cache-control", "none", "--clock-control", "none"]
     argv += ["--csv", "--page", "raw"]
     if target.region:
-        argv += ["--nvtx", "--nvtx-include", f"{target.region}/"]
+        # exactly the instances skip+1 .. skip+steps of the range (ncu's --range-filter, third field: NVTX
+        # range instances, 1-based), so the per-step figures divide by the steps that were profiled
+        first, last = target.skip_steps + 1, target.skip_steps + steps
+        argv += ["--nvtx", "--nvtx-include", f"{target.region}/", "--range-filter", f"::[{first}-{last}]"]
     else:
         argv += ["--profile-from-start", "off"]
     return [*argv, *(target.command or [])]
@@ -134,17 +137,28 @@ def capture_command(target: CaptureTarget, steps: int, outdir: Path, timeout_s: 
     from kernelpilot.profile.ncu_runner import check_messages
 
     ncu = str(require_tool("ncu"))
-    res = run(_ncu_argv(ncu, target), timeout_s=timeout_s, cwd=target.workdir, check=False)
+    res = run(_ncu_argv(ncu, target, steps), timeout_s=timeout_s, cwd=target.workdir, check=False)
     check_messages(res)
     if "No kernels were profiled" in res.stdout + res.stderr:
-        where = f"NVTX range {target.region!r}" if target.region else "a cudaProfilerStart/Stop region"
+        where = (
+            f"instances {target.skip_steps + 1}-{target.skip_steps + steps} of NVTX range {target.region!r}"
+            if target.region
+            else "a cudaProfilerStart/Stop region"
+        )
         raise RegionNotEnteredError(
             f"the program ran but never launched a kernel inside {where}",
-            "check the range name (push/pop around each step) or call torch.cuda.profiler.start()/stop()",
+            "check the range name (push/pop around each step), that the program runs skip_steps + steps of "
+            "them, or call torch.cuda.profiler.start()/stop()",
         )
     path = outdir / "ncu_raw.csv"
     path.write_text(res.stdout)
     trace = read_ncu_csv(res.stdout, str(path), steps)
+    if target.region:
+        trace.notes.append(
+            f"ncu profiled instances {target.skip_steps + 1}-{target.skip_steps + steps} of NVTX range "
+            f"{target.region!r} ({target.skip_steps} skipped): a program that runs fewer than "
+            f"{target.skip_steps + steps} reads low per step"
+        )
     trace.method = (  # keep in step with _ncu_argv
         "ncu gpu__time_duration.sum per launch inside the region, caches not flushed and clocks not locked "
         "(fallback where nsys is absent: kernels are serialised and there is no timeline, so idle and launch "

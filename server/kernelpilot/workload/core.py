@@ -184,9 +184,19 @@ def run_workload(req: WorkloadRunRequest, progress: Progress = no_progress) -> W
             "give exactly one of spec (a step factory) and command",
             "e.g. kernelpilot workload run model.py:make_decode",
         )
+    if req.skip_steps and not (req.command and req.region):
+        raise InvalidArgumentError(
+            f"skip_steps={req.skip_steps} applies to a command with a region (NVTX range instances to skip)",
+            "a step factory skips its warm-up with warmup; a command gives region too, e.g. --region step",
+        )
     t0 = time.perf_counter()
     target = CaptureTarget(
-        spec=req.spec, command=req.command, workdir=req.workdir, warmup=req.warmup, region=req.region
+        spec=req.spec,
+        command=req.command,
+        workdir=req.workdir,
+        warmup=req.warmup,
+        region=req.region,
+        skip_steps=req.skip_steps,
     )
     # the folder lives until the join has read the cubins the module capture wrote into it
     with tempfile.TemporaryDirectory(prefix="kernelpilot-workload-") as tmp:

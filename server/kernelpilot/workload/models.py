@@ -39,6 +39,7 @@ class CaptureTarget(_Model):
         None,
         description="Command: NVTX range that marks one step (else the program's cudaProfilerStart/Stop).",
     )
+    skip_steps: int = Field(0, ge=0, description="Command with region: range instances skipped first.")
     factory_kwargs: dict[str, Any] = Field(
         default_factory=dict, description="Keyword arguments of the factory."
     )
@@ -209,6 +210,13 @@ class WorkloadRunRequest(Request):
         "marks its steps.",
     )
     region: str | None = Field(None, description="Command: NVTX range name that marks one step.")
+    skip_steps: int = Field(
+        0,
+        ge=0,
+        le=100000,
+        description="Command with region: instances of the range skipped before the profiled steps (the "
+        "program's own warm-up steps); the next `steps` instances are profiled.",
+    )
     steps: int = Field(10, ge=1, le=1000, description="Profiled steps.")
     warmup: int = Field(5, ge=0, le=10000, description="Untimed steps first.")
     workdir: str = Field(".", description="Working directory.")
