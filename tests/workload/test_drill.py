@@ -40,8 +40,13 @@ def test_plan_picks_a_steady_state_invocation_for_every_kernel() -> None:
     # N = max(floor(2 x 12)) + 1 = 25: past b's warm-up (24 launches); c (every other step) needs 50 steps
     assert (p.invocation, p.steps, p.base) == (25, 50, "mangled")
     assert p.pattern == "^(a_kernel|b_kernel|c_kernel)$"
-    region = plan_filters(DrillTarget(command=["./app"], region="nvtx:step"), hot)
+    region = plan_filters(DrillTarget(command=["./app"], region="nvtx:step", warmup_steps=0), hot)
     assert (region.invocation, region.steps) == (1, 1)
+    # each instance of the range is one step: past 2 skipped ones as past 2 warm-up calls
+    skipped = plan_filters(DrillTarget(command=["./app"], region="nvtx:step", warmup_steps=2), hot)
+    assert skipped.invocation == 25
+    profiler = plan_filters(DrillTarget(command=["./app"], region="profiler", warmup_steps=2), hot)
+    assert (profiler.invocation, profiler.steps) == (1, 1)
     args = ncu_filter_args(region, "nvtx:step")
     assert args[-3:] == ["--nvtx", "--nvtx-include", "step/"]
     assert "::regex:^(a_kernel|b_kernel|c_kernel)$:1" in args

@@ -122,7 +122,7 @@ def _drill(
         command=req.command,
         workdir=req.workdir,
         region=region,
-        warmup_steps=req.warmup,
+        warmup_steps=req.skip_steps if req.command else req.warmup,  # a command's own warm-up steps
         timeout_s=req.timeout_s,
     )
     items = [

@@ -71,7 +71,9 @@ class DrillTarget(BaseModel):
     region: str | None = Field(
         None, description="command only: 'nvtx:<range name>' or 'profiler' (cudaProfilerStart/Stop)"
     )
-    warmup_steps: int = Field(2, ge=0, description="steps (closure calls) before the profiled launches")
+    warmup_steps: int = Field(
+        2, ge=0, description="steps (closure calls, or NVTX range instances) before the profiled launches"
+    )
     timeout_s: float = Field(300.0, gt=0, description="kill the profiler after this many seconds")
 
 
@@ -214,11 +216,12 @@ def plan_filters(target: DrillTarget, hot: list[HotKernel]) -> FilterPlan:
             continue  # no filter can name it: its result says so
         parts.append(f"_Z.*{len(k.own)}{_escape(k.own)}.*")
         loose[k.full] = i
-    if target.region is not None:
-        invocation, steps = 1, 1
-    else:
+    if target.region == "profiler":  # the program's cudaProfilerStart/Stop region is its steady state
+        invocation = 1
+    else:  # closure calls, or instances of the NVTX range (one per step): past the warm-up steps
         invocation = max(math.floor(target.warmup_steps * h.launches_per_step) for h in hot) + 1
-        steps = max(math.ceil(invocation / h.launches_per_step) for h in hot)
+    # a closure target runs this many calls; a command runs its own steps
+    steps = 1 if target.region else max(math.ceil(invocation / h.launches_per_step) for h in hot)
     return FilterPlan(
         base="mangled",
         pattern="^(" + "|".join(parts) + ")$",
