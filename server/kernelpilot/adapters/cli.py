@@ -24,14 +24,9 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 from kernelpilot import __version__
-from kernelpilot.capabilities import (
-    Capability,
-    Progress,
-    all_capabilities,
-    capabilities_for_command,
-    no_progress,
-)
+from kernelpilot.capabilities import Capability, all_capabilities, capabilities_for_command
 from kernelpilot.foundation.errors import InvalidArgumentError, KernelpilotError
+from kernelpilot.foundation.progress import Progress, no_progress
 from kernelpilot.foundation.validation import flag, load_json_argument, validation_message
 
 __all__ = [

@@ -18,8 +18,6 @@ from typing import Any
 from kernelpilot.foundation.models import Request, Result
 from kernelpilot.foundation.progress import Progress, no_progress
 
-__all__ = ["Capability", "Progress", "no_progress"]  # Progress re-exported for declarations
-
 
 @dataclass(frozen=True)
 class Capability:
