@@ -15,3 +15,14 @@ fi
 export KP_SITE
 export PYTHONPATH="$PWD/server:$KP_SITE${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 export PATH="/usr/local/cuda/bin:$PATH"
+
+# Helpers of the scripts that write a steps.log (OUT must be set before sourcing this file).
+# kp_log MESSAGE: a timestamped line on stdout and in $OUT/steps.log.
+kp_log() { echo "[$(date -u +%H:%M:%S)] $*" | tee -a "$OUT/steps.log"; }
+# kp_require 'PYTHON STATEMENTS' 'WHAT': stop the script (exit 2) unless they run within 30 s; their output
+# (or the error) is in $OUT/imports.log.
+kp_require() {
+  if ! timeout 30 python3 -c "$1" > "$OUT/imports.log" 2>&1; then
+    kp_log "imports failed ($2): see imports.log"; cat "$OUT/imports.log"; exit 2
+  fi
+}

@@ -15,18 +15,15 @@ set -u
 OUT=${OUT:-$PWD/paired_next}
 mkdir -p "$OUT"
 . bench/device_env.sh  # kernelpilot and its dependencies importable (wheels carried in .whl/)
-log() { echo "[$(date -u +%H:%M:%S)] $*" | tee -a "$OUT/steps.log"; }
-log "start in $PWD"
-if ! timeout 30 python3 -c "import torch, pydantic, kernelpilot.timing.compare; assert torch.cuda.is_available()" \
-    > "$OUT/imports.log" 2>&1; then
-  log "imports failed (torch with a GPU, pydantic, kernelpilot): see imports.log"; cat "$OUT/imports.log"; exit 2
-fi
+kp_log "start in $PWD"
+kp_require "import torch, pydantic, kernelpilot.timing.compare; assert torch.cuda.is_available()" \
+  "torch with a GPU, pydantic, kernelpilot"
 timeout 10 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.draw,power.limit,temperature.gpu,clocks_event_reasons.active \
-  --format=csv > "$OUT/smi_before.csv" 2>&1 || log "nvidia-smi failed"
-log "paired_bench: gemm12k then mem5us (8 allocations per side), 5 reps"
+  --format=csv > "$OUT/smi_before.csv" 2>&1 || kp_log "nvidia-smi failed"
+kp_log "paired_bench: gemm12k then mem5us (8 allocations per side), 5 reps"
 timeout -k 10 530 python3 bench/paired_bench.py --kernels gemm12k,mem5us --rotate 8 --reps 5 --b-first \
   --max-wall-s 8 --deadline-s 470 --out "$OUT/paired_bench_next.json" > "$OUT/paired_bench_next.log" 2>&1
-log "bench rc=$?"
+kp_log "bench rc=$?"
 timeout 10 nvidia-smi --query-gpu=name,clocks.sm,power.draw,temperature.gpu,clocks_event_reasons.active \
   --format=csv > "$OUT/smi_after.csv" 2>&1
 echo "==== table"

@@ -11,13 +11,10 @@ set -u
 OUT=${OUT:-$PWD/workload_read_next}
 mkdir -p "$OUT"
 . bench/device_env.sh  # kernelpilot and its dependencies importable (wheels carried in .whl/)
-log() { echo "[$(date -u +%H:%M:%S)] $*" | tee -a "$OUT/steps.log"; }
-log "start in $PWD"
-if ! timeout 30 python3 -c "import msgspec, pydantic, kernelpilot.workload.readers.kineto as k; print(msgspec.__version__)" \
-    > "$OUT/imports.log" 2>&1; then
-  log "imports failed (msgspec, pydantic, kernelpilot): see imports.log"; cat "$OUT/imports.log"; exit 2
-fi
-log "msgspec $(cat "$OUT/imports.log"); $(nproc) CPUs; $(python3 --version 2>&1)"
+kp_log "start in $PWD"
+kp_require "import msgspec, pydantic, kernelpilot.workload.readers.kineto; print(msgspec.__version__)" \
+  "msgspec, pydantic, kernelpilot"
+kp_log "msgspec $(cat "$OUT/imports.log"); $(nproc) CPUs; $(python3 --version 2>&1)"
 timeout -k 10 300 python3 bench/workload_bench.py --mode read --runs 5 > "$OUT/read_bench.log" 2>&1
-log "bench rc=$?"
+kp_log "bench rc=$?"
 tail -3 "$OUT/read_bench.log"
