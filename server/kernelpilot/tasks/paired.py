@@ -148,10 +148,11 @@ def compare_outcome(returncode: int, stdout: str, stderr: str, result: str | Non
         return Timed(
             {"status": "failed", "method": "paired", "output_tail": why}, f"paired timing failed: {why}"
         )
+    text = stdout if result is None else result
     try:
-        cmp = CompareResult.model_validate_json(stdout if result is None else result)
+        cmp = CompareResult.model_validate_json(text)
     except ValueError as exc:
-        tail = (stdout if result is None else result)[-OUTPUT_TAIL_CHARS:]
+        tail = text[-OUTPUT_TAIL_CHARS:]
         return Timed({"status": "failed", "output_tail": tail}, f"unreadable compare output: {exc}")
     lo, hi = cmp.ratio_ci
     claim = cmp.verdict != "unstable"  # an unresolved ratio claims no speed-up (the ratio is still recorded)

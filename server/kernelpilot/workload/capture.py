@@ -89,6 +89,11 @@ def capture_closure(target: CaptureTarget, steps: int, outdir: Path, timeout_s: 
     return Captured(trace, path, meta)
 
 
+def _instances(target: CaptureTarget, steps: int) -> tuple[int, int]:
+    """The NVTX range instances profiled: the `steps` after the `skip_steps` skipped (1-based, inclusive)."""
+    return target.skip_steps + 1, target.skip_steps + steps
+
+
 def _ncu_argv(ncu: str, target: CaptureTarget, steps: int) -> list[str]:
     # steady state: no cache flush and no clock lock between kernels (ncu's defaults flush and lock to base)
     argv = [ncu, "--metrics", "gpu__time_duration.sum", "--cache-control", "none", "--clock-control", "none"]
@@ -96,7 +101,7 @@ def _ncu_argv(ncu: str, target: CaptureTarget, steps: int) -> list[str]:
     if target.region:
         # exactly the instances skip+1 .. skip+steps of the range (ncu's --range-filter, third field: NVTX
         # range instances, 1-based), so the per-step figures divide by the steps that were profiled
-        first, last = target.skip_steps + 1, target.skip_steps + steps
+        first, last = _instances(target, steps)
         argv += ["--nvtx", "--nvtx-include", f"{target.region}/", "--range-filter", f"::[{first}-{last}]"]
     else:
         argv += ["--profile-from-start", "off"]
@@ -139,9 +144,10 @@ def capture_command(target: CaptureTarget, steps: int, outdir: Path, timeout_s: 
     ncu = str(require_tool("ncu"))
     res = run(_ncu_argv(ncu, target, steps), timeout_s=timeout_s, cwd=target.workdir, check=False)
     check_messages(res)
+    first, last = _instances(target, steps)
     if "No kernels were profiled" in res.stdout + res.stderr:
         where = (
-            f"instances {target.skip_steps + 1}-{target.skip_steps + steps} of NVTX range {target.region!r}"
+            f"instances {first}-{last} of NVTX range {target.region!r}"
             if target.region
             else "a cudaProfilerStart/Stop region"
         )
@@ -155,9 +161,8 @@ def capture_command(target: CaptureTarget, steps: int, outdir: Path, timeout_s: 
     trace = read_ncu_csv(res.stdout, str(path), steps)
     if target.region:
         trace.notes.append(
-            f"ncu profiled instances {target.skip_steps + 1}-{target.skip_steps + steps} of NVTX range "
-            f"{target.region!r} ({target.skip_steps} skipped): a program that runs fewer than "
-            f"{target.skip_steps + steps} reads low per step"
+            f"ncu profiled instances {first}-{last} of NVTX range {target.region!r} ({target.skip_steps} "
+            f"skipped): a program that runs fewer than {last} reads low per step"
         )
     trace.method = (  # keep in step with _ncu_argv
         "ncu gpu__time_duration.sum per launch inside the region, caches not flushed and clocks not locked "
