@@ -191,9 +191,10 @@ def cell_record(
         }
     dims = ",".join(f"{k}={v}" for k, v in shape.fields.items())
     what = f"{out.variant} {dims} {shape.dtype}"
+    score = None
     if role == "candidate" and t is not None and t.paired is not None and out.state != "incorrect":
-        return _paired_record(loaded, out, shape, roof, raw, t.paired)
-    if out.state == "incorrect":
+        status, result, score = _paired_score(spec, raw, t.paired)
+    elif out.state == "incorrect":
         raw["verdict"] = "incorrect"
         status, result = Status.incorrect, f"incorrect: {out.check_note or 'check failed'}"[:60]
     elif t is not None:
@@ -212,6 +213,7 @@ def cell_record(
         gpu=roof.gpu_id or "",
         summary=_summary_line(what, result),
         status=status,
+        score=score,
         is_buggy=out.state == "incorrect",
         error_message=(out.check_note or "output differs from the reference")
         if out.state == "incorrect"
@@ -232,12 +234,10 @@ PAIRED_VERDICT: dict[str, Verdict] = {
 judge), so a sweep and an eval of the same two kernels cannot disagree."""
 
 
-def _paired_record(
-    loaded: LoadedSweep, out: CellOutcome, shape: Shape, roof: Roofline, raw: dict[str, Any], pc: PairedCell
-) -> ExperimentRecord:
-    """A candidate cell timed paired with the baseline: scored at once from the per-pair ratio (of times, or
-    of a command's metric in the spec's direction: a higher-is-better metric's speed-up is the ratio)."""
-    spec = loaded.spec
+def _paired_score(spec: SweepSpec, raw: dict[str, Any], pc: PairedCell) -> tuple[Status, str, float]:
+    """A candidate cell timed paired with the baseline, scored at once from the per-pair ratio (of times, or
+    of a command's metric in the spec's direction: a higher-is-better metric's speed-up is the ratio):
+    (status, result line, speed-up); the speed-up, its CI and the verdict go into `raw`."""
     lo, hi = pc.ratio_ci
     if spec.direction == "lower":
         sp, ci = 1.0 / pc.ratio_median, (1.0 / hi, 1.0 / lo)
@@ -245,24 +245,7 @@ def _paired_record(
         sp, ci = pc.ratio_median, (lo, hi)
     v = PAIRED_VERDICT[pc.verdict]  # the one judge's answer (timing.stats.judge_ratios), in sweep words
     raw.update(speedup=sp, speedup_ci=[ci[0], ci[1]], verdict=v)
-    result = f"{sp:.3f}x vs {spec.baseline} ({v}, paired: {pc.pairs} pairs)"
-    dims = ",".join(f"{k}={val}" for k, val in shape.fields.items())
-    return ExperimentRecord(
-        id=cell_id(loaded.sweep_id, out.variant, shape.key),
-        parent_id=loaded.sweep_id,
-        operator=spec.operator,
-        dtype=shape.dtype,
-        shapes=_int_shapes(shape.fields),
-        gpu=roof.gpu_id or "",
-        summary=_summary_line(f"{out.variant} {dims} {shape.dtype}", result),
-        status=_STATUS.get(v, Status.neutral),
-        score=sp,
-        raw_result=raw,
-        tags=[CELL_TAG, "candidate"],
-        description=Description(
-            approach=f"variant {out.variant} of sweep {spec.name} at {shape.label()}", result=result
-        ),
-    )
+    return _STATUS.get(v, Status.neutral), f"{sp:.3f}x vs {spec.baseline} ({v}, paired: {pc.pairs} pairs)", sp
 
 
 def scored_changes(rec: ExperimentRecord, base: ExperimentRecord, spec: SweepSpec) -> dict[str, Any] | None:
