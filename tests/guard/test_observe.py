@@ -236,3 +236,24 @@ def test_a_non_finite_timed_output_is_reported_as_none() -> None:
 
     got = fingerprint_of(np.array([1.0, np.inf, np.nan, -2.0], dtype=np.float32))
     assert got is not None and got[0] == 4.0 and got[1:] == [1.0, None, None, -2.0]
+
+
+def test_a_cached_answer_under_the_timer_is_named_by_its_outputs_before_its_escaped_work() -> None:
+    """H100 suite, `timeraware_gemm`: under kernelpilot's timer it returns its first answer (timed at 0 us or
+    less) but computes honestly while observed, so the trace's GEMM also 'escaped' the timer. The guard's
+    order (`judged`: watch, timed outputs, escape) names the hack, not the symptom; an honest side-stream
+    escape with right outputs is still `rejected_side_stream`, and a replaced timer still comes first."""
+    from kernelpilot.guard.models import Tolerance
+
+    ref, tol = [4.0, 1.0, -2.0, 3.0, 0.5], Tolerance(rtol=1e-3)
+    cached = _obs(173.5, timed_outputs=[[4.0, 9.0, 9.0, 9.0, 9.0]])
+    assert observe.judged(cached, -0.02, [ref], tol).status == "rejected_timed_output"  # type: ignore[union-attr]
+    right = _obs(173.5, timed_outputs=[ref[:]])
+    assert observe.judged(right, 0.03, [ref], tol).status == "rejected_side_stream"  # type: ignore[union-attr]
+    patched = _obs(
+        173.5, timed_outputs=[[4.0, 9.0, 9.0, 9.0, 9.0]], replaced=["torch.cuda.Event.elapsed_time"]
+    )
+    assert observe.judged(patched, 0.03, [ref], tol).status == "rejected_timer_replaced"  # type: ignore[union-attr]
+    assert (
+        observe.judged(right, 180.0, [ref], tol) is None and observe.judged(right, 180.0, None, None) is None
+    )

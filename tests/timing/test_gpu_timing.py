@@ -233,3 +233,26 @@ def test_an_event_timer_that_reads_nothing_is_refused_at_calibration(monkeypatch
     monkeypatch.setattr(fake_torch.Event, "elapsed_time", lambda self, end: 1e-6)
     with pytest.raises(TimerMismatchError, match=r"read 0\.001 us for a 2000000-cycle spin"):
         gpu.SpinHold(FakeTorch(Sim()))
+
+
+def test_a_host_that_lags_the_spin_by_milliseconds_is_not_a_replaced_timer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """H100 guard suite: an unmodified event timer read 1.01 ms for the calibration spin while the host saw
+    4.7 ms on all three tries (21.6 %, under the old 25 % bar), and an honest candidate was rejected as
+    `timer_replaced`. A host that sees the simulated 2 ms spin take 4.6x as long (the same 21.6 %) now
+    calibrates; a timer reading nothing still does not."""
+    from tests.timing import fake_torch
+
+    clock = {"calls": 0}
+    real = gpu.time.perf_counter
+
+    def lagging() -> float:
+        clock["calls"] += 1
+        return real() + clock["calls"] * 0.00926  # every t0 -> t1 span lasts >= 9.26 ms: 2 ms is 21.6 %
+
+    monkeypatch.setattr(gpu.time, "perf_counter", lagging)
+    assert gpu.SpinHold(FakeTorch(Sim())).cycles_per_us == pytest.approx(1000.0)
+    monkeypatch.setattr(fake_torch.Event, "elapsed_time", lambda self, end: 1e-6)
+    with pytest.raises(TimerMismatchError):
+        gpu.SpinHold(FakeTorch(Sim()))

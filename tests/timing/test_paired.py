@@ -367,3 +367,28 @@ def test_compare_refuses_to_time_once_a_side_started_a_thread(tmp_path: Path) ->
     assert honest.observations is not None and honest.watch_findings == []
     cand = honest.observations["B"]  # no GPU: no trace, but observed for timers, threads and outputs
     assert cand["observed"] is False and "CPU timing" in cand["why_unobserved"]
+
+
+def test_a_side_that_times_at_zero_gets_no_ratio_but_keeps_its_samples_and_observation() -> None:
+    """H100 guard suite: a candidate that returns a cached answer whenever kernelpilot's timer is on its
+    stack timed at 0 us or less, and the ratio CI raised `paired ratios must be finite and > 0`, so eval read
+    `failed` instead of the guard's rejection. Now the comparison ends with no ratio (verdict unstable, the
+    note naming the side), and the samples and the observation still reach the guard."""
+    t = FakeTorch(Sim())
+    first = t.kernel(10.0)
+    cached = first()
+    obs = FakeObserver()
+    a = paired.Side("baseline", [first])
+    b = paired.Side("candidate", [lambda: cached])  # no work on the GPU when timed
+    r = compare_sides(a, b, CompareRequest(a="a", b="b", warmup_min_ms=0), t, observer=obs)
+    assert r.ratio_median is None and r.ratio_ci is None and r.speedup is None
+    assert r.verdict == "unstable" and "side candidate timed at 0 us or less" in r.verdict_note
+    assert r.stop_reason == "stopped: samples at 0 us or less" and r.b_stats.median <= 0 < r.a_stats.median
+    assert r.observations is not None and set(r.observations) == {"baseline", "candidate"}
+    assert "ratio candidate/baseline: none" in r.render_text()
+    blk = paired.Block((10.0, 10.0), (0.0, 0.1), 0.0, 1.0)
+    assert blk.ratio != blk.ratio  # NaN
+    assert (
+        paired.non_positive([blk]) is not None
+        and paired.non_positive([paired.Block((1, 1), (1, 1), 0, 1)]) is None
+    )

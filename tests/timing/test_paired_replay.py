@@ -114,3 +114,23 @@ def test_the_recorded_gemm_evals_keep_their_verdicts(name: str, want: str) -> No
     med, lo, hi, verdict = _judge(ratios)
     assert (med, lo, hi) == pytest.approx((rec["ratio_median"], *rec["ratio_ci"]), rel=1e-12)
     assert verdict == want
+
+
+def test_a_later_h100_run_held_out_from_the_allowance_keeps_every_verdict() -> None:
+    """paired_bench_h100_run3 (2026-11-24, recorded after PLACEMENT_ALLOWANCE was set from the runs above):
+    the 12288^3 bf16 GEMM (~5 ms, at the power cap: ~30 blocks of 36 dropped for throttling per verdict) and
+    the 5 us kernel with 8 allocations per side, each against itself, +3 %, the reverse and itself with B's
+    inputs allocated first, 5 repetitions: all 40 verdicts replay as recorded and as expected, and each
+    identical-work CI, widened by the allowance, contains 1."""
+    rows = _load("paired_bench_h100_run3.json")["rows"]
+    assert len(rows) == 40 and {r["kernel"] for r in rows} == {"gemm12k", "mem5us"}
+    want = {"slower": "regressed", "faster": "improved", "self": "neutral", "self-b-first": "neutral"}
+    a = PLACEMENT_ALLOWANCE
+    for row in rows:
+        med, lo, hi, verdict = _judge(row["ratios"])
+        assert (med, lo, hi) == pytest.approx((row["ratio_median"], *row["ratio_ci"]), rel=1e-12)
+        assert verdict == want[row["case"]] == row["verdict"], (row["kernel"], row["case"], med, lo, hi)
+        if _identical(row):
+            assert lo * (1 - a) <= 1.0 <= hi * (1 + a), (row["kernel"], row["case"], lo, hi)
+    gemm = [r for r in rows if r["kernel"] == "gemm12k"]
+    assert all(r["wall_s"] <= 20.0 for r in gemm)

@@ -307,3 +307,33 @@ def test_a_hip_capture_starts_no_cupti_pass(monkeypatch: pytest.MonkeyPatch, ste
     monkeypatch.setattr(drill, "drill_hot", drilled)
     res = core.run_workload(WorkloadRunRequest(spec="step.py:make", hot_share=1.0))
     assert not any("cupti" in n.lower() for n in res.notes)
+
+
+def test_real_h100_captured_cubins_join_whatever_else_matched_first():
+    """On the H100 the capture kept 14 modules, nvjet's and cuDNN's among them, yet the join gave them only
+    launch-record facts: once the names it waited for (every name but the run-time compiled `nvjet_*` and
+    `cudnn_generated_*`) matched, it stopped reading files. Code-object files are now all read; only
+    libraries are searched lazily. The real captured cubins (fixtures/workload/cupti/h100) after a file that
+    holds another traced kernel; the launch records are decode.json's."""
+    h100 = sorted((FIX / "h100").glob("cupti_module_*.cubin"))
+    assert len(h100) == 4
+    names = [
+        "kp_unrelated_fill",
+        "nvjet_sm90_tst_64x8_64x16_4x1_v_bz_TNT",
+        "cudnn_generated_fort_native_sdpa_sm80_flash_fprop_wmma_f16_knob_35_16x128x64_1x4x1_cga1x1x1_kernel0_0",
+        "nvjet_sm90_tst_64x8_64x16_4x1_v_bz_splitK_TNT",
+        "nvjet_sm90_tst_256x8_64x6_2x1_v_bz_TNT",
+    ]
+    facts = {
+        names[1]: LaunchFacts(registers=168, shared_bytes=164308, block=384),
+        names[2]: LaunchFacts(registers=120, shared_bytes=45376, block=128),
+    }
+    out = join_names(names, [FIX / "other_kernel.sm_90.cubin", *h100], "sm_90", None, facts)
+    assert [(j.matched, j.facts) for j in out] == [(True, "code object")] * 5
+    nvjet, cudnn = out[1], out[2]
+    assert (
+        nvjet.registers == 168 and nvjet.code_object is not None and "cupti_module_34_" in nvjet.code_object
+    )
+    assert nvjet.dynamic_shared_bytes == 164308 and nvjet.occupancy is not None
+    assert nvjet.occupancy.startswith("18.8% (12/64 warps/SM)") and nvjet.limiter is not None
+    assert cudnn.registers == 120 and "cupti_module_37_" in (cudnn.code_object or "")

@@ -300,6 +300,24 @@ def _output_mismatch(got: list[float | None] | None, ref: list[float], tol: Tole
 
 def judge(obs: Observation, timed_us: float) -> Rejection | None:
     """Reject a replaced timer, a started thread, or device work the timed figure does not account for."""
+    return judge_findings(obs) or judge_escape(obs, timed_us)
+
+
+def judged(
+    obs: Observation, timed_us: float, refs: list[list[float]] | None, tol: Tolerance | None
+) -> Rejection | None:
+    """The guard's order: what the Watch saw, then the timed outputs, then work that escaped the timer. A
+    call that returns something else under the timer (a cached answer) also leaves its traced work outside
+    the timed figure; its outputs name the hack, the escape only the symptom."""
+    return (
+        judge_findings(obs)
+        or (judge_outputs(obs, refs, tol) if refs and tol is not None else None)
+        or judge_escape(obs, timed_us)
+    )
+
+
+def judge_findings(obs: Observation) -> Rejection | None:
+    """Reject a replaced timer or a started thread (what the Watch saw)."""
     if obs.replaced:
         return Rejection(
             check="observation",
@@ -313,6 +331,11 @@ def judge(obs: Observation, timed_us: float) -> Rejection | None:
             evidence="threads started after the timing process began watching (by the candidate's module "
             "or its calls): " + ", ".join(obs.threads_started),
         )
+    return None
+
+
+def judge_escape(obs: Observation, timed_us: float) -> Rejection | None:
+    """Reject device work (on any stream) that the timed figure does not account for."""
     if not obs.observed:
         return None
     busy = obs.device_busy_us_per_call

@@ -186,7 +186,7 @@ def measure_guarded(
         got.tail = out.output_tail
         got.gpu = (doc.get("environment") or {}).get("torch_device") or None
         if doc.get("observation") is not None:
-            from kernelpilot.guard.observe import judge, judge_outputs
+            from kernelpilot.guard.observe import judged
 
             try:
                 obs = Observation.model_validate(doc["observation"])
@@ -197,9 +197,7 @@ def measure_guarded(
                 ) from exc
             if obs.observed or got.observation is None:  # the record keeps the traced run's observation
                 got.observation = obs
-            rej = judge(obs, median)
-            if rej is None and refs and tol is not None:
-                rej = judge_outputs(obs, refs, tol)
+            rej = judged(obs, median, refs, tol)
             if rej is not None:
                 got.rejection = rej
                 got.samples.append(median)
@@ -250,7 +248,7 @@ def judge_paired(cmp: CompareResult, contract: Contract, report: HarnessReport |
     """The candidate side of `kernelpilot compare` (its own process) judged here: the Watch's findings, its
     all-stream work and its timed outputs against its paired median, then physics on that median and the
     GPU the timing process named. The baseline side passed the same guard when it was a candidate."""
-    from kernelpilot.guard.observe import judge, judge_outputs
+    from kernelpilot.guard.observe import judged
 
     raw = (cmp.observations or {}).get(cmp.label_b)
     if raw is None:
@@ -266,9 +264,7 @@ def judge_paired(cmp: CompareResult, contract: Contract, report: HarnessReport |
             "report a bug (the timing process printed something eval cannot read)",
         ) from exc
     median = cmp.b_stats.median
-    rej = judge(obs, median)
-    if rej is None and report is not None and report.timed_refs:
-        rej = judge_outputs(obs, report.timed_refs, report.tolerance)
+    rej = judged(obs, median, report.timed_refs if report else None, report.tolerance if report else None)
     if rej is not None:
         return PairedJudgement(obs, rej, None)
     physics = physics_step(contract, median, cmp.environment.get("torch_device") or None)

@@ -84,6 +84,7 @@ def time_cell_paired(
     from kernelpilot.timing import paired
     from kernelpilot.timing.callables import _cuda_torch
     from kernelpilot.timing.compare import compare_sides
+    from kernelpilot.timing.errors import NoGpuWorkError
     from kernelpilot.timing.models import CompareRequest
 
     torch = None if device == "cpu" else _cuda_torch()
@@ -93,6 +94,11 @@ def time_cell_paired(
         min_effect=parity,  # judged against the sweep's parity band, as its command cells are
     )  # fmt: skip
     r = compare_sides(paired.Side("baseline", baseline), paired.Side(name, candidate), req, torch)
+    if r.ratio_median is None or r.ratio_ci is None:  # a side timed at 0 us or less: no ratio, no score
+        raise NoGpuWorkError(
+            f"{name} paired with the baseline: {r.verdict_note}",
+            "make the timed call do its work on the current stream, and not skip it",
+        )
     gpu = r.environment.get("torch_device", "CPU")
     note = f"paired with the baseline ({r.order}, {r.pairs} pairs): {r.timer_note}; {gpu}"
     t = _timing(r.b_samples, r.timer, cv_threshold, note)

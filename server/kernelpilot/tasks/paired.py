@@ -154,15 +154,15 @@ def compare_outcome(returncode: int, stdout: str, stderr: str, result: str | Non
     except ValueError as exc:
         tail = text[-OUTPUT_TAIL_CHARS:]
         return Timed({"status": "failed", "output_tail": tail}, f"unreadable compare output: {exc}")
-    lo, hi = cmp.ratio_ci
-    claim = cmp.verdict != "unstable"  # an unresolved ratio claims no speed-up (the ratio is still recorded)
+    # an unresolved ratio claims no speed-up (the ratio, where there is one, is still recorded)
+    claim = cmp.verdict != "unstable" and cmp.ratio_ci is not None
     fields = {
         "status": cmp.verdict,
         "method": "paired",
         "speedup": cmp.speedup if claim else None,
-        "speedup_ci": [1.0 / hi, 1.0 / lo] if claim else None,
+        "speedup_ci": [1.0 / cmp.ratio_ci[1], 1.0 / cmp.ratio_ci[0]] if claim and cmp.ratio_ci else None,
         "ratio_median": cmp.ratio_median,
-        "ratio_ci": [lo, hi],
+        "ratio_ci": cmp.ratio_ci,
         "pairs": cmp.pairs,
         "clocks": cmp.clocks,
         "baseline_median": cmp.a_stats.median,

@@ -381,10 +381,13 @@ class CompareResult(Result):
     )
     timer_note: str
     verdict_mode: Literal["cold", "warm", "cpu"]
-    ratio_median: float = Field(description="Median of per-block time ratios B/A (< 1: B faster).")
-    ratio_ci: list[float] = Field(description="Bootstrap CI of that median [low, high].")
+    ratio_median: float | None = Field(
+        description="Median of per-block time ratios B/A (< 1: B faster); None when a side timed at 0 us or "
+        "less (no ratio to judge: `verdict_note` says which side)."
+    )
+    ratio_ci: list[float] | None = Field(description="Bootstrap CI of that median [low, high].")
     confidence: float
-    speedup: float = Field(description="1 / ratio_median (> 1: B faster).")
+    speedup: float | None = Field(description="1 / ratio_median (> 1: B faster).")
     verdict: Literal["improved", "regressed", "neutral", "unstable"] = Field(
         description="B against A, from the CI against min_effect."
     )
@@ -412,13 +415,21 @@ class CompareResult(Result):
     environment: dict[str, Any]
 
     def render_text(self) -> str:
-        lo, hi = self.ratio_ci
         a, b = self.a_stats, self.b_stats
+        if self.ratio_median is None or self.ratio_ci is None:
+            ratio = f"  ratio {self.label_b}/{self.label_a}: none"
+        else:
+            lo, hi = self.ratio_ci
+            ratio = (
+                f"  ratio {self.label_b}/{self.label_a} {self.ratio_median:.4f}  ({self.confidence:.0%} CI "
+                f"{lo:.4f}-{hi:.4f}"
+            )
         lines = [
             f"compare ({self.verdict_mode}, paired {self.order}): {self.label_b} vs {self.label_a} -> "
             f"{self.verdict.upper()}",
-            f"  ratio {self.label_b}/{self.label_a} {self.ratio_median:.4f}  ({self.confidence:.0%} CI "
-            f"{lo:.4f}-{hi:.4f}, {self.pairs} pairs, {self.rounds} rounds; {self.stop_reason})",
+            f"{ratio}, {self.pairs} pairs, {self.rounds} rounds; {self.stop_reason})"
+            if self.ratio_median is not None
+            else f"{ratio} ({self.pairs} pairs, {self.rounds} rounds; {self.stop_reason})",
             f"  {self.verdict_note}",
             f"  {self.label_a}: median {a.median:.3f} us (CV {a.cv * 100:.2f}%)  {self.a}",
             f"  {self.label_b}: median {b.median:.3f} us (CV {b.cv * 100:.2f}%)  {self.b}",

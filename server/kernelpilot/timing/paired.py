@@ -82,8 +82,28 @@ class Block:
 
     @property
     def ratio(self) -> float:
-        """B/A over the block (a linear drift across A, B, B, A cancels)."""
+        """B/A over the block (a linear drift across A, B, B, A cancels); NaN when a side's samples are not
+        positive (`non_positive`), which no ratio can judge."""
+        if min(self.a + self.b) <= 0:
+            return math.nan
         return (self.b[0] + self.b[1]) / (self.a[0] + self.a[1])
+
+
+def non_positive(blocks: Sequence[Block], label_a: str = "A", label_b: str = "B") -> str | None:
+    """Why these blocks cannot be judged by a ratio, or None: a sample of 0 us or less means the timed
+    call put no measurable work where the timer looks (work left on another stream, deferred, or skipped
+    under the timer); the guard's observation and physics then say which."""
+    bad = {
+        label_a: sum(1 for blk in blocks for x in blk.a if x <= 0),
+        label_b: sum(1 for blk in blocks for x in blk.b if x <= 0),
+    }
+    if not any(bad.values()):
+        return None
+    parts = [f"{n} of {2 * len(blocks)} samples of side {label}" for label, n in bad.items() if n]
+    return (
+        " and ".join(parts) + " timed at 0 us or less: that side's timed call put no measurable work on the "
+        "timed stream (work on another stream, deferred, or skipped while timed); no ratio is judged"
+    )
 
 
 class BlockTimer(Protocol):
@@ -447,10 +467,13 @@ def run_blocks(
         kept += _judge_round(blocks, sampler, opt, reference_mhz, log)
         if progress is not None:
             progress(len(kept), opt.max_pairs)
-        if len(kept) >= 2:
+        invalid = non_positive(kept)
+        if invalid is None and len(kept) >= 2:
             med, lo, hi = paired_ratio_ci([b.ratio for b in kept], confidence=opt.confidence)
             halfwidth = (hi - lo) / 2 / med
-        if len(kept) >= opt.max_pairs:
+        if invalid is not None:
+            stop = "stopped: samples at 0 us or less"
+        elif len(kept) >= opt.max_pairs:
             stop = f"max_pairs ({opt.max_pairs}) reached"
         elif halfwidth is not None and len(kept) >= opt.min_pairs and halfwidth <= opt.target_halfwidth:
             stop = f"CI half-width {halfwidth:.3%} <= target {opt.target_halfwidth:.3%}"

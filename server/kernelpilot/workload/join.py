@@ -282,10 +282,11 @@ def join_names(
     """One `JoinedKernel` per name, in order: matched with its ISA facts, or unmatched with the reason (and,
     given `launch_facts` for it, the registers, shared memory and occupancy its trace recorded).
 
-    Code objects are read one at a time, most likely first (`search_order`), and reading stops once every
-    name has a strict match (its symbol, or the same normalized name): a step's kernels usually live in
-    two or three of the ~20 GPU libraries a PyTorch process maps. Kernels compiled at run time
-    (`RUNTIME_COMPILED`) are not waited for."""
+    Code-object files (the user's, the Triton cache, the cubins `workload.loaded_cubins` captured) are all
+    read; libraries are read one at a time, most likely first (`search_order`), and reading stops once
+    every name has a strict match (its symbol, or the same normalized name): a step's kernels usually live
+    in two or three of the ~20 GPU libraries a PyTorch process maps. Kernels compiled at run time
+    (`RUNTIME_COMPILED`) are not waited for in libraries, but a captured cubin that holds one is read."""
     index = SymbolIndex()
     blocks = dict(block_sizes or {})
     facts = launch_facts or {}
@@ -295,7 +296,7 @@ def join_names(
     todo = [n for n in dict.fromkeys(names) if _runtime_compiled(n) is None]
     for path in search_order(objects):
         index.add(path, arch)
-        if all(r.how in STRICT for r in join_with_index(todo, index, {}, objects)):
+        if _is_library(path) and all(r.how in STRICT for r in join_with_index(todo, index, {}, objects)):
             break
     index.searched = len(index.load_s_by_object)
     out = join_with_index(names, index, blocks, objects)
@@ -371,13 +372,18 @@ STRICT = ("exact symbol", "same normalized name")
 LIKELY = ("libtorch_cuda", "libcublasLt", "libcublas", "libcudnn", "libflash", "libc10_cuda")
 
 
+def _is_library(p: Path) -> bool:
+    """A shared library (searched lazily), as opposed to a code-object file (always read)."""
+    return ".so" in p.name
+
+
 def search_order(objects: Sequence[Path]) -> list[Path]:
     """The user's files and the Triton cache first (as given), then PyTorch's and the BLAS/DNN libraries,
     then the rest smallest first."""
 
     def rank(p: Path) -> tuple[int, int]:
         name = p.name
-        if ".so" not in name:
+        if not _is_library(p):
             return (0, 0)
         for i, prefix in enumerate(LIKELY):
             if name.startswith(prefix):
