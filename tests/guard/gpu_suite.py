@@ -186,9 +186,10 @@ def baselines(plan: Plan) -> None:
         med = json.loads(out).get("baseline", {}).get("stats", {}).get("median") if code == 0 else err[-1500:]
         return f"baseline {name}: rc {code} median {med}"
 
-    with ThreadPoolExecutor(len(plan.tasks)) as pool:
-        for line in pool.map(one, plan.tasks):
-            print(line, flush=True)
+    # one at a time: four baselines timed at once on one GPU slowed each other's traced kernels, and the
+    # guard rejected the fp32 baseline as rejected_side_stream (H100, 2026-11-24)
+    for name in plan.tasks:
+        print(one(name), flush=True)
 
 
 def time_median(plan: Plan, root: Path, task: str, out: Path, tag: str) -> float | None:

@@ -225,3 +225,15 @@ def test_task_create_takes_the_contract_through_the_cli(run_cli: Any, tmp_path: 
     bad = run_cli("task", "create", "--name", "cli2", "--contract", "c.json", "--allowed-file", "*.py",
                   "--workdir", str(repo))  # fmt: skip
     assert bad.code != 0 and "never the inputs factory or the reference" in bad.err
+
+
+def test_a_baseline_the_guard_rejects_says_why_in_the_error(tmp_path: Path) -> None:
+    """On the H100 the suite's fp32 baseline read only `the guard did not pass the baseline
+    (rejected_side_stream)`: which check and which numbers were lost. The error now carries the evidence."""
+    from kernelpilot.tasks.errors import CorrectnessFailedError
+
+    with pytest.raises(CorrectnessFailedError) as got:
+        _contract_task(tmp_path, "cached_axpy.py")
+    msg = got.value.message
+    assert "rejected_cached_output: " in msg and "earlier call with different input values" in msg
+    assert msg.endswith("no baseline written") and not list((tmp_path / "repo").rglob("baseline.json"))

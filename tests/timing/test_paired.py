@@ -386,6 +386,14 @@ def test_a_side_that_times_at_zero_gets_no_ratio_but_keeps_its_samples_and_obser
     assert r.stop_reason == "stopped: samples at 0 us or less" and r.b_stats.median <= 0 < r.a_stats.median
     assert r.observations is not None and set(r.observations) == {"baseline", "candidate"}
     assert "ratio candidate/baseline: none" in r.render_text()
+    # what eval reads back from the timing process: a result, not `failed` (NaN ratios would dump as null)
+    from kernelpilot.tasks.paired import compare_outcome
+    from kernelpilot.timing.models import CompareResult
+
+    assert r.ratios == [] and CompareResult.model_validate_json(r.model_dump_json()) == r
+    timed = compare_outcome(0, r.model_dump_json(), "")
+    assert timed.fields["status"] == "unstable" and timed.fields["speedup"] is None
+    assert timed.fields["candidate_median"] <= 0 and "side candidate" in timed.message
     blk = paired.Block((10.0, 10.0), (0.0, 0.1), 0.0, 1.0)
     assert blk.ratio != blk.ratio  # NaN
     assert (

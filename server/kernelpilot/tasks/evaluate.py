@@ -235,10 +235,18 @@ def _guarded_baseline(
         if why is None:
             return samples
     raise CorrectnessFailedError(
-        f"the guard did not pass the baseline ({fields.get('status')}); no baseline written",
+        f"the guard did not pass the baseline ({fields.get('status')}: {_evidence(fields, why)}); "
+        "no baseline written",
         "fix the baseline candidate (or the contract) first",
         stderr_tail=why,
     )
+
+
+def _evidence(fields: dict[str, Any], why: str) -> str:
+    """The rejection's evidence (which check, the numbers) for a message, else the failure's text."""
+    rej = fields.get("rejection")
+    text = str(getattr(rej, "evidence", "") or "") or why
+    return text if len(text) <= 600 else text[:597] + "..."
 
 
 def _load_baseline(task: Task, task_dir: Path) -> tuple[Baseline | None, str]:

@@ -281,6 +281,7 @@ def _built(
     judged: tuple[float | None, float | None, float | None, str, str],
 ) -> CompareResult:  # fmt: skip
     med, lo, hi, verdict, note = judged
+    ratios = run.ratios if med is not None else []  # NaN where a side timed at <= 0 us: no ratios at all
     env = environment.capture()
     if torch is not None:
         env["torch_device"] = str(torch.cuda.get_device_name())
@@ -291,7 +292,7 @@ def _built(
         speedup=None if med is None else 1.0 / med, verdict=verdict,
         verdict_note=note, min_effect=req.min_effect, pairs=len(run.blocks), rounds=run.rounds,
         stop_reason=run.stop_reason, a_stats=summarize(a_s), b_stats=summarize(b_s), a_samples=a_s,
-        b_samples=b_s, ratios=run.ratios, launches_per_sample=list(timer.launches), gap_free=timer.gap_free,
+        b_samples=b_s, ratios=ratios, launches_per_sample=list(timer.launches), gap_free=timer.gap_free,
         output_signature=str(sig), clocks=ev, wall_s=time.perf_counter() - started,
         observations=observations, watch_findings=findings,
         environment=env,
