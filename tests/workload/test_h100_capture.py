@@ -153,3 +153,24 @@ def test_skip_steps_leaves_out_the_first_steps_of_a_trace(decode):
         read_workload(WorkloadReadRequest(path=str(WL / "h100_decode_trace.json"), skip_steps=3))
     with pytest.raises(InvalidArgumentError):
         read_workload(WorkloadReadRequest(path=str(WL / "mi350x_flash_attn_kernel_trace.csv"), skip_steps=1))
+
+
+@pytest.mark.parametrize("phase", ["decode", "prefill"])
+def test_with_the_cupti_module_capture_every_hot_kernel_has_code_object_facts_and_a_roof(phase: str):
+    """Issue 23's ISA line on the H100 (h100_*_cupti.json, 2026-11-24): with the cubins the step loaded
+    captured through CUPTI, the hot set's facts all come from code objects (47 % / 50 % before: cuBLASLt's
+    nvjet and cuDNN's runtime kernels live in no mapped library), each hot kernel has a roofline position,
+    nothing is unmatched or failed, and the whole run with drill-down took under 90 s."""
+    r = load_result(str(WL / f"h100_{phase}_cupti.json"))
+    assert r.wall_s is not None and r.wall_s <= 90.0
+    assert r.isa_code_object_share is not None and r.isa_code_object_share >= 0.9
+    assert r.isa_code_object_share == pytest.approx(1.0) and r.drilled_share == pytest.approx(1.0)
+    hot = [k for k in r.kernels if k.hot]
+    assert len(hot) >= 10 and not r.unmatched and not r.drill_failures
+    for k in hot:
+        isa, drill = k.isa or {}, k.drill or {}
+        assert isa["facts"] == "code object" and isa["origin"] == "cupti module", k.name
+        assert drill["pct_of_attainable"] is not None and drill["bound"], k.name
+    runtime = [k for k in hot if k.name.startswith(("nvjet_", "cudnn_generated_"))]
+    assert len(runtime) >= 4 and all((k.isa or {})["registers"] in (120, 168) for k in runtime)
+    assert any(n.startswith("CUPTI module capture: 18 module(s)") for n in r.notes)
