@@ -74,7 +74,7 @@ def test_real_h100_kernel_names_get_their_categories(decode):
     assert categorize(next(n for n in by if "direct_copy_kernel_cuda" in n))[0] == "copy_memset"
 
 
-@pytest.mark.parametrize("phase", ["decode", "prefill", "train"])
+@pytest.mark.parametrize("phase", ["decode", "prefill", "train", "decode_cupti"])
 def test_two_captures_of_a_step_agree_within_3_percent(phase: str):
     a, b = WL / f"h100_{phase}_run1.json", WL / f"h100_{phase}_run2.json"
     d = diff_workload(WorkloadDiffRequest(a=str(a), b=str(b)))
