@@ -154,13 +154,13 @@ def compare_outcome(returncode: int, stdout: str, stderr: str, result: str | Non
     except ValueError as exc:
         tail = text[-OUTPUT_TAIL_CHARS:]
         return Timed({"status": "failed", "output_tail": tail}, f"unreadable compare output: {exc}")
-    # an unresolved ratio claims no speed-up (the ratio, where there is one, is still recorded)
-    claim = cmp.verdict != "unstable" and cmp.ratio_ci is not None
+    # an unresolved ratio (or none: a side timed at <= 0 us) claims no speed-up; a ratio is still recorded
+    ci = cmp.ratio_ci if cmp.verdict != "unstable" else None
     fields = {
         "status": cmp.verdict,
         "method": "paired",
-        "speedup": cmp.speedup if claim else None,
-        "speedup_ci": [1.0 / cmp.ratio_ci[1], 1.0 / cmp.ratio_ci[0]] if claim and cmp.ratio_ci else None,
+        "speedup": cmp.speedup if ci else None,
+        "speedup_ci": [1.0 / ci[1], 1.0 / ci[0]] if ci else None,
         "ratio_median": cmp.ratio_median,
         "ratio_ci": cmp.ratio_ci,
         "pairs": cmp.pairs,

@@ -250,53 +250,48 @@ def _result(
         )
     a_s = [x for blk in run.blocks for x in blk.a]
     b_s = [x for blk in run.blocks for x in blk.b]
+    med: float | None = None
+    ci: list[float] | None = None
+    ratios: list[float] = []  # none where a side timed at <= 0 us (its block ratios are NaN)
     invalid = paired.non_positive(run.blocks, a.label, b.label)
     if invalid is not None:  # no ratio to judge; the samples, observations and findings are still reported
-        return _built(req, a, b, timer, run, sig, ev, torch, started, observations, findings, a_s, b_s,
-                      (None, None, None, "unstable", invalid))  # fmt: skip
-    med, lo, hi, verdict = judge_ratios(
-        run.ratios, "lower", req.min_effect, req.ci_halfwidth_max, req.placement_allowance
-    )
-    beyond = (
-        f"by at least the minimum effect {req.min_effect:.1%} (CI widened by the placement allowance "
-        f"{req.placement_allowance:.1%})"
-    )
-    notes = {
-        "improved": f"{b.label} is faster: the whole CI is below 1 {beyond}",
-        "regressed": f"{b.label} is slower: the whole CI is above 1 {beyond}",
-        "neutral": f"no change of at least {req.min_effect:.1%} resolved: the CI, widened by "
-        f"{req.placement_allowance:.1%}, reaches into the minimum-effect band (CI half-width "
-        f"{(hi - lo) / 2 / med:.2%})",
-        "unstable": f"the ratio is not resolved: CI half-width {(hi - lo) / 2 / med:.2%} > "
-        f"{req.ci_halfwidth_max:.1%}; compare again (longer, or on a quieter GPU)",
-    }
-    return _built(req, a, b, timer, run, sig, ev, torch, started, observations, findings, a_s, b_s,
-                  (med, lo, hi, verdict, notes[verdict]))  # fmt: skip
-
-
-def _built(
-    req: CompareRequest, a: paired.Side, b: paired.Side, timer: paired.BlockTimer, run: paired.PairedRun,
-    sig: Any, ev: Any, torch: Any | None, started: float, observations: dict[str, dict[str, Any]] | None,
-    findings: list[str] | None, a_s: list[float], b_s: list[float],
-    judged: tuple[float | None, float | None, float | None, str, str],
-) -> CompareResult:  # fmt: skip
-    med, lo, hi, verdict, note = judged
-    ratios = run.ratios if med is not None else []  # NaN where a side timed at <= 0 us: no ratios at all
+        verdict, note = "unstable", invalid
+    else:
+        med, lo, hi, verdict = judge_ratios(
+            run.ratios, "lower", req.min_effect, req.ci_halfwidth_max, req.placement_allowance
+        )
+        ci, ratios, note = [lo, hi], run.ratios, _verdict_note(req, b.label, verdict, med, lo, hi)
     env = environment.capture()
     if torch is not None:
         env["torch_device"] = str(torch.cuda.get_device_name())
     return CompareResult(
         a=req.a, b=req.b, label_a=a.label, label_b=b.label, timer=timer.method, timer_note=timer.note,
         verdict_mode=req.timing if torch is not None else "cpu",
-        ratio_median=med, ratio_ci=None if lo is None or hi is None else [lo, hi], confidence=0.95,
-        speedup=None if med is None else 1.0 / med, verdict=verdict,
-        verdict_note=note, min_effect=req.min_effect, pairs=len(run.blocks), rounds=run.rounds,
-        stop_reason=run.stop_reason, a_stats=summarize(a_s), b_stats=summarize(b_s), a_samples=a_s,
-        b_samples=b_s, ratios=ratios, launches_per_sample=list(timer.launches), gap_free=timer.gap_free,
-        output_signature=str(sig), clocks=ev, wall_s=time.perf_counter() - started,
-        observations=observations, watch_findings=findings,
-        environment=env,
+        ratio_median=med, ratio_ci=ci, confidence=0.95, speedup=None if med is None else 1.0 / med,
+        verdict=verdict, verdict_note=note, min_effect=req.min_effect, pairs=len(run.blocks),
+        rounds=run.rounds, stop_reason=run.stop_reason, a_stats=summarize(a_s), b_stats=summarize(b_s),
+        a_samples=a_s, b_samples=b_s, ratios=ratios, launches_per_sample=list(timer.launches),
+        gap_free=timer.gap_free, output_signature=str(sig), clocks=ev, wall_s=time.perf_counter() - started,
+        observations=observations, watch_findings=findings, environment=env,
     )  # fmt: skip
+
+
+def _verdict_note(req: CompareRequest, label_b: str, verdict: str, med: float, lo: float, hi: float) -> str:
+    """What the judged verdict means, with the numbers it was judged on."""
+    beyond = (
+        f"by at least the minimum effect {req.min_effect:.1%} (CI widened by the placement allowance "
+        f"{req.placement_allowance:.1%})"
+    )
+    notes = {
+        "improved": f"{label_b} is faster: the whole CI is below 1 {beyond}",
+        "regressed": f"{label_b} is slower: the whole CI is above 1 {beyond}",
+        "neutral": f"no change of at least {req.min_effect:.1%} resolved: the CI, widened by "
+        f"{req.placement_allowance:.1%}, reaches into the minimum-effect band (CI half-width "
+        f"{(hi - lo) / 2 / med:.2%})",
+        "unstable": f"the ratio is not resolved: CI half-width {(hi - lo) / 2 / med:.2%} > "
+        f"{req.ci_halfwidth_max:.1%}; compare again (longer, or on a quieter GPU)",
+    }
+    return notes[verdict]
 
 
 def time_compare(

@@ -416,20 +416,19 @@ class CompareResult(Result):
 
     def render_text(self) -> str:
         a, b = self.a_stats, self.b_stats
+        run = f"{self.pairs} pairs, {self.rounds} rounds; {self.stop_reason}"
         if self.ratio_median is None or self.ratio_ci is None:
-            ratio = f"  ratio {self.label_b}/{self.label_a}: none"
+            ratio = f"  ratio {self.label_b}/{self.label_a}: none ({run})"
         else:
             lo, hi = self.ratio_ci
             ratio = (
                 f"  ratio {self.label_b}/{self.label_a} {self.ratio_median:.4f}  ({self.confidence:.0%} CI "
-                f"{lo:.4f}-{hi:.4f}"
+                f"{lo:.4f}-{hi:.4f}, {run})"
             )
         lines = [
             f"compare ({self.verdict_mode}, paired {self.order}): {self.label_b} vs {self.label_a} -> "
             f"{self.verdict.upper()}",
-            f"{ratio}, {self.pairs} pairs, {self.rounds} rounds; {self.stop_reason})"
-            if self.ratio_median is not None
-            else f"{ratio} ({self.pairs} pairs, {self.rounds} rounds; {self.stop_reason})",
+            ratio,
             f"  {self.verdict_note}",
             f"  {self.label_a}: median {a.median:.3f} us (CV {a.cv * 100:.2f}%)  {self.a}",
             f"  {self.label_b}: median {b.median:.3f} us (CV {b.cv * 100:.2f}%)  {self.b}",
