@@ -150,19 +150,10 @@ def main() -> None:
                 direct.append(checks / wall * 100)
         g, u = walls["guarded"][-1], walls["unguarded"][-1]
         shares.append((g - u) / g * 100)
-        _report(walls, shares, args.cpu)  # after every repetition: a cut-off run still reports
-        if direct:
-            # the same cost measured inside the process: free of the ~0.5 s spread of torch's import that
-            # the difference of two process walls carries
-            print(
-                f"checks_figure={statistics.median(direct):.1f} % of a guarded eval's wall time is the "
-                f"guard's checks, timed inside its process (median of {len(direct)}, spread "
-                f"{min(direct):.1f}..{max(direct):.1f} %)",
-                flush=True,
-            )
+        _report(walls, shares, direct, args.cpu)  # after every repetition: a cut-off run still reports
 
 
-def _report(walls: dict[str, list[float]], shares: list[float], cpu: bool) -> None:
+def _report(walls: dict[str, list[float]], shares: list[float], direct: list[float], cpu: bool) -> None:
     for name, xs in walls.items():
         print(f"  {name:9s} eval {_spread(xs, 's')}")
     kernel = (
@@ -176,6 +167,15 @@ def _report(walls: dict[str, list[float]], shares: list[float], cpu: bool) -> No
         f"eval of an unchanged tree, cold timing, {kernel})",
         flush=True,
     )
+    if direct:
+        # the same cost measured inside the process: free of the ~0.5 s spread of torch's import that the
+        # difference of two process walls carries
+        print(
+            f"checks_figure={statistics.median(direct):.1f} % of a guarded eval's wall time is the guard's "
+            f"checks, timed inside its process (median of {len(direct)}, spread "
+            f"{min(direct):.1f}..{max(direct):.1f} %)",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -29,23 +29,22 @@ rm -rf "$RES" && mkdir -p "$RES"
 t0=$(date +%s)
 timeout 330 python3 tests/guard/gpu_suite.py "$RES/suite" > "$OUT/suite.log" 2>&1
 echo "suite rc=$? after $(( $(date +%s) - t0 )) s" > "$OUT/summary.txt"
-left=$(( 560 - ($(date +%s) - t0) ))
+bench_step() {  # bench_step NAME SECONDS CMD...: CMD into $OUT/NAME.log if SECONDS of the 560 s are left
+  local name=$1 need=$2 left
+  shift 2
+  left=$(( 560 - ($(date +%s) - t0) ))
+  if [ "$left" -gt "$need" ]; then
+    timeout "$left" "$@" > "$OUT/$name.log" 2>&1
+    echo "$name rc=$? after $(( $(date +%s) - t0 )) s" >> "$OUT/summary.txt"
+  else
+    echo "$name skipped: $left s left" >> "$OUT/summary.txt"
+  fi
+}
 if [ -n "${KP_SUITE_ONLY:-}" ]; then
   echo "overhead and breakdown skipped: KP_SUITE_ONLY set" >> "$OUT/summary.txt"
-elif [ "$left" -gt 60 ]; then
-  timeout "$left" python3 bench/guard_overhead.py --reps 5 > "$OUT/overhead.log" 2>&1
-  echo "overhead rc=$? after $(( $(date +%s) - t0 )) s" >> "$OUT/summary.txt"
 else
-  echo "overhead skipped: $left s left" >> "$OUT/summary.txt"
-fi
-left=$(( 560 - ($(date +%s) - t0) ))
-if [ -n "${KP_SUITE_ONLY:-}" ]; then
-  :
-elif [ "$left" -gt 100 ]; then
-  timeout "$left" python3 bench/guard_breakdown.py --reps 3 > "$OUT/breakdown.log" 2>&1
-  echo "breakdown rc=$? after $(( $(date +%s) - t0 )) s" >> "$OUT/summary.txt"
-else
-  echo "breakdown skipped: $left s left" >> "$OUT/summary.txt"
+  bench_step overhead 60 python3 bench/guard_overhead.py --reps 5
+  bench_step breakdown 100 python3 bench/guard_breakdown.py --reps 3
 fi
 cp "$RES/suite/suite.json" "$RES/suite/exp_failures.txt" "$OUT/" 2>/dev/null
 mkdir -p "$RES/tasks"

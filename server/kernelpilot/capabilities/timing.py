@@ -44,7 +44,8 @@ CAPABILITIES = [
             "beyond the threshold are dropped and redone. Blocks are added until the CI of the median "
             "per-block ratio B/A is tight or the wall budget ends (a 1-5 ms kernel: seconds). Verdict "
             "improved / regressed when the whole CI, widened by placement_allowance, lies beyond the "
-            "min_effect band, else neutral, or unstable when the ratio is not resolved. Returns the ratio, "
+            "min_effect band, else neutral, or unstable when the ratio is not resolved (or there is none: a "
+            "side timed at 0 us or less did no work where the timer looks). Returns the ratio, "
             "CI, pairs, both sides' absolute medians, every sample and the clock evidence (clocks seen, "
             "reasons, drops, whether the GPU held its clock)."
         ),
