@@ -15,6 +15,40 @@ from kernelpilot.profile.att.models import AttResult
 ProfilerName = Literal["ncu", "rocprofv3"]
 
 
+class PipeUsage(BaseModel):
+    """One SM instruction pipe of an ncu launch: warp instructions it executed and how busy it was.
+
+    Read by `bottleneck` (pipe saturation) and `roofline.issue` (the measured issue floor). ncu's full set
+    holds the utilization only; the counts need `--metrics sm__inst_executed_pipe_<pipe>.sum` added
+    (bench/issue_bound.py does).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    pipe: str = Field(
+        description="ncu pipe name: alu, fma, fmaheavy, lsu, xu, uniform, cbu, adu, tensor_op_*, ..."
+    )
+    inst_executed: float | None = Field(
+        default=None,
+        description="Warp instructions executed on this pipe (sm__inst_executed_pipe_<pipe>.sum).",
+    )
+    utilization_pct: float | None = Field(
+        default=None,
+        description="Issue utilization, % of the pipe's peak over active cycles "
+        "(sm__inst_executed_pipe_<pipe>.avg.pct_of_peak_sustained_active, else ..._elapsed).",
+    )
+    peak_inst_per_cycle: float | None = Field(
+        default=None,
+        description="ncu's own peak for the pipe, warp instructions per cycle summed over SMs "
+        "(sm__inst_executed_pipe_<pipe>.sum.peak_sustained), when collected.",
+    )
+    cycles_active_pct: float | None = Field(
+        default=None,
+        description="Pipe busy cycles, % of peak over active cycles (sm__pipe_<pipe>_cycles_active.avg."
+        "pct_of_peak_sustained_active), when ncu has that counter for the pipe.",
+    )
+
+
 class KernelProfile(BaseModel):
     """One kernel launch, normalized across profilers. Units are in the field names; None = not measured."""
 
@@ -56,6 +90,21 @@ class KernelProfile(BaseModel):
         description="Stall reason -> warps stalled per issued instruction (ncu) or wave-state share (AMD).",
     )
     counters: dict[str, float] = Field(default_factory=dict, description="AMD PMC counters as collected.")
+    inst_executed: float | None = Field(
+        default=None, description="Warp instructions executed by the launch (smsp__inst_executed.sum)."
+    )
+    issue_active_pct: float | None = Field(
+        default=None,
+        description="Share of active cycles a scheduler issued an instruction "
+        "(smsp__issue_active.avg.pct_of_peak_sustained_active).",
+    )
+    sm_cycles_active: float | None = Field(
+        default=None, description="Cycles an SM was active, average over SMs (sm__cycles_active.avg)."
+    )
+    pipes: list[PipeUsage] = Field(
+        default_factory=list,
+        description="Per-pipe instruction counts and utilization (ncu full set), busiest first.",
+    )
     passes: int | None = Field(default=None, description="Replay passes the profiler used for this launch.")
     missing: list[str] = Field(
         default_factory=list, description="Normalized fields the input could not give."

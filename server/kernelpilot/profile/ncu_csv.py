@@ -370,3 +370,69 @@ def parse_source(text: str, source_name: str = "<text>") -> tuple[list[SourceKer
             "(profile with the SourceCounters section, e.g. --set full)",
         )
     return kernels, warnings
+
+
+# ------------------------------------------------------------------------------ pipes (raw page)
+
+_PIPE_INST = re.compile(r"^sm__inst_executed_pipe_([a-z0-9_]+)\.(sum|avg)(?:\.(.+))?$")
+_PIPE_CYCLES = re.compile(r"^sm__pipe_([a-z0-9_]+)_cycles_active\.avg\.pct_of_peak_sustained_active$")
+INST_EXECUTED = "smsp__inst_executed.sum"
+ISSUE_ACTIVE = "smsp__issue_active.avg.pct_of_peak_sustained_active"
+SM_CYCLES_ACTIVE = "sm__cycles_active.avg"
+
+
+@dataclass
+class _Pipe:
+    inst: float | None = None
+    util_active: float | None = None
+    util_elapsed: float | None = None
+    peak: float | None = None
+    cycles_pct: float | None = None
+
+
+def _pipe_slot(pipes: dict[str, _Pipe], name: str, agg: str, rest: str | None, v: float) -> None:
+    p = pipes.setdefault(name, _Pipe())
+    if agg == "sum" and rest is None:
+        p.inst = v
+    elif agg == "sum" and rest == "peak_sustained":
+        p.peak = v
+    elif agg == "avg" and rest == "pct_of_peak_sustained_active":
+        p.util_active = v
+    elif agg == "avg" and rest == "pct_of_peak_sustained_elapsed":
+        p.util_elapsed = v
+
+
+def pipes_from_raw(values: dict[str, float | str | None]) -> list[dict[str, float | str | None]]:
+    """Per-pipe rows (pipe, inst_executed, utilization_pct, peak_inst_per_cycle, cycles_active_pct) from a
+    raw page's `sm__inst_executed_pipe_*` and `sm__pipe_*_cycles_active` metrics, busiest first.
+
+    Pipes with none of those numbers are left out; `_realtime` triage copies are ignored (their names start
+    with a section prefix, e.g. `TPC.TriageCompute.`).
+    """
+    pipes: dict[str, _Pipe] = {}
+    for name, v in values.items():
+        if not isinstance(v, float):
+            continue
+        m = _PIPE_INST.match(name)
+        if m:
+            _pipe_slot(pipes, m.group(1), m.group(2), m.group(3), v)
+            continue
+        c = _PIPE_CYCLES.match(name)
+        if c:
+            pipes.setdefault(c.group(1), _Pipe()).cycles_pct = v
+    rows: list[dict[str, float | str | None]] = []
+    for name, p in pipes.items():
+        util = p.util_active if p.util_active is not None else p.util_elapsed
+        if p.inst is None and util is None and p.cycles_pct is None:
+            continue
+        rows.append(
+            {
+                "pipe": name,
+                "inst_executed": p.inst,
+                "utilization_pct": util,
+                "peak_inst_per_cycle": p.peak,
+                "cycles_active_pct": p.cycles_pct,
+            }
+        )
+    rows.sort(key=lambda r: -max(float(r["utilization_pct"] or 0.0), float(r["cycles_active_pct"] or 0.0)))
+    return rows

@@ -4,8 +4,14 @@ per precision and FLOP/s, and list every normalized field the input could not gi
 from __future__ import annotations
 
 from kernelpilot.profile import metrics as M
-from kernelpilot.profile.models import KernelProfile
-from kernelpilot.profile.ncu_csv import RawKernel
+from kernelpilot.profile.models import KernelProfile, PipeUsage
+from kernelpilot.profile.ncu_csv import (
+    INST_EXECUTED,
+    ISSUE_ACTIVE,
+    SM_CYCLES_ACTIVE,
+    RawKernel,
+    pipes_from_raw,
+)
 
 
 def _num(values: dict[str, float | str | None], names: tuple[str, ...]) -> float | None:
@@ -92,6 +98,10 @@ def profile_from_raw(k: RawKernel, include_raw: bool = False, source: str = "ncu
         l1_hit_rate_pct=other["l1_hit_rate_pct"],
         l2_hit_rate_pct=other["l2_hit_rate_pct"],
         warp_stalls=stalls,
+        inst_executed=_num(v, (INST_EXECUTED,)),
+        issue_active_pct=_num(v, (ISSUE_ACTIVE,)),
+        sm_cycles_active=_num(v, (SM_CYCLES_ACTIVE,)),
+        pipes=[PipeUsage.model_validate(row) for row in pipes_from_raw(v)],
         passes=int(passes) if passes is not None else None,
         missing=missing,
         raw_metrics=dict(v) if include_raw else {},
