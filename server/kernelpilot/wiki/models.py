@@ -27,6 +27,8 @@ UNITS: tuple[str, ...] = (
     "W",
     "count",
     "bytes",
+    "inst/clk",
+    "results/clk",
     "text",
 )
 UNKNOWN_TEXT = "UNKNOWN (gpu-wiki not found)"
