@@ -20,7 +20,17 @@ from kernelpilot.guard import contract as cmod
 from kernelpilot.guard.backend import Backend, backend_for
 from kernelpilot.guard.errors import ContractError
 from kernelpilot.guard.models import CallCheck, Contract, HarnessReport, Rejection
-from kernelpilot.guard.semantic import CallContext, Compared, ShapeRun, call_record, check_output, numel
+from kernelpilot.guard.selection import resolve, timed_view
+from kernelpilot.guard.semantic import (
+    CallContext,
+    Compared,
+    ShapeRun,
+    call_record,
+    check_output,
+    out_clone,
+    out_digest,
+    out_numel,
+)
 
 SEED_STRIDE = 1000  # seeds of shape i are seed + i * SEED_STRIDE + j: every call gets its own values
 
@@ -68,7 +78,7 @@ class _Checker:
             self.be = backend_for(inputs[0], self.loaded.device)
         be = self.be
         ref = _reference(self.loaded, be, inputs)
-        rdig = be.digest(be.f64(ref))
+        rdig = out_digest(be, ref)
         if rdig in run.refs:
             raise ContractError(
                 f"the inputs factory gave the same reference output for two seeds of shape {shape}",
@@ -79,11 +89,12 @@ class _Checker:
         if out_buf is not None:
             be.poison(out_buf)
         sums = [be.digest(x) for x in inputs]
-        be.scribble(numel(ref) * _elem(self.dtype))
+        be.scribble(out_numel(ref) * _elem(self.dtype))
         tol, _ = cmod.tolerance(self.c, shape)
         ctx = CallContext(
             be, self.dtype, self.loaded.device, tol, si == 0, self.timed_passed, self.c.in_place
         )
+        ctx.selection = resolve(self.c, shape, tol.rtol, self.dtype)
         try:
             out = _call(self.loaded, be, inputs, out_buf)
         except Exception as exc:  # the candidate raised: correctness_failed on the timed shape
@@ -99,13 +110,13 @@ class _Checker:
         length = cmod.reduced_length(self.c, shape)
         found, cmp = check_output(ctx, out, ref, inputs, sums, run, length)
         if found is None:
-            run.outputs.append(be.digest(out))
+            run.outputs.append(out_digest(be, out))
         return found, out, cmp
 
     def determinism(self, shape: dict[str, int], seed: int, run: ShapeRun) -> Rejection | None:
         assert self.be is not None
         be = self.be
-        digests = {be.digest(run.first_out)}
+        digests = {out_digest(be, run.first_out)}
         for _ in range(2):  # two more calls on the values of the first one: all three must agree bitwise
             inputs = self.loaded.make(shape, seed)
             buf = be.empty(run.first_out, self.dtype) if self.c.out else None
@@ -118,7 +129,7 @@ class _Checker:
                     evidence=f"a repeated call on equal values (shape {shape}, seed {seed}) raised "
                     f"{type(exc).__name__}: {exc}",
                 )
-            digests.add(be.digest(out))
+            digests.add(out_digest(be, out))
         if len(digests) > 1:
             return Rejection(
                 check="semantic",
@@ -140,7 +151,7 @@ class _Checker:
                 return rej
             if j == 0:
                 assert self.be is not None
-                run.first_out = self.be.clone(out)
+                run.first_out = out_clone(self.be, out)
         if self.c.deterministic:
             rej = self.determinism(shape, base, run)
             if rej is not None:
@@ -160,8 +171,12 @@ def _timed_refs(loaded: cmod.Loaded, be: Backend | None) -> list[list[float]]:
     if be is None:
         return []
     shape = loaded.contract.shapes[0]
+    sel = loaded.contract.selection
+    if sel is not None and sel.values is None:
+        return []  # ids alone are not compared under the timer (`selection.timed_view`)
     return [
-        be.fingerprint(_reference(loaded, be, loaded.make(shape, TIMING_SEED + i))) for i in range(TIMED_SETS)
+        be.fingerprint(timed_view(sel, _reference(loaded, be, loaded.make(shape, TIMING_SEED + i))))
+        for i in range(TIMED_SETS)
     ]
 
 

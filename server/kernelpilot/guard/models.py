@@ -52,6 +52,41 @@ class RooflineSpec(BaseModel):
     params: dict[str, int | float | bool | str] = Field(default_factory=dict)
 
 
+class Selection(BaseModel):
+    """A selection op (top-k, gating): ids judged as sets with tie tolerance, values at the chosen ids.
+
+    The candidate returns a tuple with the `values` and `ids` outputs; the reference returns the same
+    tuple followed by the scores of every entry along `dim` (the quantity ranked), which decide ties
+    (`guard.selection`, docs/guard.md)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    ids: int = Field(ge=0, description="Index of the ids output (integers) in the output tuple.")
+    values: int | None = Field(None, ge=0, description="Index of the values output; None: ids only.")
+    k: int | str = Field(description="Entries selected per row: a number or a shape key.")
+    dim: int = Field(-1, description="The dimension selected along (of the scores; ids and values too).")
+    largest: bool = Field(True, description="True: the k highest scores; False: the k lowest.")
+    order: Literal["any", "descending", "ascending"] = Field(
+        "any", description="Order of the ids within a row by reference score (ties in any order)."
+    )
+    values_dtype: str | None = Field(None, description="dtype of the values output; None: the contract's.")
+    tie_rtol: float | None = Field(
+        None,
+        gt=0,
+        description="Scores this close (relative) to the k-th tie with it; None: the tolerance's rtol.",
+    )
+    tie_atol: float | None = Field(
+        None, ge=0, description="Absolute part of the tie; None: tie_rtol x RMS of the row's scores."
+    )
+
+    @field_validator("ids", "values")
+    @classmethod
+    def _small(cls, v: int | None) -> int | None:
+        if v is not None and v > 1:
+            raise ValueError("a selection's outputs are (values, ids) in either order: indices 0 and 1")
+        return v
+
+
 class Contract(BaseModel):
     """The reference contract of a task (the `contract` key of task.json)."""
 
@@ -82,6 +117,9 @@ class Contract(BaseModel):
         None, description="Shape key of the reduced length (K of a GEMM); widens the default tolerance."
     )
     roofline: RooflineSpec | None = Field(None, description="Op model for the physics floor; None skips it.")
+    selection: Selection | None = Field(
+        None, description="A selection op (top-k): ids as sets with tie tolerance; see docs/guard.md."
+    )
 
     @field_validator("shapes")
     @classmethod

@@ -3,17 +3,20 @@
 Per shape (the first is the timed one) and per fresh seed: new input values, the reference computed on
 float64 copies before the candidate runs, allocator memory scribbled and any `out` buffer poisoned, the
 inputs checksummed before and after, the output required to be a real array/tensor of the declared dtype,
-then compared elementwise. A failing call is named by the most specific check it meets (see `classify`);
-after the seeds, two calls on equal values must agree bitwise where the contract says deterministic.
+then compared elementwise (or, for a selection op, as sets of ids with tie tolerance and values matched by
+rank: `guard.selection`; each array of a tuple output goes through the same checks). A failing call is
+named by the most specific check it meets (see `classify`); after the seeds, two calls on equal values
+must agree bitwise where the contract says deterministic.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kernelpilot.guard import contract as cmod
+from kernelpilot.guard import selection as smod
 from kernelpilot.guard.backend import Backend
 from kernelpilot.guard.models import CallCheck, Rejection, RejectStatus, Tolerance
 
@@ -28,6 +31,7 @@ class Compared:
     max_ulp_err: float
     bad: int
     total: int
+    why: str = ""  # a selection's evidence (ids judged per row)
 
 
 def compare(be: Backend, out: Any, ref: Any, tol: Tolerance, dtype: str) -> Compared:
@@ -55,6 +59,21 @@ def numel(x: Any) -> int:
     return int(n)
 
 
+def out_numel(x: Any) -> int:
+    """Elements of an output, summed over the arrays of a tuple output."""
+    return sum(numel(p) for p in smod.parts(x))
+
+
+def out_digest(be: Backend, x: Any) -> str:
+    """The digest of an output (each array of a tuple output, joined)."""
+    return "|".join(be.digest(p) for p in smod.parts(x))
+
+
+def out_clone(be: Backend, x: Any) -> Any:
+    got = [be.clone(p) for p in smod.parts(x)]
+    return tuple(got) if isinstance(x, (tuple, list)) else got[0]
+
+
 def _finite_max(xp: Any, x: Any) -> float:
     if numel(x) == 0:
         return 0.0
@@ -80,6 +99,7 @@ class CallContext:
     timed_shape: bool
     timed_passed: bool
     in_place: list[int]
+    selection: smod.Spec | None = None
 
 
 def _reject(status: RejectStatus, evidence: str, **numbers: float) -> Rejection:
@@ -87,24 +107,68 @@ def _reject(status: RejectStatus, evidence: str, **numbers: float) -> Rejection:
     return Rejection(check="semantic", status=status, evidence=evidence, numbers=finite)
 
 
-def _wrong_dtype(ctx: CallContext, out: Any) -> Rejection:
-    got = ctx.be.dtype_name(out)
-    if got in cmod.MANTISSA_BITS and cmod.MANTISSA_BITS[got] < cmod.MANTISSA_BITS[ctx.dtype]:
+def _wrong_dtype(got: str, want: str, what: str = "output") -> Rejection:
+    if (
+        got in cmod.MANTISSA_BITS
+        and want in cmod.MANTISSA_BITS
+        and cmod.MANTISSA_BITS[got] < cmod.MANTISSA_BITS[want]
+    ):
         return _reject(
-            "rejected_precision", f"output dtype {got} is lower precision than the declared {ctx.dtype}"
+            "rejected_precision", f"{what} dtype {got} is lower precision than the declared {want}"
         )
-    return _reject("rejected_wrong_output", f"output dtype {got} is not the declared {ctx.dtype}")
+    return _reject("rejected_wrong_output", f"{what} dtype {got} is not the declared {want}")
+
+
+def measure(ctx: CallContext, out: Any, ref: Any, tol: Tolerance, tie_rtol: float | None = None) -> Compared:
+    """The values check of the contract: elementwise, or the selection check (`tie_rtol` overrides its
+    default tie tolerance, for the lower-precision test)."""
+    spec = ctx.selection
+    if spec is None:
+        return compare(ctx.be, out, ref, tol, ctx.dtype)
+    if tie_rtol is not None and spec.sel.tie_rtol is None:
+        spec = replace(spec, tie_rtol=tie_rtol)
+    got = smod.align(ctx.be, spec, out, ref)
+    if got.why:
+        return Compared(False, 0.0, 0.0, got.bad_rows, got.rows, why=got.why)
+    if got.cand_values is None:
+        return Compared(True, 0.0, 0.0, 0, got.rows)
+    cmp = compare(ctx.be, got.cand_values, got.ref_values, tol, spec.values_dtype)
+    if not cmp.ok:
+        cmp.why = (
+            f"ids agree with the reference's as sets (ties aside) in all {got.rows} rows; values matched by "
+            f"rank: {cmp.bad} of {cmp.total} out of tolerance (max rel err {cmp.max_rel_err:.3g}, max "
+            f"{cmp.max_ulp_err:.3g} ULP)"
+        )
+    return cmp
 
 
 def _lower_precision(ctx: CallContext, out: Any, ref: Any, length: int) -> str | None:
     """The lower format whose default tolerance the output meets (a computation in that format), if any."""
-    lower = cmod.LOWER.get(ctx.dtype, ())
+    want = ctx.selection.values_dtype if ctx.selection else ctx.dtype
+    lower = cmod.LOWER.get(want, ())
     for low in lower:
-        tol = Tolerance(rtol=LOWER_SLACK * cmod.default_rtol(low, length))
-        if compare(ctx.be, out, ref, tol, ctx.dtype).ok:
+        rtol = LOWER_SLACK * cmod.default_rtol(low, length)
+        if measure(ctx, out, ref, Tolerance(rtol=rtol), tie_rtol=rtol).ok:
             same = [d for d in lower if cmod.MANTISSA_BITS[d] == cmod.MANTISSA_BITS[low]]
             return "/".join(same)
     return None
+
+
+def _identity_or_constant(be: Backend, out: Any, inputs: list[Any]) -> str:
+    """How an output is an input (identity) or one constant ("" when neither), per array of a tuple."""
+    for p in smod.parts(out):
+        digest = be.digest(p)
+        for i, x in enumerate(inputs):
+            if (
+                tuple(x.shape) == tuple(p.shape)
+                and be.dtype_name(x) == be.dtype_name(p)
+                and be.digest(x) == digest
+            ):
+                return f"output equals input {i} bitwise (identity)"
+        flat = be.f64(p).reshape(-1)
+        if numel(flat) > 1 and float(flat.max()) == float(flat.min()):
+            return f"output is the constant {float(flat.max())!r}"
+    return ""
 
 
 def classify(
@@ -112,35 +176,24 @@ def classify(
 ) -> Rejection:
     """Name a call whose values failed by the most specific check it meets."""
     be = ctx.be
-    ev = (
+    ev = cmp.why or (
         f"{cmp.bad} of {cmp.total} elements out of tolerance (max rel err {cmp.max_rel_err:.3g}, "
         f"max {cmp.max_ulp_err:.3g} ULP)"
     )
     nums = {"bad": float(cmp.bad), "max_rel_err": cmp.max_rel_err, "max_ulp_err": cmp.max_ulp_err}
-    poisoned = be.poisoned_count(out)
+    poisoned = sum(be.poisoned_count(p) for p in smod.parts(out))
     if poisoned:
         return _reject(
             "rejected_stale_output",
-            f"{poisoned} of {cmp.total} output elements still hold the poison written before the call "
+            f"{poisoned} of {out_numel(out)} output elements still hold the poison written before the call "
             "(never written by the candidate: stale or uninitialised memory)",
             poisoned=float(poisoned),
             **nums,
         )
-    digest = be.digest(out)
-    for i, x in enumerate(inputs):
-        if (
-            tuple(x.shape) == tuple(out.shape)
-            and be.dtype_name(x) == be.dtype_name(out)
-            and be.digest(x) == digest
-        ):
-            return _reject(
-                "rejected_constant_output", f"output equals input {i} bitwise (identity); {ev}", **nums
-            )
-    flat = be.f64(out).reshape(-1)
-    if numel(flat) > 1 and float(flat.max()) == float(flat.min()):
-        return _reject(
-            "rejected_constant_output", f"output is the constant {float(flat.max())!r}; {ev}", **nums
-        )
+    same = _identity_or_constant(be, out, inputs)
+    if same:
+        return _reject("rejected_constant_output", f"{same}; {ev}", **nums)
+    digest = out_digest(be, out)
     if digest in run.outputs:
         return _reject(
             "rejected_cached_output",
@@ -154,13 +207,47 @@ def classify(
         )
     low = _lower_precision(ctx, out, ref, length)
     if low is not None:
+        want = ctx.selection.values_dtype if ctx.selection else ctx.dtype
         return _reject(
             "rejected_precision",
-            f"{ev}: within the tolerance of {low}, not of the declared {ctx.dtype} "
-            "(computed in lower precision)",
+            f"{ev}: within the tolerance of {low}, not of the declared {want} (computed in lower precision)",
             **nums,
         )
     return _reject("rejected_wrong_output", ev, **nums)
+
+
+def _pairs(ctx: CallContext, out: Any, ref: Any) -> tuple[list[tuple[Any, Any, str, str]], Rejection | None]:
+    """(candidate array, reference array, declared dtype or "int", name) per output; a selection's
+    reference loses its trailing scores. A candidate tuple of the wrong length is rejected here."""
+    spec = ctx.selection
+    if spec is None:
+        return [(out, ref, ctx.dtype, "output")], None
+    refs, _ = smod.split_reference(spec, ref)
+    got = smod.parts(out)
+    if len(got) != spec.n_outputs:
+        want = "(values, ids)" if spec.n_outputs == 2 else "the ids"
+        return [], _reject(
+            "rejected_wrong_output", f"output has {len(got)} array(s); the selection returns {want}"
+        )
+    names = {spec.sel.ids: ("int", "ids output")}
+    if spec.sel.values is not None:
+        names[spec.sel.values] = (spec.values_dtype, "values output")
+    return [(got[i], refs[i], *names[i]) for i in range(spec.n_outputs)], None
+
+
+def _structure(ctx: CallContext, pairs: list[tuple[Any, Any, str, str]]) -> Rejection | None:
+    """A lazy output or a wrong dtype (per array of a tuple output)."""
+    for o, _, _, what in pairs:
+        problem = ctx.be.real_problem(o, ctx.device)
+        if problem:
+            return _reject("rejected_lazy_output", problem if what == "output" else f"{what}: {problem}")
+    for o, _, want, what in pairs:
+        if want == "int":
+            if not smod.is_int(o):
+                return _reject("rejected_wrong_output", f"{what} dtype {o.dtype} is not an integer type")
+        elif ctx.be.dtype_name(o) != want:
+            return _wrong_dtype(ctx.be.dtype_name(o), want, what)
+    return None
 
 
 def check_output(
@@ -168,11 +255,10 @@ def check_output(
 ) -> tuple[Rejection | None, Compared | None]:
     """All checks of one call's output; (rejection or None, the comparison when values were compared)."""
     be = ctx.be
-    problem = be.real_problem(out, ctx.device)
-    if problem:
-        return _reject("rejected_lazy_output", problem), None
-    if be.dtype_name(out) != ctx.dtype:
-        return _wrong_dtype(ctx, out), None
+    pairs, wrong = _pairs(ctx, out, ref)
+    found = wrong or _structure(ctx, pairs)
+    if found is not None:
+        return found, None
     after = [be.digest(x) for x in inputs]
     changed = [
         i for i, (a, b) in enumerate(zip(sums, after, strict=True)) if a != b and i not in ctx.in_place
@@ -184,13 +270,16 @@ def check_output(
             "declare them in-place",
             inputs_changed=float(len(changed)),
         ), None
-    if tuple(out.shape) != tuple(ref.shape):
-        why = f"output shape {tuple(out.shape)} is not the reference's {tuple(ref.shape)}"
-        status: RejectStatus = (
-            "rejected_shape_specific" if not ctx.timed_shape and ctx.timed_passed else "rejected_wrong_output"
-        )
-        return _reject(status, why), None
-    cmp = compare(be, out, ref, ctx.tol, ctx.dtype)
+    for o, r, _, what in pairs:
+        if tuple(o.shape) != tuple(r.shape):
+            why = f"{what} shape {tuple(o.shape)} is not the reference's {tuple(r.shape)}"
+            status: RejectStatus = (
+                "rejected_shape_specific"
+                if not ctx.timed_shape and ctx.timed_passed
+                else "rejected_wrong_output"
+            )
+            return _reject(status, why), None
+    cmp = measure(ctx, out, ref, ctx.tol)
     if cmp.ok:
         return None, cmp
     return classify(ctx, out, ref, inputs, run, cmp, length), cmp

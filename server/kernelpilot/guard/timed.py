@@ -56,7 +56,8 @@ def make(rotate: int = 1, root: str | None = None) -> list[Callable[[], Any]]:
             kwargs["out"] = _empty_like(loaded.reference(*inputs))
         call = functools.partial(loaded.candidate, *inputs, **kwargs)
         # an in-place op keeps changing its timed input, so its timed outputs are not checked (docs/guard.md)
-        closures.append(call if contract.in_place else TimedCall(call, kwargs.get("out")))
+        timed = TimedCall(call, kwargs.get("out"), view=contract.selection)
+        closures.append(call if contract.in_place else timed)
     return closures
 
 
@@ -64,15 +65,25 @@ class TimedCall:
     """One timed closure; keeps its last output so the timing process can report what the timed calls
     returned (`Observation.timed_outputs`), which eval holds against the reference on the same inputs."""
 
-    def __init__(self, fn: Callable[[], Any], out: Any = None) -> None:
+    def __init__(self, fn: Callable[[], Any], out: Any = None, view: Any = None) -> None:
         self.fn = fn
         self.out = out  # the contract's `out` buffer: the output when the candidate returns None
-        self.last: Any = None
+        self.view = view  # a contract's `Selection`: `last` is then what `selection.timed_view` samples
+        self.raw: Any = None
 
     def __call__(self) -> Any:
         got = self.fn()
-        self.last = self.out if got is None and self.out is not None else got
+        self.raw = self.out if got is None and self.out is not None else got
         return got
+
+    @property
+    def last(self) -> Any:
+        """The last output as the timed-output check samples it (read after the timing, not per call)."""
+        if self.view is None:
+            return self.raw
+        from kernelpilot.guard.selection import timed_view
+
+        return timed_view(self.view, self.raw)
 
 
 def _empty_like(x: Any) -> Any:
