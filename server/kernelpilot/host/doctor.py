@@ -23,6 +23,7 @@ DOCTOR_TOOLS = (
     "cuobjdump",
     "llvm-objdump",
     "nvcc",
+    "ptxas",
     "hipcc",
     "nvidia-smi",
     "rocm-smi",
@@ -42,6 +43,9 @@ class ToolStatus(Result):
     path: str | None = None
     version: str | None = None
     env_var: str = Field(description="Environment variable that overrides this tool's path.")
+    bundled_with: str | None = Field(
+        None, description="The Python package whose wheel ships the program found (triton), if so."
+    )
 
 
 class GpuInfo(Result):
@@ -87,7 +91,8 @@ class DoctorResult(Result):
         lines = ["Tools:"]
         for t in self.tools:
             if t.found:
-                lines.append(f"  [x] {t.name:<13} {t.version or '(version unknown)'}  ({t.path})")
+                via = f", shipped with {t.bundled_with}" if t.bundled_with else ""
+                lines.append(f"  [x] {t.name:<13} {t.version or '(version unknown)'}  ({t.path}{via})")
             else:
                 lines.append(f"  [ ] {t.name:<13} not found (set {t.env_var} to override)")
         lines.append("GPUs:")
@@ -129,6 +134,12 @@ _CAPABILITY_NEEDS: tuple[tuple[str, tuple[tuple[str, ...], ...], str | None, str
     ("wiki lookup, citation audit, roofline", (), None, None),
     ("SASS disassembly and instruction mix", (("nvdisasm", "cuobjdump"),), None, None),
     ("fatbin fallback for compressed entries", (("cuobjdump",),), None, None),
+    (
+        "offline SASS counts: PTX to cubin (ptxas) and disassembly, no GPU",
+        (("ptxas",), ("nvdisasm",)),
+        None,
+        None,
+    ),
     ("AMDGCN disassembly and instruction mix", (("llvm-objdump",),), None, None),
     ("NVIDIA profiling (ncu)", (("ncu",),), "NVIDIA", None),
     ("reading .ncu-rep reports", (("ncu",),), None, None),
@@ -142,7 +153,9 @@ _CAPABILITY_NEEDS: tuple[tuple[str, tuple[tuple[str, ...], ...], str | None, str
 def _probe_tool(name: str) -> ToolStatus:
     path = toolchain.find_tool(name)
     version = toolchain.tool_version(name, path) if path else None
+    triton = {str(Path(d)) for d in toolchain.triton_bin_dirs()}
     return ToolStatus(
+        bundled_with="triton" if path is not None and str(path.parent) in triton else None,
         name=name,
         found=path is not None,
         path=str(path) if path else None,

@@ -8,6 +8,7 @@ the whole process group, and typed errors. It does not parse any tool's output b
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
 import re
 import shutil
@@ -78,6 +79,19 @@ def _python_scripts_dirs() -> list[str]:
     return dirs
 
 
+def triton_bin_dirs() -> list[str]:
+    """`triton/backends/nvidia/bin` of the Triton the running interpreter would import: its wheel ships
+    ptxas, nvdisasm and cuobjdump, so a CPU host with Triton compiles and counts SASS offline (issue 32).
+    Found without importing triton (its import is slow and may need a GPU driver)."""
+    try:
+        spec = importlib.util.find_spec("triton")
+    except (ImportError, ValueError):  # a broken or half-installed package: no bundled tools, not an error
+        return []
+    if spec is None or not spec.submodule_search_locations:
+        return []
+    return [str(Path(loc) / "backends" / "nvidia" / "bin") for loc in spec.submodule_search_locations]
+
+
 # LLVM versions to prefer, newest first: a distribution's plain `llvm-objdump` may be too old to know
 # recent AMD targets (Debian 12's LLVM 14 lacks gfx12), while ROCm's or a versioned one does.
 _LLVM_VERSIONS = tuple(range(22, 16, -1))
@@ -101,7 +115,7 @@ def _preferred(name: str, path_var: str | None) -> Path | None:
 
 def find_tool(name: str, env: Mapping[str, str] | None = None) -> Path | None:
     """Locate a program: `KERNELPILOT_<NAME>` if set, else (LLVM tools) the newest versioned build,
-    else PATH, else known folders. None if absent."""
+    else PATH, else known folders (then pip wheels' and an installed Triton's bundled bin). None if absent."""
     environ = os.environ if env is None else env
     override = environ.get(env_var_for(name))
     if override:
@@ -113,7 +127,7 @@ def find_tool(name: str, env: Mapping[str, str] | None = None) -> Path | None:
     found = shutil.which(name, path=environ.get("PATH"))
     if found:
         return Path(found)
-    extra = list(KNOWN_TOOLS.get(name, ((), ()))[1]) + _python_scripts_dirs()
+    extra = list(KNOWN_TOOLS.get(name, ((), ()))[1]) + _python_scripts_dirs() + triton_bin_dirs()
     for folder in extra:
         base = Path(folder)
         if not base.is_dir():
