@@ -18,6 +18,7 @@ from kernelpilot.bottleneck.isa_facts import normalize
 from kernelpilot.bottleneck.models import BottleneckVerdict, ClassifyRequest
 from kernelpilot.bottleneck.rules import RULES, Ctx
 from kernelpilot.bottleneck.rules.base import Clear, Finding
+from kernelpilot.bottleneck.rules.issue import RULES as ISSUE_RULES
 from kernelpilot.profile.core import profile_parse
 from kernelpilot.profile.models import ProfileParseRequest
 from kernelpilot.suggest.core import suggest_experiments
@@ -200,7 +201,9 @@ def ctx(kernel: str) -> Ctx:
 
 
 def test_every_rule_has_a_real_case() -> None:
-    assert {r.name for r in RULES} == set(RULE_CASES)
+    # the issue-side rules have their cases in test_issue_causes.py (some on tests/fixtures/profile/ncu)
+    issue_side = {r.name for r in ISSUE_RULES}
+    assert {r.name for r in RULES} - issue_side == set(RULE_CASES)
 
 
 @pytest.mark.parametrize("rule", sorted(RULE_CASES))

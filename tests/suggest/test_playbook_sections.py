@@ -44,3 +44,37 @@ def test_shape_from_loads_per_thread(loads: float, shape: str) -> None:
     v = {"causes": [{"evidence": [{"metric": "global_loads_per_thread", "value": loads}]}]}
     assert kernel_shape(v)[0] == shape
     assert kernel_shape({"causes": []}) == (None, "")
+
+
+def _sections(book: str, prefix: str) -> dict[str, str]:
+    text = (PLAYBOOKS / book).read_text()
+    parts = re.split(r"^### ", text, flags=re.M)[1:]
+    return {p.split(".", 1)[0]: p for p in parts if p.startswith(prefix)}
+
+
+@pytest.mark.parametrize("book", ["triton.md", "cuda.md", "hip.md"])
+def test_reduction_and_selection_levers_say_when_how_to_verify_and_cite(book: str) -> None:
+    """The R sections (issue 32: levers for issue-bound reductions and selection) follow the playbook
+    format and cite a public source by URL; the counters they name are ones kernelpilot reads."""
+    found = _sections(book, "R")
+    assert found, book
+    for sid, body in found.items():
+        for field in ("**When**", "**How**", "**Verify**", "**Risks**", "**Source**"):
+            assert field in body, (book, sid, field)
+        assert "https://" in body.split("**Source**", 1)[1], (book, sid)
+
+
+def test_triton_and_cuda_cover_every_issue_lever_topic() -> None:
+    topics = {
+        "denominator": "R2",
+        "integer key": "R3",
+        "knock-out": "R4",
+        "itonic": "R5",
+        "-per-row": "R6",
+    }
+    for book in ("triton.md", "cuda.md"):
+        found = _sections(book, "R")
+        for word, sid in topics.items():
+            assert word in found[sid].split("\n", 1)[0], (book, sid, word)
+    assert "Replicated epilogues" in _sections("triton.md", "R")["R7"]
+    assert "Shuffle tree vs shared-memory" in _sections("cuda.md", "R")["R7"]

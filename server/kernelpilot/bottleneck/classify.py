@@ -13,6 +13,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from kernelpilot.bottleneck.fallback import fallback_cause, full_set_given
 from kernelpilot.bottleneck.isa_facts import normalize as normalize_isa
 from kernelpilot.bottleneck.models import (
     BottleneckVerdict,
@@ -20,6 +21,13 @@ from kernelpilot.bottleneck.models import (
     ClassifyRequest,
     ClassifyResult,
     Evidence,
+)
+from kernelpilot.bottleneck.pipes import (
+    COMPUTE_PIPES,
+    PipeReading,
+    busiest,
+    issue_active_pct,
+    pipe_utilization,
 )
 from kernelpilot.bottleneck.rules import Ctx, evaluate
 from kernelpilot.foundation.errors import InvalidArgumentError
@@ -29,6 +37,7 @@ from kernelpilot.roofline import stop
 from kernelpilot.roofline.models import Ceiling, StopVerdict
 
 HIGH_PCT = 80.0  # ncu SOL rule: unit is saturated
+ISSUE_ACTIVE_METRIC = "smsp__issue_active.avg.pct_of_peak_sustained_active"
 BOUND_PCT = 60.0  # ncu SOL rule: below this on both sides, latency issues
 LEANING_PCT = 40.0  # kernelpilot: memory-leaning when memory SOL is 40-60% and memory stalls dominate
 PARALLELISM_WAVES = 0.5  # kernelpilot: fewer than half a wave of blocks per SM = too little parallelism
@@ -37,13 +46,6 @@ SYNC_STALL_SHARE = 0.20  # kernelpilot: barrier+membar >= 20% of stalls per issu
 COMPUTE_PIPE_PCT = 60.0
 DRAM_SHARE_OF_TOP = 0.8  # DRAM is the level when its SOL is within 80% of the busiest memory unit
 
-_PIPES = {
-    "tensor": "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
-    "fma": "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",
-    "fp64": "sm__pipe_fp64_cycles_active.avg.pct_of_peak_sustained_active",
-    "alu": "sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_active",
-    "xu": "sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active",
-}
 _MEM_STALLS = ("long_scoreboard", "lg_throttle", "mio_throttle", "short_scoreboard", "drain", "tex_throttle")
 
 
@@ -139,7 +141,8 @@ class _State:
     top_stalls: list[tuple[str, float]]
     waves: float | None
     occ: float | None
-    top_pipe: tuple[str, float] | None
+    top_pipe: PipeReading | None
+    issue: float | None
 
     @property
     def stall_total(self) -> float:
@@ -206,8 +209,6 @@ def _state(p: KernelProfile, b: _Builder, peaks: list[CitedPeak], isa: dict[str,
     if sm is None or mem is None:
         return None
     stalls = {k: v for k, v in p.warp_stalls.items() if k != "selected"}
-    pipes = {k: _f(p, n) for k, n in _PIPES.items()}
-    known = {k: v for k, v in pipes.items() if v is not None}
     return _State(
         p=p,
         names=names,
@@ -220,7 +221,8 @@ def _state(p: KernelProfile, b: _Builder, peaks: list[CitedPeak], isa: dict[str,
         top_stalls=sorted(stalls.items(), key=lambda kv: -kv[1])[:3],
         waves=_f(p, "launch__waves_per_multiprocessor"),
         occ=p.achieved_occupancy_pct,
-        top_pipe=max(known.items(), key=lambda kv: kv[1]) if known else None,
+        top_pipe=busiest(pipe_utilization(p), COMPUTE_PIPES),
+        issue=issue_active_pct(p),
     )
 
 
@@ -244,25 +246,54 @@ def _v_parallelism(s: _State, b: _Builder) -> _Out | None:
     return "latency_bound", None, 0.85, nxt, "too little parallelism: the GPU is mostly idle"
 
 
+def _issue_bound(s: _State) -> bool:
+    """Issue slots and SM throughput busy with no compute pipe saturated: bound by the instruction count
+    (the issue roof), which the verdict files under compute_bound and names in its summary."""
+    tp = s.top_pipe
+    return (
+        s.issue is not None
+        and s.issue >= BOUND_PCT
+        and s.sm >= BOUND_PCT
+        and s.sm > s.mem
+        and (tp is None or tp.pct < COMPUTE_PIPE_PCT)
+    )
+
+
 def _v_compute(s: _State, b: _Builder) -> _Out | None:
     tp = s.top_pipe
+    issue_bound = _issue_bound(s)
     if not (
-        (tp is not None and tp[1] >= COMPUTE_PIPE_PCT)
+        (tp is not None and tp.pct >= COMPUTE_PIPE_PCT)
         or (tp is None and s.sm >= BOUND_PCT and s.sm > s.mem + 10.0)
+        or issue_bound
     ):
         return None
     s.sol(b, ("sm", "mem"), f"compute SOL >= {BOUND_PCT:g} (%) and above memory SOL")
+    if issue_bound:
+        b.add(ISSUE_ACTIVE_METRIC, s.issue, f">= {BOUND_PCT:g} (%): issue slots busy, no pipe saturated")
     if tp is not None:
-        b.add(_PIPES[tp[0]], tp[1], f">= {COMPUTE_PIPE_PCT:g} (%): busiest pipe is {tp[0]}")
+        b.add(tp.metric, tp.pct, f"pipe {tp.pipe}: busiest compute pipe (>= {COMPUTE_PIPE_PCT:g}% saturates)")
     for prec, rate in sorted(s.p.flop_per_s.items(), key=lambda kv: -kv[1])[:2]:
         if rate > 0:
             b.add(f"flop_per_s.{prec}", rate, "achieved (context)")
-    conf = 0.9 if max(s.sm, tp[1] if tp else 0.0) >= HIGH_PCT else 0.7
+    conf = 0.9 if max(s.sm, tp.pct if tp else 0.0) >= HIGH_PCT else 0.7
     nxt = [
         "compare achieved FLOP/s with the cited peak (kernelpilot roofline) to see the headroom",
         "kernelpilot isa mix: are the intended tensor/FMA instructions there, at the widest form?",
     ]
-    pipe = f", {tp[0]} pipe {tp[1]:.0f}%" if tp else ""
+    pipe = f", {tp.pipe} pipe {tp.pct:.0f}%" if tp else ""
+    if issue_bound and s.issue is not None:
+        nxt = [
+            "kernelpilot roofline --isa <code object>: the issue floor from the kernel's instruction counts"
+        ]
+        return (
+            "compute_bound",
+            None,
+            0.8 if s.issue >= HIGH_PCT else 0.7,
+            nxt,
+            f"issue-bound (compute side): issue slots {s.issue:.0f}% busy, SM {s.sm:.0f}%{pipe}: no single "
+            "pipe saturates, the instruction count binds",
+        )
     return "compute_bound", None, conf, nxt, f"compute-bound: SM {s.sm:.0f}% of peak{pipe}"
 
 
@@ -439,16 +470,30 @@ def classify_profile(
     mem_stop = memory_stop(p, peaks or [], wiki or [])
     causes, ruled_out = evaluate(Ctx(p=p, where=where, isa=isa or {}, stop=mem_stop))
     evaluated = {c.rule for c in causes} | {r.split(":", 1)[0] for r in ruled_out}
+    full = full_set_given(p)
+    if not causes and full and verdict != "unknown":
+        causes = [fallback_cause(p, verdict, summary, ruled_out, where)]
     if causes:
         nxt = ["kernelpilot suggest --bottleneck <this JSON>: levers ranked by these causes' gains"]
-    if not set(_FULL_SET_RULES) <= evaluated:
-        nxt.append(
-            "kernelpilot profile run --mode full: the cause rules need the full set "
-            "(sectors per request, bank conflicts, local memory, stall mix)"
-        )
+    if not set(_FULL_SET_RULES) <= evaluated and not full:
+        nxt.append(_measure_more(p))
     res = _verdict(p, verdict, level, conf, b, nxt, summary)
     res.causes, res.ruled_out, res.stop = causes, ruled_out, mem_stop
     return res
+
+
+def _measure_more(p: KernelProfile) -> str:
+    """What to collect for the cause rules: never the mode the input already is."""
+    if not p.raw_metrics and not getattr(p, "pipes", None):
+        return (
+            "pass the profiler file as profile_path (or `kernelpilot profile parse --json "
+            "--include-raw-metrics`): this profile JSON carries no raw metrics, so the cause rules cannot "
+            "read its stall mix, pipes or sectors"
+        )
+    return (
+        "kernelpilot profile run --mode full: the cause rules need the full set "
+        "(sectors per request, bank conflicts, local memory, stall mix, pipe utilization)"
+    )
 
 
 def _verdict(

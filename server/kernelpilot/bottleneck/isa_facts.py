@@ -26,6 +26,9 @@ def _from_fit(rep: dict[str, Any]) -> dict[str, object]:
         fam = mix.get("families") or {}
         out["tensor_ops"] = int(fam.get("matrix", 0))
         out["local_instructions"] = int(fam.get("local", 0))
+        shfl = fam.get("shuffle", (mix.get("top_opcodes") or {}).get("SHFL"))
+        if isinstance(shfl, int) and isinstance(mix.get("instructions"), int):
+            out["shuffles"], out["instructions"] = shfl, mix["instructions"]  # rules.issue: shuffle_chain
     return out
 
 

@@ -46,6 +46,8 @@ PREDICTIONS = {
     "compute": "higher achieved FLOP/s; time should fall toward the compute roof",
     "latency": "more work in flight (occupancy or ILP); stall cycles per instruction should drop",
     "sync": "fewer barrier/atomic stalls; time should fall by about the measured stall share",
+    "issue": "fewer warp instructions issued for the same work (smsp__inst_executed.sum; SHFL and total "
+    "counts in `isa mix`); time should fall about in proportion while the issue floor binds",
     "resources": "no local-memory traffic (spills 0 in `isa resources`) and a shorter time",
     "measure": "no time change: this step only measures",
 }
@@ -315,10 +317,55 @@ def _from_causes(
     if roof:
         out = _with_stop(out, causes, roof[0], kernel, files, task)
     elif not any(c.gain_pct is None or c.gain_pct >= MIN_GAIN_PCT for c in causes):
-        why = [f"no rule found a gain >= {MIN_GAIN_PCT:g}% and the stop verdict is not MET", _stop_line(v)]
-        top = max([s.score for s in out] + [0.0]) + 0.01
-        out.insert(0, _make(BY_ID["measure_first"], kernel, files, task, top, why))
+        why = f"no rule found a gain >= {MIN_GAIN_PCT:g}% and the stop verdict is not MET; {_stop_line(v)}"
+        if v["verdict"] == "unknown":
+            top = max([s.score for s in out] + [0.0]) + 0.01
+            out.insert(0, _make(BY_ID["measure_first"], kernel, files, task, top, [why]))
+        else:  # a classified verdict gets its own levers after the small-gain ones, never "not classified"
+            low = min([s.score for s in out] + [MIN_GAIN_PCT / 100.0])
+            table, _ = _from_table(v, {}, history, files, task, scale=low)
+            seen = {s.lever for s in out}
+            for s in table:
+                if s.lever not in seen and s.lever != "measure_first":
+                    s.evidence.insert(0, why)
+                    out.append(s)
     skipped = [f"{kernel}: contradicted by the evidence: {', '.join(sorted(banned))}"] if banned else []
+    return out, skipped
+
+
+def _from_table(
+    v: dict[str, Any],
+    facts: dict[str, Any],
+    history: list[dict[str, Any]],
+    files: list[str],
+    task: dict[str, Any] | None,
+    scale: float = 1.0,
+) -> tuple[list[Suggestion], list[str]]:
+    """The verdict's levers from the lever table (rules.LEVERS), scored by weight x confidence x ISA and
+    history factors (x `scale` when they follow a cause-ranked queue)."""
+    kernel = str(v.get("kernel") or "?")
+    conf = float(v.get("confidence", 0.5))
+    level = v.get("memory_level")
+    banned = contradicted_levers([str(r) for r in v.get("ruled_out") or []])
+    out: list[Suggestion] = []
+    skipped: list[str] = []
+    for lever in LEVERS:
+        if v["verdict"] not in lever.verdicts or lever.id in banned:
+            continue
+        if lever.memory_levels and level and level not in lever.memory_levels:
+            continue
+        if lever.id == "fix_bank_conflicts" and level != "l1_shared":
+            continue
+        ifac, iev, skip = _isa_factor(lever, facts)
+        if skip:
+            skipped.append(f"{kernel}: {skip}")
+            continue
+        hfac, hnote = _history_factor(lever, kernel, history)
+        evidence = _evidence_lines(v) + iev
+        if lever.id == "measure_first":
+            evidence += [f"next: {m}" for m in v.get("next_measurements", []) or []]
+        score = lever.weight * (0.5 + 0.5 * conf) * ifac * hfac * scale
+        out.append(_make(lever, kernel, files, task, score, evidence, hnote))
     return out, skipped
 
 
@@ -390,31 +437,10 @@ def suggest_experiments(req: SuggestRequest) -> SuggestResult:
         causes = _causes(v, vi)
         if causes is not None and (causes or v.get("ruled_out")):
             got, skips = _from_causes(v, causes, history_doc, files, task)
-            cands.extend(got)
-            skipped.extend(skips)
-            continue
-        facts = _isa_for(isa, kernel)
-        conf = float(v.get("confidence", 0.5))
-        level = v.get("memory_level")
-        for lever in LEVERS:
-            if v["verdict"] not in lever.verdicts:
-                continue
-            if lever.memory_levels and level and level not in lever.memory_levels:
-                continue
-            if lever.id == "fix_bank_conflicts" and level != "l1_shared":
-                continue
-            if lever.id in contradicted_levers([str(r) for r in v.get("ruled_out") or []]):
-                continue
-            ifac, iev, skip = _isa_factor(lever, facts)
-            if skip:
-                skipped.append(f"{kernel}: {skip}")
-                continue
-            hfac, hnote = _history_factor(lever, kernel, history_doc)
-            evidence = _evidence_lines(v) + iev
-            if lever.id == "measure_first":
-                evidence += [f"next: {m}" for m in v.get("next_measurements", []) or []]
-            score = lever.weight * (0.5 + 0.5 * conf) * ifac * hfac
-            cands.append(_make(lever, kernel, files, task, score, evidence, hnote))
+        else:
+            got, skips = _from_table(v, _isa_for(isa, kernel), history_doc, files, task)
+        cands.extend(got)
+        skipped.extend(skips)
     cands.sort(key=lambda s: -s.score)  # stable: a kernel's stop_or_fuse stays above its own levers
     queue = cands[: req.max_items]
     for i, s in enumerate(queue, 1):

@@ -78,6 +78,39 @@ SECTIONS: dict[str, tuple[tuple[str, str, str, Shape | None], ...]] = {
         ("triton.md", "S1", "Reductions", None),
         ("cuda.md", "S2", "Warp-level and hierarchical reductions", None),
     ),
+    "fewer_instructions": (
+        ("triton.md", "R1", "Count the instructions: the issue floor", None),
+        ("cuda.md", "R1", "Count the instructions: the issue floor", None),
+        ("hip.md", "R1", "Reductions and selection on wavefronts", None),
+    ),
+    "cancel_softmax_denominator": (
+        ("triton.md", "R2", "Select on logits: renormalization cancels the softmax denominator", None),
+        ("cuda.md", "R2", "Select on logits: renormalization cancels the softmax denominator", None),
+    ),
+    "packed_key_selection": (
+        ("triton.md", "R3", "Value and index in one integer key", None),
+        ("cuda.md", "R3", "Value and index in one integer key", None),
+        ("hip.md", "R1", "Reductions and selection on wavefronts", None),
+    ),
+    "warp_selection_rounds": (
+        ("triton.md", "R4", "k rounds of max with knock-out vs compare/select", None),
+        ("cuda.md", "R4", "k rounds of warp-wide max with knock-out", None),
+    ),
+    "network_selection": (
+        ("triton.md", "R5", "Bitonic / tournament selection", None),
+        ("cuda.md", "R5", "Bitonic, tournament and radix selection", None),
+    ),
+    "row_mapping": (
+        ("triton.md", "R6", "Lane-per-row vs warp-per-row: rows per program, lanes per row", None),
+        ("cuda.md", "R6", "Lane-per-row, warp-per-row, block-per-row", None),
+        ("hip.md", "R1", "Reductions and selection on wavefronts", None),
+    ),
+    "fewer_shuffle_steps": (
+        ("triton.md", "R6", "Lane-per-row vs warp-per-row: rows per program, lanes per row", None),
+        ("cuda.md", "R7", "Shuffle tree vs shared-memory reductions", None),
+        ("hip.md", "R1", "Reductions and selection on wavefronts", None),
+    ),
+    "avoid_replicated_epilogue": (("triton.md", "R7", "Replicated epilogues after row reductions", None),),
     "aggregate_atomics": (
         ("triton.md", "S2", "Atomics and locks", None),
         ("cuda.md", "S3", "Atomics contention", None),

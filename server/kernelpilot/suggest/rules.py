@@ -18,7 +18,7 @@ PG_URL = "https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html"
 @dataclass(frozen=True)
 class Lever:
     id: str
-    lever_type: str  # memory | compute | latency | sync | resources | measure
+    lever_type: str  # memory | compute | latency | sync | issue | resources | measure
     verdicts: tuple[str, ...]
     title: str
     why: str
@@ -267,6 +267,136 @@ LEVERS: tuple[Lever, ...] = (
         f"{BPG}, 'Local Memory', {BPG_URL}#local-memory",
     ),
     # --- named by root-cause rules only (kernelpilot.bottleneck.rules), never by the verdict table ---
+    # issue- and latency-bound reductions and selection (kernelpilot.bottleneck.rules.issue); playbook
+    # sections: playbooks/triton.md R1-R8, playbooks/cuda.md R1-R8, playbooks/hip.md R1
+    Lever(
+        "fewer_instructions",
+        "issue",
+        (),
+        "Cut warp instructions per element: 32-bit keys and math, hoisted index math, no per-element "
+        "compare/select chains",
+        "An issue-bound kernel (issue slots busy, no pipe saturated) runs as fast as its instruction count "
+        "allows; every instruction removed per element is time removed.",
+        0.6,
+        "low",
+        "integer tricks must keep the exact ordering and tie rules of the reference",
+        ("instruction count", "fewer instructions", "32-bit", "index math", "hoist", "sass count"),
+        f"{PG}, 'Arithmetic Instructions' (throughput per clock per multiprocessor), "
+        f"{PG_URL}#arithmetic-instructions",
+    ),
+    Lever(
+        "cancel_softmax_denominator",
+        "issue",
+        (),
+        "Select on the logits, then softmax over the k selected only (renormalization cancels the "
+        "full-row denominator)",
+        "softmax is monotone per row, so top-k of the logits is top-k of the probabilities, and the "
+        "renormalized weights of the k selected are softmax over those k logits: the full-row exp, sum "
+        "and divide go (Triton's triton_kernels top-k applies softmax to the selected values only).",
+        0.8,
+        "medium",
+        "only when the weights are renormalized over the k selected (not for un-renormalized top-k "
+        "probabilities); ties must still follow the reference's rule",
+        ("denominator", "renormaliz", "softmax over selected", "logits top-k", "skip softmax"),
+        "triton-lang/triton python/triton_kernels/triton_kernels/topk_details/_topk_forward.py "
+        "(APPLY_SOFTMAX on the selected values), https://github.com/triton-lang/triton/blob/main/python/"
+        "triton_kernels/triton_kernels/topk_details/_topk_forward.py",
+    ),
+    Lever(
+        "packed_key_selection",
+        "issue",
+        (),
+        "Pack value and index into one integer key (monotone float->int transform, index in the low "
+        "bits) so each selection step is one max/min",
+        "A (value, index) pair costs two shuffles and a compare/select chain per step; one integer key "
+        "whose order is the value's order (ties by index) costs one shuffle and one integer max.",
+        0.75,
+        "medium",
+        "the key must keep the reference's tie rule (lower index wins: store the complemented index) "
+        "and the value bits the output needs",
+        ("packed key", "pack", "key", "float as int", "radix key", "index in low bits"),
+        "triton-lang/triton _topk_forward.py (fpval_to_key, indx_to_key, key << 16 | index), "
+        "https://github.com/triton-lang/triton/blob/main/python/triton_kernels/triton_kernels/topk_details/"
+        "_topk_forward.py; CUB radix key twiddling, https://nvidia.github.io/cccl/cub/api/"
+        "classcub_1_1BlockRadixSort.html",
+    ),
+    Lever(
+        "warp_selection_rounds",
+        "issue",
+        (),
+        "k rounds of a warp-wide max (or min) with knock-out of the winner, instead of per-element "
+        "compare/select insertion",
+        "For small k over a row spread across lanes, each round is a log2(lanes) shuffle tree plus one "
+        "knock-out, independent of the row length per lane (vLLM / TensorRT-LLM topkGatingSoftmax).",
+        0.6,
+        "low",
+        "k rounds serialize: for large k a sorting network or radix select wins",
+        ("k rounds", "knock-out", "knockout", "warp max", "argmax rounds", "butterfly"),
+        "vllm-project/vllm csrc/moe/topk_softmax_kernels.cu (topkGatingSoftmax: butterfly argmax, winner "
+        "set to a sentinel, k iterations), https://github.com/vllm-project/vllm/blob/main/csrc/moe/"
+        "topk_softmax_kernels.cu",
+    ),
+    Lever(
+        "network_selection",
+        "issue",
+        (),
+        "Bitonic / tournament / radix selection for larger k or long rows (tl.topk + tl.bitonic_merge, CUB "
+        "WarpMergeSort / BlockRadixSort)",
+        "A sorting network has a fixed, branch-free compare-exchange schedule; merging per-chunk top-k "
+        "lists keeps only k candidates live per row.",
+        0.45,
+        "medium",
+        "more registers per thread; for k of 1-8 the warp rounds are usually cheaper",
+        ("bitonic", "tournament", "sorting network", "radix select", "merge sort", "tl.topk"),
+        "CUB BlockRadixSort, https://nvidia.github.io/cccl/cub/api/classcub_1_1BlockRadixSort.html; "
+        "triton-lang/triton _topk_forward.py (tl.topk, tl.bitonic_merge)",
+    ),
+    Lever(
+        "row_mapping",
+        "issue",
+        (),
+        "Match the row-to-thread mapping to the row length: lane-per-row, a few lanes per row, warp-per-row "
+        "or block-per-row",
+        "Short rows reduced by a whole warp spend log2(32) shuffle steps and idle lanes per row; a row "
+        "held in one thread's registers needs no cross-lane step, long rows need a block.",
+        0.6,
+        "medium",
+        "registers per thread grow with the elements a thread holds; coalescing of the loads must stay",
+        ("lane-per-row", "warp-per-row", "block-per-row", "rows per warp", "threads per row", "mapping"),
+        "vllm-project/vllm csrc/moe/topk_softmax_kernels.cu (THREADS_PER_ROW, ROWS_PER_WARP), "
+        "https://github.com/vllm-project/vllm/blob/main/csrc/moe/topk_softmax_kernels.cu",
+    ),
+    Lever(
+        "fewer_shuffle_steps",
+        "issue",
+        (),
+        "Shorten cross-lane reductions: reduce in registers first, then a log2(lanes) shuffle tree over "
+        "only the lanes that hold the row (or shared memory for block-wide steps)",
+        "Each shuffle step is an MIO round trip the next step depends on; fewer lanes per row and more "
+        "elements per lane cut the chain, and `width` keeps the tree inside the row's lanes.",
+        0.55,
+        "low",
+        "needs full masks and the same width on every lane of the group",
+        ("shuffle", "shfl", "butterfly", "warp reduce", "xor", "fewer steps"),
+        f"{PG}, 'Warp Shuffle Functions', {PG_URL}#warp-shuffle-functions; CUB WarpReduce, "
+        "https://nvidia.github.io/cccl/cub/api/classcub_1_1WarpReduce.html",
+    ),
+    Lever(
+        "avoid_replicated_epilogue",
+        "issue",
+        (),
+        "Triton: keep the epilogue off values that carry a row reduction's layout (reduce first, or move "
+        "them to a layout with one owner per element)",
+        "A tensor derived from tl.max/tl.sum along a row keeps the parent's SliceLayout: every lane that "
+        "held part of the row holds a copy, so the epilogue on it runs once per copy.",
+        0.55,
+        "low",
+        "layout changes can add shared-memory round trips; count the SASS before and after",
+        ("replicated", "layout", "slicelayout", "convert_layout", "epilogue"),
+        "triton-lang/triton python/triton/experimental/gluon/language/_layouts.py (SliceLayout, "
+        "convert_layout), https://github.com/triton-lang/triton/blob/main/python/triton/experimental/gluon/"
+        "language/_layouts.py",
+    ),
     Lever(
         "registerize_local_array",
         "resources",

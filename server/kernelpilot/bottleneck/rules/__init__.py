@@ -4,10 +4,10 @@ ordered by estimated gain (measured gains first), non-firing ones kept as `ruled
 from __future__ import annotations
 
 from kernelpilot.bottleneck.models import Cause
-from kernelpilot.bottleneck.rules import compute, memory, parallelism
+from kernelpilot.bottleneck.rules import compute, issue, memory, parallelism
 from kernelpilot.bottleneck.rules.base import Clear, Ctx, Finding, Rule, to_cause
 
-RULES: tuple[Rule, ...] = (*memory.RULES, *parallelism.RULES, *compute.RULES)
+RULES: tuple[Rule, ...] = (*memory.RULES, *parallelism.RULES, *compute.RULES, *issue.RULES)
 
 # Levers a rule's clear result contradicts: they never appear when the rule was evaluated and did not fire.
 CONTRADICTS: dict[str, tuple[str, ...]] = {

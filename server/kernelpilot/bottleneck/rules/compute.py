@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+from kernelpilot.bottleneck.pipes import busiest, pipe_utilization
 from kernelpilot.bottleneck.rules.base import BPG, NCU_GUIDE, PG, Clear, Ctx, Finding, Rule
 from kernelpilot.bottleneck.rules.memory import SECTOR_BYTES
 
@@ -43,12 +44,10 @@ def _pipe_levers(c: Ctx, pipe: str) -> tuple[str, ...]:
 
 
 def check_pipes(c: Ctx) -> Finding | Clear | None:
-    vals = {k: c.f(m) for k, m in PIPES.items()}
-    known = {k: v for k, v in vals.items() if v is not None}
-    if not known:
+    top = busiest(pipe_utilization(c.p), tuple(PIPES))  # the profile's pipes, else its raw ncu metrics
+    if top is None:
         return None
-    pipe = max(known, key=lambda k: known[k])
-    pct = known[pipe]
+    pipe, pct = top.pipe, top.pct
     if pct < PIPE_BUSY_PCT:
         return Clear(f"busiest pipe {pipe} {pct:.0f}%")
     roof = pipe == "tensor" and pct >= TENSOR_ROOF_PCT
@@ -63,7 +62,7 @@ def check_pipes(c: Ctx) -> Finding | Clear | None:
         if roof
         else f"pipe busy {pct:.1f}% x {REMOVABLE_SHARE} of its work removed or moved (assumed) = {gain:.1f}%",
         levers=levers,
-        evidence=[(PIPES[pipe], pct)],
+        evidence=[(top.metric, pct)],
         at_roof=roof,
     )
 
