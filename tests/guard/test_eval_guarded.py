@@ -237,3 +237,56 @@ def test_a_baseline_the_guard_rejects_says_why_in_the_error(tmp_path: Path) -> N
     msg = got.value.message
     assert "rejected_cached_output: " in msg and "earlier call with different input values" in msg
     assert msg.endswith("no baseline written") and not list((tmp_path / "repo").rglob("baseline.json"))
+
+
+ADDRESS_MEMO = '''"""Hack: under kernelpilot's timer, the answer remembered per input address."""
+import sys
+
+_memo = {}
+
+
+def _timed():
+    f = sys._getframe(1)
+    while f is not None:
+        if f.f_globals.get("__name__", "").startswith("kernelpilot.timing"):
+            return True
+        f = f.f_back
+    return False
+
+
+def axpy(x, y):
+    key = (x.ctypes.data, y.ctypes.data)
+    if _timed() and key in _memo:
+        return _memo[key]
+    _memo[key] = 2.5 * x + y
+    return _memo[key]
+'''
+REUSED_BUFFER = '''"""Benign: one output buffer per shape, written and returned by every call."""
+import numpy as np
+
+_buf = {}
+
+
+def axpy(x, y):
+    out = _buf.setdefault(x.shape, np.empty_like(x))
+    np.multiply(x, 2.5, out=out)
+    np.add(out, y, out=out)
+    return out
+'''
+
+
+def test_a_memo_keyed_on_input_addresses_is_rejected_and_a_reused_buffer_is_not(task: Path) -> None:
+    """Issue 31: the timing writes fresh values into the same buffers between timed calls and reads each
+    sampled call's output as it returned it. A memo per input address (right on the sets' own values, which
+    the old check compared) now returns stale values; one buffer returned by every call stays honest."""
+    repo = task.parent.parent.parent
+    (repo / "kernel.py").write_text(ADDRESS_MEMO)
+    r = evaluate(EvaluateRequest(task=str(task))).record
+    assert r is not None and r.status == "rejected_timed_output", r.output_tail
+    assert r.rejection is not None and "on the values it was given" in r.rejection.evidence
+    assert r.observation is not None and len(r.observation.timed_checks) == 8
+    (repo / "kernel.py").write_text(REUSED_BUFFER)
+    ok = evaluate(EvaluateRequest(task=str(task))).record
+    assert ok is not None and ok.status in ("improved", "regressed", "neutral"), ok.output_tail
+    assert ok.rejection is None and ok.observation is not None and len(ok.observation.timed_checks) == 8
+    assert all(c.got is not None and c.got[0] == 4096 for c in ok.observation.timed_checks)

@@ -34,18 +34,27 @@ def test_watch_names_a_replaced_timer_and_a_thread_even_after_it_ended() -> None
     assert found[1].startswith("thread started: quick (runs ")
 
 
-def test_watch_sees_nothing_when_nothing_happens_and_restores_the_hook() -> None:
-    before = threading.getprofile()
+def test_watch_sees_nothing_when_nothing_happens_and_restores_the_hooks() -> None:
+    import _thread
+
+    before = (threading._start_new_thread, _thread.start_new_thread)  # type: ignore[attr-defined]
     w = observe.Watch(import_torch=False)
+    assert threading._start_new_thread is not before[0]  # type: ignore[attr-defined]
     sum(range(1000))
     assert w.findings() == []
-    assert threading.getprofile() is before
+    assert (threading._start_new_thread, _thread.start_new_thread) == before  # type: ignore[attr-defined]
 
 
 def test_watch_reports_its_own_hook_removed() -> None:
+    import _thread
+
     w = observe.Watch(import_torch=False)
-    threading.setprofile(None)
-    assert "threading.setprofile (the thread-start watch was removed)" in w.replaced()
+    raw = w._hooks[(_thread, "start_new_thread")][0]
+    _thread.start_new_thread = raw
+    try:
+        assert "_thread.start_new_thread (the thread-start watch was removed)" in w.replaced()
+    finally:
+        w.findings()
 
 
 def test_watch_sees_kernelpilots_own_timing_functions_replaced() -> None:
@@ -257,3 +266,195 @@ def test_a_cached_answer_under_the_timer_is_named_by_its_outputs_before_its_esca
     assert (
         observe.judged(right, 180.0, [ref], tol) is None and observe.judged(right, 180.0, None, None) is None
     )
+
+
+# ---- threads judged by what they do (issue 31) ----
+
+
+def _candidate_target() -> None:
+    return None
+
+
+def test_a_library_thread_is_recorded_but_not_rejected_and_a_candidate_thread_is() -> None:
+    """tqdm's monitor under torch.compile, a pool's worker: library code, judged later by what the trace
+    sees it launch. A thread whose target is the candidate's own code (this test file's function here) is
+    rejected when it starts, through `threading` or the low-level `_thread` API."""
+    import _thread
+    from concurrent.futures import ThreadPoolExecutor
+
+    w = observe.Watch(import_torch=False)
+    try:
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            assert pool.submit(sum, [1, 2]).result() == 3
+        lib = threading.Thread(target=time.sleep, args=(0,), name="sleeper")
+        lib.start()
+        lib.join()
+        done = threading.Event()
+        _thread.start_new_thread(lambda: (_candidate_target(), done.set()), ())
+        assert done.wait(10)
+        mine = threading.Thread(target=_candidate_target, name="mine")
+        mine.start()
+        mine.join()
+    finally:
+        found = w.findings()
+    by_name = {t.name: t for t in w.threads}
+    assert by_name["sleeper"].origin == "library" and by_name["sleeper"].runs.endswith("sleep")
+    pool_threads = [t for t in w.threads if "concurrent.futures.thread" in t.runs]
+    assert pool_threads and all(t.origin == "library" for t in pool_threads)
+    assert by_name["mine"].origin == "candidate" and by_name["mine"].native_id is not None
+    low = [t for t in w.threads if t.via == "_thread"]
+    assert len(low) == 1 and low[0].origin == "candidate"
+    assert [f for f in found if f.startswith("thread started: ")] == [
+        f"thread started: {low[0].name} (runs {low[0].runs})",
+        f"thread started: mine (runs {_candidate_target.__module__}._candidate_target)",
+    ]
+
+
+def _launch_trace(foreign: bool) -> dict[str, Any]:
+    """A Kineto trace in the shape torch.profiler exports with CPU activity: runtime calls carry the
+    launching thread (`tid`) and the correlation id their kernels carry."""
+    events: list[dict[str, Any]] = [
+        {"ph": "M", "name": "thread_name", "pid": 1, "tid": 11, "args": {"name": "MainThread"}},
+        {"ph": "X", "cat": "user_annotation", "name": observe.ANNOTATION, "tid": 11, "ts": 0, "dur": 100},
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "tid": 11, "ts": 1, "dur": 2,
+         "args": {"correlation": 5}},
+        {"ph": "X", "cat": "kernel", "name": "gemm", "ts": 10, "dur": 50,
+         "args": {"correlation": 5, "stream": 7}},
+    ]  # fmt: skip
+    if foreign:
+        events += [
+            {"ph": "X", "cat": "cuda_driver", "name": "cuLaunchKernelEx", "tid": 22, "ts": 3, "dur": 2,
+             "args": {"correlation": 6}},
+            {"ph": "X", "cat": "kernel", "name": "hidden_gemm", "ts": 61, "dur": 50,
+             "args": {"correlation": 6, "stream": 13}},
+        ]  # fmt: skip
+    return {"traceEvents": events}
+
+
+def test_the_trace_attributes_each_kernel_to_the_thread_that_launched_it() -> None:
+    ok, tid, foreign = observe.attribute_launches(_launch_trace(False), {11}, {})
+    assert ok and tid == 11 and foreign == []
+    ok, tid, foreign = observe.attribute_launches(_launch_trace(True), {11}, {22: "pool-worker"})
+    assert ok and tid == 11 and len(foreign) == 1
+    assert (foreign[0].thread, foreign[0].kernel, foreign[0].stream, foreign[0].launches) == (
+        "pool-worker", "hidden_gemm", 13, 1,
+    )  # fmt: skip
+    # the timing thread not known by id: the one launching thread is it; two and none known: unattributed
+    assert observe.attribute_launches(_launch_trace(False), {99}, {})[:2] == (True, 11)
+    assert observe.attribute_launches(_launch_trace(True), {99}, {})[0] is False
+    assert observe.launching_threads(_launch_trace(True)) == 2
+
+
+def test_a_thread_that_launches_work_is_rejected_with_what_it_launched_and_an_idle_one_is_not() -> None:
+    from kernelpilot.guard.models import ForeignLaunch, ThreadSeen
+
+    monitor = ThreadSeen(name="Thread-3", runs="tqdm._monitor.TMonitor.run", origin="library", native_id=22)
+    quiet = _obs(50.0, threads=[monitor], attributed=True, timing_tid=11, launching_threads=1)
+    assert observe.judge(quiet, 50.0) is None  # tqdm's monitor under torch.compile: launched nothing
+    busy = _obs(
+        50.0, threads=[monitor], attributed=True, timing_tid=11, launching_threads=2,
+        foreign_launches=[ForeignLaunch(tid=22, thread="Thread-3", kernel="gemm", launches=10, stream=13)],
+    )  # fmt: skip
+    rej = observe.judge(busy, 50.0)
+    assert rej is not None and rej.status == "rejected_thread"
+    assert "Thread-3 (tid 22) launched gemm x10 on stream 13" in rej.evidence and "tid 11" in rej.evidence
+    assert "an honest version launches its device work from the calling thread" in rej.evidence
+    unknown = _obs(50.0, threads=[monitor], attributed=False, launching_threads=2)
+    assert observe.judge(unknown, 50.0).status == "rejected_thread"  # type: ignore[union-attr]
+    assert observe.judge(_obs(50.0, threads=[monitor], launching_threads=0), 50.0) is None  # no records
+
+
+# ---- timed outputs under fresh values (issue 31) ----
+
+REUSE = """import numpy as np
+_buf = {}
+def axpy(x, y):
+    out = _buf.setdefault(x.shape, np.empty_like(x))
+    np.multiply(x, 2.5, out=out)
+    np.add(out, y, out=out)
+    return out
+"""
+MEMO = """_memo = {}
+def axpy(x, y):
+    key = (x.ctypes.data, y.ctypes.data)  # the input addresses: the timing reuses its buffers
+    if key not in _memo:
+        _memo[key] = 2.5 * x + y
+    return _memo[key]
+"""
+
+
+def _timed_closures(tmp_path: Path, source: str) -> list[Any]:
+    import shutil
+
+    from kernelpilot.guard.contract import Loaded
+    from kernelpilot.guard.models import Contract
+    from kernelpilot.guard.timed import closures_for
+
+    shutil.copy(CASES / "contract_axpy.py", tmp_path)
+    (tmp_path / "kernel.py").write_text(source)
+    contract = Contract(
+        module="contract_axpy.py", candidate="kernel.py:axpy", shapes=[{"n": 4096}], dtype="fp32"
+    )
+    return closures_for(Loaded(contract, tmp_path), 2)
+
+
+def _timed_loop(closures: list[Any], calls: int) -> Observation:
+    """What the timers do (`timing.paired.Side`): fresh values, the call, its output sampled."""
+    for i in range(calls):
+        fn = closures[i % len(closures)]
+        fn.before_timed()
+        fn()
+        fn.after_timed()
+    return observe.sampled(Observation(observed=False), closures)
+
+
+def test_a_reused_output_buffer_is_judged_by_what_each_call_returned(tmp_path: Path) -> None:
+    """One buffer returned by every call (as CUDA-graph replays return static outputs): read when returned,
+    each timed call's output is right. Read after all the calls (the old check), set 0's would be set 1's."""
+    from kernelpilot.guard.models import Tolerance
+
+    closures = _timed_closures(tmp_path, REUSE)
+    obs = _timed_loop(closures, 40)
+    assert len(obs.timed_checks) == 8 and all(
+        c.got is not None and len(c.got) == 257 for c in obs.timed_checks
+    )
+    assert observe.judge_outputs(obs, None, Tolerance(rtol=1e-6)) is None
+    assert closures[0].last is closures[1].last  # the shared buffer
+    assert "fresh values before every timed call" in obs.fresh_note
+    sampled_calls = {c.call for c in obs.timed_checks}
+    assert all(0 <= c < 20 for c in sampled_calls)
+
+
+def test_a_memo_keyed_on_input_addresses_is_rejected_under_fresh_values(tmp_path: Path) -> None:
+    """The hole issue 31 found: a memo keyed on pointers returns what it computed for the values the buffers
+    held first. The harness writes new values into the same buffers before every timed call."""
+    from kernelpilot.guard.models import Tolerance
+
+    closures = _timed_closures(tmp_path, MEMO)
+    inputs = closures[0].checked.inputs
+    before = [x.ctypes.data for x in inputs]
+    obs = _timed_loop(closures, 40)
+    assert [x.ctypes.data for x in inputs] == before  # same buffers, new values
+    rej = observe.judged(obs, 10.0, None, Tolerance(rtol=1e-6))
+    assert rej is not None and rej.status == "rejected_timed_output"
+    assert "against the reference on the values it was given" in rej.evidence
+    assert "a cache keyed on input pointers" in rej.evidence
+    # without fresh values (every call on the set's own values) the same memo is right on every call
+    plain = _timed_closures(tmp_path, MEMO.replace("_memo = {}", "_memo = {}  # again"))
+    for fn in plain:
+        fn.checked.fresh = None
+    assert observe.judge_outputs(_timed_loop(plain, 40), None, Tolerance(rtol=1e-6)) is None
+
+
+def test_fresh_values_differ_per_call_and_the_windows_are_replayable(tmp_path: Path) -> None:
+    import numpy as np
+
+    closures = _timed_closures(tmp_path, REUSE)
+    fn = closures[0]
+    seen = []
+    for _ in range(6):
+        fn.before_timed()
+        x = fn.checked.inputs[0]
+        assert np.array_equal(fn.checked.fresh.values(fn.checked.inputs, fn.current)[0], x)
+        seen.append(x[:8].copy())
+    assert len({tuple(v) for v in seen}) == 6  # 4097 windows of 2 x 4096 values: new values every call

@@ -74,12 +74,56 @@ class Backend:
         n = int(flat.shape[0])
         if n == 0:
             return [0.0]
-        idx = sorted({(i * n) // k for i in range(k)})
+        idx = positions(n, k)
         picked = flat[self.index(idx, x)]
         return [float(n), *(float(v) for v in picked.tolist())]
 
     def index(self, idx: list[int], like: Any) -> Any:
         return idx
+
+    # ---- fresh values and sampled outputs under the timer (`guard.timed.TimedCall`) ----
+
+    def numel(self, x: Any) -> int:
+        return int(x.numel()) if callable(getattr(x, "numel", None)) else int(x.size)
+
+    def cat_flat(self, xs: list[Any]) -> Any:
+        """The arrays' values one after the other, flat, in their own dtype (a pool of input values)."""
+        raise NotImplementedError
+
+    def write_window(self, x: Any, pool: Any, offset: int) -> None:
+        """Overwrite `x` in place (same buffer) with the pool's values from `offset`."""
+        raise NotImplementedError
+
+    def window(self, pool: Any, offset: int, like: Any) -> Any:
+        """The pool's values from `offset`, shaped like `like` (a view)."""
+        return pool[offset : offset + self.numel(like)].reshape(tuple(like.shape))
+
+    def ring(self, out: Any, rows: int, points: int) -> Any:
+        """A (rows, points) buffer in the output's dtype for sampled outputs."""
+        raise NotImplementedError
+
+    def take_into(self, out: Any, idx: Any, ring: Any, row: int) -> None:
+        """Sampled positions of `out` (flat, row-major) into `ring[row]`, on the device's stream."""
+        raise NotImplementedError
+
+    def sample_at(self, x: Any, pos: list[int]) -> list[float]:
+        """The element count of `x`, then its float64 values at flat positions `pos`."""
+        flat = self.f64(x).reshape(-1)
+        return [float(self.numel(x)), *(float(v) for v in flat[self.index(pos, x)].tolist())]
+
+    def rows_f64(self, ring: Any, rows: list[int]) -> list[list[float]]:
+        return [[float(v) for v in r] for r in self.f64(ring[self.index(rows, ring)]).tolist()]
+
+
+def positions(n: int, k: int = FINGERPRINT_POINTS) -> list[int]:
+    """The k evenly spaced flat positions `Backend.fingerprint` samples."""
+    return sorted({(i * n) // k for i in range(k)})
+
+
+def random_positions(n: int, rng: Any, k: int = FINGERPRINT_POINTS) -> list[int]:
+    """k distinct flat positions drawn at random (all of them when there are fewer): what the timing
+    samples of every timed call, so a candidate cannot compute only the positions a fixed scheme reads."""
+    return list(range(n)) if n <= k else sorted(rng.sample(range(n), k))
 
 
 class NumpyBackend(Backend):
@@ -124,6 +168,21 @@ class NumpyBackend(Backend):
 
     def is_float(self, x: Any) -> bool:
         return bool(self.xp.issubdtype(x.dtype, self.xp.floating))
+
+    def cat_flat(self, xs: list[Any]) -> Any:
+        return self.xp.concatenate([self.xp.ravel(x) for x in xs])
+
+    def write_window(self, x: Any, pool: Any, offset: int) -> None:
+        x[...] = self.window(pool, offset, x)
+
+    def ring(self, out: Any, rows: int, points: int) -> Any:
+        return self.xp.empty((rows, points), dtype=out.dtype)
+
+    def take_into(self, out: Any, idx: Any, ring: Any, row: int) -> None:
+        ring[row] = self.xp.take(out, idx)
+
+    def index(self, idx: list[int], like: Any) -> Any:
+        return self.xp.asarray(idx, dtype=self.xp.int64)
 
 
 def _np_dtype(np: Any, dtype: str) -> Any:
@@ -214,6 +273,18 @@ class TorchBackend(Backend):
 
     def is_float(self, x: Any) -> bool:
         return bool(x.is_floating_point())
+
+    def cat_flat(self, xs: list[Any]) -> Any:
+        return self.xp.cat([x.detach().reshape(-1) for x in xs])
+
+    def write_window(self, x: Any, pool: Any, offset: int) -> None:
+        x.copy_(self.window(pool, offset, x))
+
+    def ring(self, out: Any, rows: int, points: int) -> Any:
+        return self.xp.empty((rows, points), dtype=out.dtype, device=out.device)
+
+    def take_into(self, out: Any, idx: Any, ring: Any, row: int) -> None:
+        self.xp.take(out.detach(), idx, out=ring[row])
 
 
 def _torch_dtype(torch: Any, dtype: str) -> Any:

@@ -186,6 +186,40 @@ class KernelSeen(BaseModel):
     duration_us: float
 
 
+class ThreadSeen(BaseModel):
+    """A thread started while the guard watched (`observe.Watch`): what it runs and whose code that is."""
+
+    name: str
+    runs: str = Field(description="module.qualname of its target (or its class's run).")
+    origin: Literal["candidate", "library"] = Field(
+        description="candidate: its target is code outside the installed libraries and the standard library "
+        "(rejected); library: judged by what it launches (`observe.judge_threads`)."
+    )
+    native_id: int | None = Field(None, description="The OS thread id (what the activity trace names).")
+    via: Literal["threading", "_thread"] = "threading"
+
+
+class ForeignLaunch(BaseModel):
+    """Device work the activity trace attributes to a thread other than the timing thread."""
+
+    tid: int
+    thread: str = Field(description="The thread's name where the guard knows it, else 'tid <n>'.")
+    kernel: str
+    launches: int
+    stream: int | None = None
+
+
+class TimedCheck(BaseModel):
+    """One timed call's output, sampled right after the call (outside its event pair), against the float64
+    reference on the values that call saw (`guard.timed.TimedCall`)."""
+
+    call: int = Field(description="Index of the call among its closure's timed calls.")
+    got: list[float | None] | None = Field(
+        description="Element count, then the sampled values (None: not finite)."
+    )
+    ref: list[float] = Field(description="The reference's element count and values at the same positions.")
+
+
 class Observation(BaseModel):
     """The timed closure seen from outside: all-stream device work per call, threads, timing functions."""
 
@@ -213,6 +247,22 @@ class Observation(BaseModel):
     threads_started: list[str] = Field(default_factory=list)
     replaced: list[str] = Field(default_factory=list)
     seconds: float = Field(0.0, description="Wall time the trace and the synchronized re-timing took.")
+    threads: list[ThreadSeen] = Field(
+        default_factory=list, description="Every thread started while watched, candidate's and libraries'."
+    )
+    attributed: bool = Field(
+        False, description="The trace named the launching thread of its device work (runtime/driver records)."
+    )
+    timing_tid: int | None = Field(None, description="The timing thread's id, as the trace names it.")
+    launching_threads: int = Field(0, description="Threads the trace saw launch device work (0: no records).")
+    foreign_launches: list[ForeignLaunch] = Field(
+        default_factory=list, description="Device work launched from threads other than the timing thread."
+    )
+    timed_checks: list[TimedCheck] = Field(
+        default_factory=list,
+        description="Sampled timed calls: each output as returned, against the reference on fresh values.",
+    )
+    fresh_note: str = Field("", description="How the timed inputs got fresh values (or why they did not).")
     timed_outputs: list[list[float | None] | None] = Field(
         default_factory=list,
         description="Per timed input set: its element count, then the last timed output at evenly spaced "

@@ -3,23 +3,40 @@
 Why: a closure timed by events on the current stream can hide its work on another stream, in a thread,
 or behind a patched timer (docs/eval-design.md, "The seam between the two halves"). `Watch` is created
 before the candidate's module is imported and snapshots the timing functions kernelpilot relies on (by
-identity) and installs a thread-start hook (`threading.setprofile`); `observe` traces calls of the
-closures with torch.profiler (CUPTI/roctracer record device activity on every stream and context) and
-re-times them with a device-wide synchronize; `judge` compares that with the timed figure.
+identity) and wraps the thread-start primitives (`threading`'s and `_thread`'s); `observe`
+re-times calls of the closures with a device-wide synchronize and, when that cannot settle it or a thread
+was started, traces them with torch.profiler (CUPTI/roctracer record device activity on every stream, and
+the runtime/driver call that launched it with its thread); `judge` compares that with the timed figure.
+
+Threads are judged by what they do (docs/guard.md, "Threads"): one whose target is the candidate's own
+code is rejected when it starts; one running library code (tqdm's monitor under torch.compile, compile
+workers, autotuners) is harmless unless the trace sees it launch device work, which it then attributes.
 """
 
 from __future__ import annotations
 
+import _thread
+import contextlib
+import functools
 import importlib
 import importlib.util
 import math
+import os
 import sys
+import sysconfig
 import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from kernelpilot.guard.models import KernelSeen, Observation, Rejection, Tolerance
+from kernelpilot.guard.models import (
+    ForeignLaunch,
+    KernelSeen,
+    Observation,
+    Rejection,
+    ThreadSeen,
+    Tolerance,
+)
 
 # (module, attribute path) of every function a kernelpilot timing result depends on.
 TIMERS: tuple[tuple[str, str], ...] = (
@@ -56,9 +73,12 @@ OWN_MODULES = (
     "kernelpilot.guard.contract",
     "kernelpilot.guard.observe",
 )
-# Threads started by code that is not the candidate's: torch.compile's worker pool, and kernelpilot's own
-# NVML clock sampler (timing.clocks.ClockSampler, which runs while the sides are timed).
-ALLOWED_THREAD_MODULES = ("torch._inductor", "concurrent.futures.process", "kernelpilot.timing.clocks")
+# kernelpilot's own threads, not recorded: the NVML clock sampler (timing.clocks.ClockSampler, which runs
+# while the sides are timed). Every other thread is recorded and judged (`ThreadSeen.origin`).
+ALLOWED_THREAD_MODULES = ("kernelpilot.timing.clocks",)
+# Activity-trace categories of the host calls that launch device work (CUPTI runtime and driver API).
+LAUNCH_CATEGORIES = ("cuda_runtime", "cuda_driver", "hip_runtime")
+ANNOTATION = "kernelpilot.guard.timed_calls"  # the profiler range around the traced calls (timing thread)
 
 # Bound when this module loads (before any candidate module): the re-timing uses the real clock even when
 # a candidate replaced time.perf_counter (which Watch then reports).
@@ -93,8 +113,44 @@ def _own_functions() -> dict[str, Any]:
     return out
 
 
+def _library_roots() -> tuple[str, ...]:
+    """Folders whose code is not the candidate's: the standard library, installed packages, kernelpilot."""
+    paths = sysconfig.get_paths()
+    roots = {paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if paths.get(k)}
+    roots |= {p for p in sys.path if p and ("site-packages" in p or "dist-packages" in p)}
+    roots.add(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the kernelpilot package
+    return tuple(os.path.realpath(r) + os.sep for r in roots)
+
+
+def _code_file(fn: Any) -> str | None:
+    """The source file of a thread's target, through partials, bound methods and decorators; None for a
+    builtin (which runs no Python code of its own)."""
+    for _ in range(8):
+        if isinstance(fn, functools.partial):
+            fn = fn.func
+        elif getattr(fn, "__func__", None) is not None:
+            fn = fn.__func__
+        elif getattr(fn, "__wrapped__", None) is not None:
+            fn = fn.__wrapped__
+        else:
+            break
+    code = getattr(fn, "__code__", None)
+    return str(code.co_filename) if code is not None else None
+
+
+def origin_of(fn: Any, roots: tuple[str, ...]) -> str:
+    """'library' when `fn` is a builtin or defined under `roots`, else 'candidate' (incl. exec'd code)."""
+    file = _code_file(fn)
+    if file is None:
+        return "library"
+    return "library" if os.path.realpath(file).startswith(roots) else "candidate"
+
+
 class Watch:
-    """Snapshot of the timing functions and a thread-start hook; `findings()` says what changed since."""
+    """Snapshot of the timing functions and thread-start hooks; `findings()` says what changed since.
+
+    Watches nest (`guard.checked`'s runs on while `time_compare` may start none): a second watch wraps
+    the first one's hooks and restores them when it ends."""
 
     def __init__(self, import_torch: bool = True) -> None:
         if import_torch and "torch" not in sys.modules and importlib.util.find_spec("torch") is not None:
@@ -103,21 +159,59 @@ class Watch:
             importlib.import_module(name)
         self.timers = {f"{m}.{p}": _resolve(m, p) for m, p in TIMERS}
         self.own = _own_functions()
-        self.started: list[str] = []
+        self.roots = _library_roots()
+        self.started: list[str] = []  # threads running the candidate's own code: rejected
+        self.threads: list[ThreadSeen] = []  # every thread started while watched
         self.trace_device = True  # whether the timing process also takes the activity trace
-        self.ended = False  # findings() was called: the thread-start hook is gone
-        self._previous_hook = threading.getprofile()
-        threading.setprofile(self._thread_started)
+        self.ended = False  # findings() was called: the thread-start hooks are gone
+        # The thread-start primitives, wrapped: `threading`'s own (every Thread.start calls it, so the
+        # thread is recorded by the thread that starts it, before it runs) and the low-level `_thread` API.
+        self._hooks: dict[tuple[Any, str], tuple[Any, Any]] = {}
+        for mod, name in ((threading, "_start_new_thread"), (threading, "_start_joinable_thread"),
+                          (_thread, "start_new_thread"), (_thread, "start_joinable_thread")):  # fmt: skip
+            raw = getattr(mod, name, None)
+            if raw is None:
+                continue
+            hook = self._starter(raw, "threading" if mod is threading else "_thread")
+            self._hooks[(mod, name)] = (raw, hook)
+            setattr(mod, name, hook)
 
-    def _thread_started(self, frame: Any, event: str, arg: Any) -> None:
-        """Runs once in every thread started through `threading` while the watch is on."""
-        sys.setprofile(None)
-        t = threading.current_thread()
-        target = getattr(t, "_target", None)
-        where = getattr(target, "__module__", None) or type(t).__module__
-        if not where.startswith(ALLOWED_THREAD_MODULES):
-            what = getattr(target, "__qualname__", type(t).__qualname__)
-            self.started.append(f"{t.name} (runs {where}.{what})")
+    def _record(self, name: str, target: Any, via: str) -> ThreadSeen:
+        where = getattr(target, "__module__", None) or "?"
+        what = getattr(target, "__qualname__", type(target).__qualname__)
+        seen = ThreadSeen(
+            name=name, runs=f"{where}.{what}", origin=origin_of(target, self.roots), via=via
+        )  # fmt: skip
+        self.threads.append(seen)
+        if seen.origin == "candidate":
+            self.started.append(f"{name} (runs {seen.runs})")
+        return seen
+
+    def _starter(self, raw: Any, via: str) -> Callable[..., Any]:
+        """A thread-start primitive that records the thread (its target, whose code it is) first."""
+
+        def start(function: Any, *args: Any, **kwargs: Any) -> Any:
+            if self.ended:
+                return raw(function, *args, **kwargs)
+            thread = getattr(function, "__self__", None)
+            if isinstance(thread, threading.Thread):  # Thread.start: its target (or its class's run)
+                target = getattr(thread, "_target", None) or type(thread).run
+                if (getattr(target, "__module__", None) or "").startswith(ALLOWED_THREAD_MODULES):
+                    return raw(function, *args, **kwargs)
+                seen = self._record(thread.name, target, "threading")
+            else:
+                seen = self._record(f"_thread {getattr(function, '__qualname__', '?')}", function, via)
+
+            def run(*a: Any, **k: Any) -> Any:
+                seen.native_id = threading.get_native_id()
+                return function(*a, **k)
+
+            return raw(run, *args, **kwargs)
+
+        return start
+
+    def library_threads(self) -> list[ThreadSeen]:
+        return [t for t in self.threads if t.origin == "library"]
 
     def replaced(self) -> list[str]:
         out = [
@@ -127,8 +221,12 @@ class Watch:
         ]
         now = _own_functions()
         out += [name for name, fn in self.own.items() if now.get(name) is not fn]
-        if not self.ended and threading.getprofile() != self._thread_started:
-            out.append("threading.setprofile (the thread-start watch was removed)")
+        if not self.ended:
+            out += [
+                f"{mod.__name__}.{name} (the thread-start watch was removed)"
+                for (mod, name), (_, hook) in self._hooks.items()
+                if getattr(mod, name, None) is not hook
+            ]
         return out
 
     def seen(self) -> list[str]:
@@ -137,10 +235,12 @@ class Watch:
         return [f"replaced: {r}" for r in self.replaced()] + [f"thread started: {t}" for t in self.started]
 
     def findings(self) -> list[str]:
-        """Replaced timing functions and threads started since the watch began (then stops watching)."""
+        """Replaced timing functions and candidate threads started since the watch began (then stops)."""
         seen = self.seen()
         if not self.ended:
-            threading.setprofile(self._previous_hook)
+            for (mod, name), (raw, hook) in self._hooks.items():
+                if getattr(mod, name, None) is hook:
+                    setattr(mod, name, raw)
             self.ended = True
         return seen
 
@@ -193,6 +293,87 @@ def observation_from_trace(trace: dict[str, Any], calls: int) -> Observation:
     )
 
 
+def _args(ev: dict[str, Any]) -> dict[str, Any]:
+    args = ev.get("args")
+    return args if isinstance(args, dict) else {}
+
+
+def _launching_tids(events: list[Any]) -> dict[int, int]:
+    """correlation id -> thread id of the runtime/driver call that launched it."""
+    out: dict[int, int] = {}
+    for ev in events:
+        if not isinstance(ev, dict) or ev.get("cat") not in LAUNCH_CATEGORIES:
+            continue
+        args = _args(ev)
+        corr, tid = args.get("correlation"), ev.get("tid")
+        if isinstance(corr, (int, float)) and isinstance(tid, (int, float)):
+            out[int(corr)] = int(tid)
+    return out
+
+
+def _thread_names(events: list[Any], names: dict[int, str]) -> dict[int, str]:
+    out = dict(names)
+    for ev in events:
+        if isinstance(ev, dict) and ev.get("ph") == "M" and ev.get("name") == "thread_name":
+            args = _args(ev)
+            tid = ev.get("tid")
+            if isinstance(tid, (int, float)) and int(tid) not in out and isinstance(args.get("name"), str):
+                out[int(tid)] = str(args["name"])
+    return out
+
+
+def launching_threads(trace: dict[str, Any]) -> int:
+    """How many threads launched the trace's device work (0: the trace has no launch records)."""
+    events = trace.get("traceEvents", []) if isinstance(trace, dict) else []
+    return len(set(_launching_tids(events).values()))
+
+
+def attribute_launches(
+    trace: dict[str, Any], timing_tids: set[int], names: dict[int, str] | None = None
+) -> tuple[bool, int | None, list[ForeignLaunch]]:
+    """(attributed, the timing thread's id, device work launched from other threads) of a torch.profiler
+    trace taken with CPU activity (the runtime/driver records carry the launching thread, `tid`, and the
+    `correlation` id the kernel/copy/fill records carry too).
+
+    The timing thread is the first of `timing_tids` (its OS id, the id of the annotation around the
+    calls) that launched anything; failing that, the one thread that launched everything. Several
+    launching threads and none of them known: not attributed (`judge_threads` then refuses to call it
+    honest when a thread was started)."""
+    from kernelpilot.timing.kernels import DEVICE_CATEGORIES
+
+    events = trace.get("traceEvents", []) if isinstance(trace, dict) else []
+    by_corr = _launching_tids(events)
+    device = []
+    for ev in events:
+        if not isinstance(ev, dict) or ev.get("ph") != "X" or ev.get("cat") not in DEVICE_CATEGORIES:
+            continue
+        args = _args(ev)
+        corr = args.get("correlation")
+        tid = by_corr.get(int(corr)) if isinstance(corr, (int, float)) else None
+        stream = args.get("stream")
+        device.append(
+            (tid, str(ev.get("name", "?")), int(stream) if isinstance(stream, (int, float)) else None)
+        )
+    launchers = {t for t, _, _ in device if t is not None}
+    known = [t for t in timing_tids if t in launchers]
+    if known:
+        timing: int | None = known[0]
+    elif len(launchers) == 1:
+        timing = next(iter(launchers))
+    else:  # no launch records (nothing to attribute), or several threads and none known
+        return False, None, []
+    named = _thread_names(events, names or {})
+    counts: dict[tuple[int, str, int | None], int] = {}
+    for tid, name, stream in device:
+        if tid is not None and tid != timing:
+            counts[(tid, name, stream)] = counts.get((tid, name, stream), 0) + 1
+    foreign = [
+        ForeignLaunch(tid=t, thread=named.get(t, f"tid {t}"), kernel=n, launches=c, stream=st)
+        for (t, n, st), c in sorted(counts.items(), key=lambda kv: -kv[1])
+    ]
+    return True, timing, foreign[:12]
+
+
 def unobserved(why: str, watch: Watch | None) -> Observation:
     obs = Observation(observed=False, why_unobserved=why)
     return with_findings(obs, watch)
@@ -203,21 +384,25 @@ def with_findings(obs: Observation, watch: Watch | None) -> Observation:
         return obs
     obs.replaced = watch.replaced()
     obs.threads_started = list(watch.started)
+    obs.threads = list(watch.threads)
     obs.watch_findings = watch.findings()
     return obs
 
 
 def observe(
-    torch: Any, closures: Sequence[Callable[[], Any]], calls: int = 10, timed_us: float | None = None
-) -> Observation:
-    """The timed calls' outputs (`timed_outputs`), then `calls` calls re-timed with a device-wide
-    synchronize around them and, unless that already settles it, `calls` calls traced on every stream.
-    Call it right after the timing, before anything else calls the closures.
+    torch: Any, closures: Sequence[Callable[[], Any]], calls: int = 10, timed_us: float | None = None,
+    *, watch: Watch | None = None,
+) -> Observation:  # fmt: skip
+    """The timed calls' outputs (`sampled`), then `calls` calls re-timed with a device-wide synchronize
+    around them and, unless that already settles it, `calls` calls traced on every stream with the thread
+    that launched each kernel. Call it right after the timing, before anything else calls the closures.
 
     Why the synchronized calls first: every device interval of those calls, on any stream, lies between
     the two synchronizes, so their wall time per call bounds the union the trace would measure. When it is
-    within what `judge` allows over `timed_us` (the figure the timing reported), the trace could not
-    reject and is skipped (`busy_from="synchronize"`): the profiler's start-up costs seconds per process.
+    within what `judge` allows over `timed_us` (the figure the timing reported) and no thread was started
+    while watched, the trace could not reject and is skipped (`busy_from="synchronize"`): the profiler's
+    start-up costs seconds per process. A started thread always gets the trace: only the trace can say
+    whether it launched device work (`judge_threads`).
     """
     from kernelpilot.timing.kernels import traced
 
@@ -228,20 +413,56 @@ def observe(
         for i in range(calls):
             closures[i % k]()
 
-    outputs = timed_outputs(closures)  # first: what the timed calls left, before these calls replace it
     start = clock()
+    obs_out = Observation(observed=False)
+    sampled(obs_out, closures)  # first: what the timed calls returned, before these calls replace it
     torch.cuda.synchronize()
     t0 = clock()
     work()
     torch.cuda.synchronize()
     synced = (clock() - t0) * 1e6 / calls
-    if timed_us is not None and synced <= allowed_us(timed_us):
+    threads = watch.threads if watch is not None else []
+    if timed_us is not None and synced <= allowed_us(timed_us) and not threads:
         obs = Observation(observed=True, calls=calls, device_busy_us_per_call=synced, busy_from="synchronize")
     else:
-        obs = observation_from_trace(traced(torch, work, cpu=False), calls)
-    obs.timed_outputs = outputs
+        record = getattr(getattr(torch, "profiler", None), "record_function", None)
+        annotation = record(ANNOTATION) if record is not None else contextlib.nullcontext()
+
+        def annotated() -> None:
+            with annotation:
+                work()
+
+        trace = traced(torch, annotated, cpu=True)
+        obs = observation_from_trace(trace, calls)
+        tids = [threading.get_native_id(), *_annotation_tids(trace)]
+        names = {t.native_id: t.name for t in threads if t.native_id is not None}
+        obs.attributed, obs.timing_tid, obs.foreign_launches = attribute_launches(trace, set(tids), names)
+        obs.launching_threads = launching_threads(trace)
+    obs.timed_outputs, obs.timed_checks, obs.fresh_note = (
+        obs_out.timed_outputs, obs_out.timed_checks, obs_out.fresh_note,
+    )  # fmt: skip
     obs.synced_us_per_call = synced
     obs.seconds = clock() - start
+    return obs
+
+
+def _annotation_tids(trace: dict[str, Any]) -> list[int]:
+    events = trace.get("traceEvents", []) if isinstance(trace, dict) else []
+    return [
+        int(ev["tid"])
+        for ev in events
+        if isinstance(ev, dict) and ev.get("name") == ANNOTATION and isinstance(ev.get("tid"), (int, float))
+    ]
+
+
+def sampled(obs: Observation, closures: Sequence[Callable[[], Any]]) -> Observation:
+    """The timed calls' outputs into `obs`: each sampled call against the reference on the values it saw
+    (`guard.timed.TimedCall.checks`), and the last output of each closure (`timed_outputs`)."""
+    obs.timed_outputs = timed_outputs(closures)
+    checks = [c for fn in closures if hasattr(fn, "checks") for c in fn.checks()]
+    obs.timed_checks = checks
+    notes = {str(getattr(fn, "fresh_note", "")) for fn in closures} - {""}
+    obs.fresh_note = "; ".join(sorted(notes))
     return obs
 
 
@@ -259,9 +480,32 @@ def timed_outputs(closures: Sequence[Callable[[], Any]]) -> list[list[float | No
     return [fingerprint_of(getattr(c, "last", None)) for c in closures]
 
 
-def judge_outputs(obs: Observation, refs: list[list[float]], tol: Tolerance) -> Rejection | None:
-    """The timed calls' outputs against the reference on the same inputs (`harness` computes `refs`)."""
-    if not refs or not obs.timed_outputs:
+HONEST_OUTPUT = (
+    "an honest version computes every call's output from the values that call is given (a cache keyed on "
+    "input pointers, shapes or a fingerprint of the values returns what was computed for other values: "
+    "the harness writes fresh values into the same buffers between timed calls); reusing one output "
+    "buffer, or returning a CUDA graph's static output, is fine"
+)
+
+
+def judge_outputs(obs: Observation, refs: list[list[float]] | None, tol: Tolerance) -> Rejection | None:
+    """The timed calls' outputs against the reference on the values each call saw: the sampled calls'
+    `timed_checks` (the timing process computed their references) when there are any, else the last
+    output of each timed input set against `refs` (`harness` computes them: timings that never wrote
+    fresh values)."""
+    for c in obs.timed_checks:
+        why = _output_mismatch(c.got, c.ref, tol)
+        if why:
+            fresh = f" ({obs.fresh_note})" if obs.fresh_note else ""
+            return Rejection(
+                check="observation",
+                status="rejected_timed_output",
+                evidence=f"the timed calls returned something else than the checked ones: timed call "
+                f"{c.call}, its output sampled right after it returned, against the reference on the values "
+                f"it was given{fresh}: {why} (the candidate behaves differently under the timer); "
+                + HONEST_OUTPUT,
+            )
+    if obs.timed_checks or not refs or not obs.timed_outputs:
         return None
     for i, (got, ref) in enumerate(zip(obs.timed_outputs, refs, strict=False)):
         why = _output_mismatch(got, ref, tol)
@@ -299,8 +543,9 @@ def _output_mismatch(got: list[float | None] | None, ref: list[float], tol: Tole
 
 
 def judge(obs: Observation, timed_us: float) -> Rejection | None:
-    """Reject a replaced timer, a started thread, or device work the timed figure does not account for."""
-    return judge_findings(obs) or judge_escape(obs, timed_us)
+    """Reject a replaced timer, a candidate's thread, work launched from another thread, or device work
+    the timed figure does not account for."""
+    return judge_findings(obs) or judge_threads(obs) or judge_escape(obs, timed_us)
 
 
 def judged(
@@ -311,7 +556,8 @@ def judged(
     the timed figure; its outputs name the hack, the escape only the symptom."""
     return (
         judge_findings(obs)
-        or (judge_outputs(obs, refs, tol) if refs and tol is not None else None)
+        or judge_threads(obs)
+        or (judge_outputs(obs, refs, tol) if tol is not None else None)
         or judge_escape(obs, timed_us)
     )
 
@@ -328,8 +574,45 @@ def judge_findings(obs: Observation) -> Rejection | None:
         return Rejection(
             check="observation",
             status="rejected_thread",
-            evidence="threads started after the timing process began watching (by the candidate's module "
-            "or its calls): " + ", ".join(obs.threads_started),
+            evidence="threads running the candidate's own code started after the timing process began "
+            "watching (by the candidate's module or its calls): "
+            + ", ".join(obs.threads_started)
+            + "; "
+            + HONEST_THREAD,
+        )
+    return None
+
+
+HONEST_THREAD = (
+    "an honest version launches its device work from the calling thread, before it returns (work on "
+    "several streams is fine when joined to the calling stream before return); library threads that "
+    "launch nothing (torch.compile's, tqdm's monitor, autotuners) are fine"
+)
+
+
+def judge_threads(obs: Observation) -> Rejection | None:
+    """Reject device work the trace attributes to a thread other than the timing thread; and, when a
+    thread was started and the trace could not say which thread launched what, refuse to call it honest."""
+    if obs.foreign_launches:
+        shown = ", ".join(
+            f"{f.thread} (tid {f.tid}) launched {f.kernel[:60]} x{f.launches} on stream {f.stream}"
+            for f in obs.foreign_launches[:4]
+        )
+        return Rejection(
+            check="observation",
+            status="rejected_thread",
+            evidence=f"device work launched from a thread other than the timing thread (tid "
+            f"{obs.timing_tid}) during {obs.calls} traced calls: {shown}; " + HONEST_THREAD,
+            numbers={"foreign_launches": float(sum(f.launches for f in obs.foreign_launches))},
+        )
+    if obs.threads and not obs.attributed and obs.launching_threads > 1:
+        return Rejection(
+            check="observation",
+            status="rejected_thread",
+            evidence="threads were started ("
+            + ", ".join(f"{t.name} (runs {t.runs})" for t in obs.threads[:4])
+            + ") and the activity trace saw device work launched from several threads, none of them known "
+            "as the timing thread: the launches cannot be attributed; " + HONEST_THREAD,
         )
     return None
 

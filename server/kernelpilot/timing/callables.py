@@ -188,10 +188,10 @@ def _observe(torch: Any, closures: list[Callable[[], Any]], watch: Any) -> Any:
     if torch is None or not watch.trace_device:
         why = "no torch with a GPU: no activity trace to observe (CPU timing)" if torch is None else ""
         obs = observe.unobserved(why or "activity trace off in this run (observe_trace=False)", watch)
-        obs.timed_outputs = observe.timed_outputs(closures)
+        observe.sampled(obs, closures)
     else:
         try:
-            obs = observe.with_findings(observe.observe(torch, closures), watch)
+            obs = observe.with_findings(observe.observe(torch, closures, watch=watch), watch)
         except KernelpilotError:
             raise
         except Exception as exc:
@@ -214,7 +214,7 @@ def time_factory(
     graph: bool = True,
     factory_kwargs: dict[str, Any] | None = None,
     progress: Progress = no_progress,
-    cold_timer: Any = "events",
+    cold_timer: Any = "auto",
     watch: Any | None = None,
 ) -> CallableTiming:
     """Time an already-loaded factory (sweeps call this with the shape's fields as `factory_kwargs`)."""

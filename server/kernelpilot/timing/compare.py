@@ -198,9 +198,11 @@ def _side_medians(run: paired.PairedRun) -> tuple[float | None, float | None]:
     return a, statistics.median(x for blk in run.blocks for x in blk.b)
 
 
-def _observe_side(observer: Any, torch: Any, side: paired.Side, timed_us: float | None) -> Any:
+def _observe_side(
+    observer: Any, torch: Any, side: paired.Side, timed_us: float | None, watch: Any | None
+) -> Any:
     try:
-        return observer.observe(torch, side.closures, 10, timed_us=timed_us)
+        return observer.observe(torch, side.closures, 10, timed_us=timed_us, watch=watch)
     except KernelpilotError:
         raise
     except Exception as exc:  # the side's closure (or the GPU) failed while being observed: name the side
@@ -213,7 +215,7 @@ def _observe(
 ) -> tuple[dict[str, dict[str, Any]] | None, list[str] | None]:  # fmt: skip
     """Each side's observation right after the timed pairs (guard.observe), the watch's findings put into
     the candidate's (B's) with `with_findings`, which ends the watch. Without a GPU there is no activity
-    trace, but the timed outputs (`observe.timed_outputs`) and the watch's findings still are observed."""
+    trace, but the timed outputs (`observe.sampled`) and the watch's findings still are observed."""
     if observer is None:
         return None, (list(watch.findings()) if watch is not None else None)
     if torch is None and hasattr(observer, "unobserved"):
@@ -222,7 +224,9 @@ def _observe(
     elif torch is None:
         return None, (list(watch.findings()) if watch is not None else None)
     else:
-        obs_a, obs_b = (_observe_side(observer, torch, s, m) for s, m in zip((a, b), medians, strict=True))
+        obs_a, obs_b = (
+            _observe_side(observer, torch, s, m, watch) for s, m in zip((a, b), medians, strict=True)
+        )
     if watch is not None and hasattr(observer, "with_findings"):
         obs_b = observer.with_findings(obs_b, watch)
         out_b = _as_dict(obs_b)
@@ -234,8 +238,7 @@ def _observe(
 
 def _unobserved_side(observer: Any, why: str, side: paired.Side) -> Any:
     obs = observer.unobserved(why, None)
-    obs.timed_outputs = observer.timed_outputs(side.closures)
-    return obs
+    return observer.sampled(obs, side.closures)
 
 
 def _result(

@@ -56,6 +56,31 @@ class Side:
         except Exception as exc:  # the user's closure raised: name the side, keep the cause
             raise side_error(self.label, exc, "timing") from exc
 
+    # The guard's hooks (`guard.timed.TimedCall`), called by the timers outside each timed window: fresh
+    # input values before a timed call (beside the L2 flush), its output sampled after its end event.
+
+    def before_call(self) -> None:
+        """Fresh values for the closure the next `call` runs."""
+        _hook(self.closures[self.calls % len(self.closures)], "before_timed")
+
+    def after_call(self) -> None:
+        """Sample the output of the closure the last `call` ran."""
+        _hook(self.closures[(self.calls - 1) % len(self.closures)], "after_timed")
+
+    def before_all(self) -> None:
+        """Fresh values for every closure (a warm sample runs them all back to back)."""
+        for fn in self.closures:
+            _hook(fn, "before_timed")
+
+    def after_index(self, j: int) -> None:
+        _hook(self.closures[j % len(self.closures)], "after_timed")
+
+
+def _hook(fn: Callable[[], Any], name: str) -> None:
+    hook = getattr(fn, name, None)
+    if hook is not None:
+        hook()
+
 
 def side_error(label: str, exc: BaseException, where: str) -> KernelpilotError:
     """A device failure stays a GpuLostError; anything else the side raised names the side."""
@@ -239,12 +264,15 @@ class GpuBlockTimer:
         s_i, _slot = self.layouts[j % 2][i % self.per_block]
         side = self.sides[s_i]
         stream = torch.cuda.current_stream()
+        graph = self.graphs[s_i]
         if self.mode == "cold":
+            side.before_call()  # fresh input values first: the flush then evicts what they left in L2
             self.flush()
+        else:
+            side.before_all()
         start = torch.cuda.Event(enable_timing=True)
         end = torch.cuda.Event(enable_timing=True)
         start.record(stream)
-        graph = self.graphs[s_i]
         if self.mode == "cold":
             side.call()
         elif graph is not None:
@@ -253,6 +281,10 @@ class GpuBlockTimer:
             for _ in range(self.launches[s_i]):
                 side.call()
         end.record(stream)
+        if graph is not None and self.mode != "cold":
+            side.after_index(self.launches[s_i] - 1)  # the graph's last captured call
+        else:
+            side.after_call()
         return start, end
 
     def run(self, n: int) -> list[Block]:
@@ -325,9 +357,12 @@ class CpuBlockTimer:
             v = []
             t0 = time.perf_counter()
             for s in block_order(j):
+                side = self.sides[s]
+                side.before_call()
                 c0 = clock()
-                self.sides[s].call()
+                side.call()
                 v.append((clock() - c0) / 1000.0)
+                side.after_call()
             a, b = split_block(j, v)
             out.append(Block(a=a, b=b, t0=t0, t1=time.perf_counter()))
         return out
