@@ -163,7 +163,7 @@ class FakeObserver:
         self.timed: list[float | None] = []
 
     def observe(
-        self, torch: Any, closures: list[Any], calls: int, timed_us: float | None = None
+        self, torch: Any, closures: list[Any], calls: int, timed_us: float | None = None, watch: Any = None
     ) -> dict[str, Any]:
         self.calls.append(calls)
         self.timed.append(timed_us)
@@ -227,7 +227,7 @@ def test_a_factory_with_a_root_keyword_is_told_its_sides_root(tmp_path: Path) ->
 
 class RaisingObserver(FakeObserver):
     def observe(
-        self, torch: Any, closures: list[Any], calls: int, timed_us: float | None = None
+        self, torch: Any, closures: list[Any], calls: int, timed_us: float | None = None, watch: Any = None
     ) -> dict[str, Any]:
         if len(self.calls) == 1:
             raise ValueError("the candidate failed when observed")

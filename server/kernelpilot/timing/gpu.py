@@ -88,6 +88,13 @@ class HoldStats:
     enqueue_us_per_item: list[float] = field(default_factory=list)
 
 
+def guard_hook(fn: Callable[[], Any], name: str) -> None:
+    """A contract task's closure (`guard.timed.TimedCall`) hooks the timed loop outside each event pair."""
+    hook = getattr(fn, name, None)
+    if hook is not None:
+        hook()
+
+
 def _is_device_error(exc: BaseException) -> bool:
     text = str(exc)
     markers = ("CUDA error", "HIP error", "device-side assert", "unspecified launch failure", "ECC error")
@@ -309,12 +316,14 @@ def time_cold(
     stream = torch.cuda.current_stream()
 
     def enqueue(i: int) -> tuple[Any, Any]:
+        guard_hook(closures[i % k], "before_timed")  # fresh input values, outside the window (guard.timed)
         flush()
         s = torch.cuda.Event(enable_timing=True)
         e = torch.cuda.Event(enable_timing=True)
         s.record(stream)
         closures[i % k]()
         e.record(stream)
+        guard_hook(closures[i % k], "after_timed")  # the output sampled as returned, after the end event
         return s, e
 
     def report(done: int) -> None:
@@ -471,6 +480,8 @@ def time_warm(
     graph = _capture_graph(torch, closures, inner) if use_graph else None
 
     def enqueue(i: int) -> tuple[Any, Any]:
+        for fn in closures:
+            guard_hook(fn, "before_timed")  # fresh input values, outside the window (guard.timed)
         s = torch.cuda.Event(enable_timing=True)
         e = torch.cuda.Event(enable_timing=True)
         s.record(stream)
@@ -480,6 +491,8 @@ def time_warm(
             for j in range(inner):
                 closures[(i * inner + j) % k]()
         e.record(stream)
+        last = (inner - 1) % k if graph is not None else (i * inner + inner - 1) % k
+        guard_hook(closures[last], "after_timed")  # the last call's output, as it returned it
         return s, e
 
     try:

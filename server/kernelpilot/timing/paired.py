@@ -61,25 +61,19 @@ class Side:
 
     def before_call(self) -> None:
         """Fresh values for the closure the next `call` runs."""
-        _hook(self.closures[self.calls % len(self.closures)], "before_timed")
+        gpu.guard_hook(self.closures[self.calls % len(self.closures)], "before_timed")
 
     def after_call(self) -> None:
         """Sample the output of the closure the last `call` ran."""
-        _hook(self.closures[(self.calls - 1) % len(self.closures)], "after_timed")
+        gpu.guard_hook(self.closures[(self.calls - 1) % len(self.closures)], "after_timed")
 
     def before_all(self) -> None:
         """Fresh values for every closure (a warm sample runs them all back to back)."""
         for fn in self.closures:
-            _hook(fn, "before_timed")
+            gpu.guard_hook(fn, "before_timed")
 
     def after_index(self, j: int) -> None:
-        _hook(self.closures[j % len(self.closures)], "after_timed")
-
-
-def _hook(fn: Callable[[], Any], name: str) -> None:
-    hook = getattr(fn, name, None)
-    if hook is not None:
-        hook()
+        gpu.guard_hook(self.closures[j % len(self.closures)], "after_timed")
 
 
 def side_error(label: str, exc: BaseException, where: str) -> KernelpilotError:
