@@ -1,24 +1,32 @@
-"""`kernelpilot time` (cold and warm) against ncu and CUDA-graph replay, 2 µs to 5 ms kernels (GPU only).
+"""`kernelpilot time` (cold and warm) against ncu and CUPTI on this machine, 1 µs to 5 ms kernels (GPU only).
 
-For every kernel below (PyTorch ops, a Triton kernel, CUDA C++ kernels through CuPy `RawKernel`):
-- reference cold: ncu `gpu__time_duration.sum` (`--cache-control all --clock-control none`), median over 27
-  launches after 20 skipped;
-- reference warm: a CUDA graph of 50 launches captured once; up to 20 replays (one measurement spans ~50 ms)
-  queued back to back between one event pair, median over 15 such pairs of elapsed / launches;
-- kernelpilot: the library call `time_kernel(TimeRequest(spec=..., runs=200))`: cold and warm medians, CV.
-Prints one row per kernel with both differences, whether it is within tolerance (2 % or 0.3 µs, whichever is
-larger) and stable (CV <= 2 %), the wall time of one 200-run measurement of the 1M-element kernel, and the
-per-kernel attribution check of a closure that launches three different kernels.
+The regression check of every change under server/kernelpilot/timing/ (AGENTS.md): it runs unchanged on any
+GPU machine and prints one table for it. For every kernel (the five new kernels of issue 33's acceptance
+check and issue 33's five, bench/cold_probe_kernels.py; the nine earlier ones below: PyTorch ops, Triton,
+CUDA C++ through CuPy `RawKernel`, 1 µs to 5.5 ms):
+- reference cold: ncu `gpu__time_duration.sum` (`--cache-control all --clock-control none`), all kernels in
+  one ncu process (between cudaProfilerStart/Stop, 15 launches each, a `torch.cuda._sleep` spin between
+  kernels), median of launches 4-15;
+- reference warm: CUPTI (torch.profiler) kernel durations of back-to-back launches, median per launch;
+- kernelpilot: `time_kernel(TimeRequest(spec=..., runs=200, kernels=False))` as shipped (cold figure, its
+  derivation, warm, CVs), and the event-pair cold timer (`--cold-timer events`) beside it.
+A row passes when cold is within max(2 %, 0.3 µs) of ncu, warm within max(3 %, 0.5 µs) of CUPTI and both CVs
+are <= 2 %. Then the per-kernel split of a three-kernel closure, a closure with no GPU work, and the cost of
+one 200-run measurement.
 
-Usage (GPU machine with torch, triton, cupy, ncu): python bench/timing_vs_ncu.py [--out DIR] [--only a,b]
+Usage (GPU machine with torch, triton, cupy, ncu):
+    python bench/timing_vs_ncu.py [--machine NAME] [--out FILE.json] [--only a,b]
+    python bench/timing_vs_ncu.py --across A.json B.json ...   (no GPU: the same kernels across machines)
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import importlib.util
 import json
 import os
+import platform
 import shutil
 import statistics
 import subprocess
@@ -27,6 +35,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+BENCH = Path(__file__).resolve().parent
 
 KERNELS_SRC = r'''
 import sys
@@ -141,7 +151,7 @@ if __name__ == "__main__":
     torch.cuda.synchronize()
 '''
 
-# name -> regex of the kernel ncu should profile
+# name -> regex of the kernel ncu should profile (bench/cold_distributions.py profiles one kernel at a time)
 KERNELS = {
     "cuda_tiny": "kp_tiny",
     "mul_1m": "vectorized_elementwise",
@@ -153,19 +163,36 @@ KERNELS = {
     "mm_fp32": "gemm",
     "cuda_fma_5ms": "kp_fma_loop",
 }
-UNITS_TO_US = {"nsecond": 1e-3, "ns": 1e-3, "usecond": 1.0, "us": 1.0, "msecond": 1e3, "ms": 1e3}
+UNITS_TO_US = {
+    "nsecond": 1e-3,
+    "ns": 1e-3,
+    "usecond": 1.0,
+    "us": 1.0,
+    "msecond": 1e3,
+    "ms": 1e3,
+    "second": 1e6,
+}
+LAUNCHES = 15  # per kernel under ncu; the first 3 are dropped
+MARKER = "spin_kernel"  # torch.cuda._sleep's kernel: splits ncu's rows by kernel
 
 
 def ncu_durations_us(csv_text: str) -> list[float]:
+    return [v for _, v in ncu_rows(csv_text)]
+
+
+def ncu_rows(csv_text: str) -> list[tuple[str, float]]:
+    """(kernel name, gpu__time_duration µs) of every profiled launch, in order."""
     rows = [ln for ln in csv_text.splitlines() if ln.startswith('"')]
     out = []
     for r in csv.DictReader(rows):
         if r.get("Metric Name") == "gpu__time_duration.sum":
-            out.append(float(r["Metric Value"].replace(",", "")) * UNITS_TO_US[r["Metric Unit"]])
+            v = float(r["Metric Value"].replace(",", "")) * UNITS_TO_US[r["Metric Unit"]]
+            out.append((r.get("Kernel Name", "?"), v))
     return out
 
 
 def ncu_cold(ncu: str, kern: Path, name: str, regex: str) -> list[float]:
+    """One kernel of KERNELS_SRC in its own ncu process (bench/cold_distributions.py)."""
     prof = subprocess.run(
         [ncu, "--clock-control", "none", "--cache-control", "all", "--metrics", "gpu__time_duration.sum",
          "-k", f"regex:{regex}", "--launch-skip", "20", "--launch-count", "27", "--csv",
@@ -175,43 +202,191 @@ def ncu_cold(ncu: str, kern: Path, name: str, regex: str) -> list[float]:
     return ncu_durations_us(prof.stdout)
 
 
-def graph_warm(torch: Any, fn: Any, inner: int = 50, replays: int = 20, reps: int = 15) -> float:
-    """Graph of `inner` launches, up to `replays` replays queued back to back between one event pair
-    (fewer for long kernels, so one measurement spans about 50 ms); median of `reps` such measurements of
-    elapsed / (inner * replays). Back-to-back replays keep the GPU busy, so the graph launch latency is not
-    inside the figure. (A fixed 20 replays of a 2.7 ms GEMM ran 40 s of GEMM back to back and read 2.9 %
-    over the timer, run 4 of 2026-11-23, most likely as the GPU heated.)"""
-    for _ in range(5):
-        fn()
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for _ in range(inner):
+def load(spec: str) -> Any:
+    """The factory 'path.py:make_x' names."""
+    path, _, fn = spec.rpartition(":")
+    mspec = importlib.util.spec_from_file_location(f"kp_tvn_{abs(hash(path))}", path)
+    assert mspec is not None and mspec.loader is not None, spec
+    mod = importlib.util.module_from_spec(mspec)
+    sys.modules[mspec.name] = mod
+    sys.path.insert(0, str(Path(path).parent))
+    mspec.loader.exec_module(mod)
+    return getattr(mod, fn)
+
+
+def ncu_child(specs: list[str]) -> None:
+    """The process ncu profiles: every closure built and warmed, then between cudaProfilerStart/Stop
+    LAUNCHES launches of each followed by one spin (the marker)."""
+    import torch
+
+    fns = [load(s)() for s in specs]
+    for fn in fns:
+        for _ in range(3):
             fn()
-    g.replay()
     torch.cuda.synchronize()
-    s = torch.cuda.Event(enable_timing=True)
-    e = torch.cuda.Event(enable_timing=True)
-    s.record()
-    g.replay()
-    e.record()
-    e.synchronize()
-    replays = max(1, min(replays, round(50_000.0 / max(s.elapsed_time(e) * 1000.0, 1e-3))))
-    vals = []
-    for _ in range(reps):
-        s = torch.cuda.Event(enable_timing=True)
-        e = torch.cuda.Event(enable_timing=True)
-        s.record()
-        for _ in range(replays):
-            g.replay()
-        e.record()
-        e.synchronize()
-        vals.append(s.elapsed_time(e) * 1000.0 / (inner * replays))
-    return statistics.median(vals)
+    torch.cuda.profiler.start()
+    for fn in fns:
+        for _ in range(LAUNCHES):
+            fn()
+        torch.cuda._sleep(100)
+    torch.cuda.synchronize()
+    torch.cuda.profiler.stop()
 
 
-def within(a: float, ref: float) -> bool:
-    return abs(a - ref) <= max(0.02 * ref, 0.3)
+def ncu_all(specs: dict[str, str], timeout_s: float) -> tuple[dict[str, float], str]:
+    """Median ncu gpu__time_duration (µs, summed over a launch's kernels) of every kernel, one process."""
+    ncu = shutil.which("ncu") or "/usr/local/cuda/bin/ncu"
+    argv = [ncu, "--profile-from-start", "off", "--cache-control", "all", "--clock-control", "none",
+            "--metrics", "gpu__time_duration.sum", "--csv",
+            sys.executable, str(Path(__file__).resolve()),
+            "--ncu-child", ",".join(specs.values())]  # fmt: skip
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, check=False)
+    blocks: list[list[float]] = [[]]
+    for name, v in ncu_rows(p.stdout):
+        if MARKER in name:
+            blocks.append([])
+        else:
+            blocks[-1].append(v)
+    out = {}
+    for name, blk in zip(specs, blocks, strict=False):
+        kc = max(1, round(len(blk) / LAUNCHES))
+        per = [sum(blk[j * kc : (j + 1) * kc]) for j in range(len(blk) // kc)]
+        if len(per) > 3:
+            out[name] = statistics.median(per[3:])
+    return out, f"rc={p.returncode}, {sum(len(b) for b in blocks)} rows; stderr: {p.stderr[-400:]}"
+
+
+def cupti_warm(torch: Any, fn: Any, est_us: float) -> float:
+    """Median per-launch CUPTI span (summed over the closure's kernels) of back-to-back launches."""
+    from kernelpilot.timing.kernels import device_events, traced
+
+    kc = len(device_events(traced(torch, fn, cpu=False)))
+    n = max(3, min(64, int(50_000 / max(est_us, 1.0))))
+
+    def work() -> None:
+        torch.cuda._sleep(10_000_000)  # ~5 ms spin: the launches queue behind it and run back to back
+        for _ in range(n):
+            fn()
+
+    evs = [e for e in device_events(traced(torch, work, cpu=False)) if MARKER not in e[0]]
+    per = [sum(d for _, _, d in evs[j * kc : (j + 1) * kc]) for j in range(len(evs) // kc)]
+    return statistics.median(per)
+
+
+def within(a: float, ref: float, rel: float = 0.02, floor_us: float = 0.3) -> bool:
+    return abs(a - ref) <= max(rel * ref, floor_us)
+
+
+def machine_info(name: str) -> dict[str, Any]:
+    import torch
+
+    from kernelpilot.timing import environment
+
+    gpus = environment.query_gpus()
+    return {
+        "machine": name,
+        "gpu": torch.cuda.get_device_name(),
+        "gpus_on_host": len(gpus),
+        "driver": gpus[0].get("driver_version") if gpus else None,
+        "host": platform.node(),
+        "torch": torch.__version__,
+        "date_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
+    }
+
+
+def time_row(name: str, spec: str, tmp: str, runs: int) -> dict[str, Any]:
+    import torch
+
+    from kernelpilot.timing.core import time_kernel
+    from kernelpilot.timing.models import TimeRequest
+
+    t0 = time.perf_counter()
+    res = time_kernel(TimeRequest(spec=spec, runs=runs, workdir=tmp, kernels=False))
+    wall = time.perf_counter() - t0
+    ev = time_kernel(
+        TimeRequest(spec=spec, runs=runs, workdir=tmp, timing="cold", cold_timer="events", kernels=False)
+    )
+    assert res.cold is not None and res.warm is not None and ev.cold is not None
+    d = res.cold.derivation
+    return {
+        "kernel": name,
+        "kp_cold_us": res.cold.stats.median,
+        "kp_cold_cv": res.cold.stats.cv,
+        "cold_method": res.cold.method,
+        "cold_derivation": d.model_dump(mode="json") if d else None,
+        "kp_cold_events_us": ev.cold.stats.median,
+        "event_floor_us": res.event_floor_us,
+        "kp_warm_us": res.warm.stats.median,
+        "kp_warm_cv": res.warm.stats.cv,
+        "warm_method": res.warm.method,
+        "cupti_warm_us": cupti_warm(torch, load(spec)(), res.warm.stats.median),
+        "gap_free": res.cold.gap_free and res.warm.gap_free,
+        "wall_s": wall,
+        "warnings": res.machine.warnings,
+    }
+
+
+def yes(ok: bool) -> str:
+    return f"{'yes' if ok else 'NO':>3s}"
+
+
+def print_table(info: dict[str, Any], rows: list[dict[str, Any]]) -> int:
+    """One table for this machine; returns how many rows pass."""
+    print(f"\n== machine {info['machine']}: {info['gpu']} ({info['gpus_on_host']} GPU(s) on the host, driver "
+          f"{info['driver']}), {info['date_utc']} UTC")  # fmt: skip
+    print(f"{'kernel':26s} {'ncu':>8s} {'cold':>8s} {'diff':>6s} {'ok':>3s} {'cv%':>5s} | {'cupti w':>8s} "
+          f"{'warm':>8s} {'diff':>6s} {'ok':>3s} {'cv%':>5s} | {'ev cold':>8s} {'diff':>6s} "
+          "| how")  # fmt: skip
+    n_ok = 0
+    for r in rows:
+        ncu, cold, cw, warm = (
+            r.get("ncu_us", float("nan")),
+            r["kp_cold_us"],
+            r["cupti_warm_us"],
+            r["kp_warm_us"],
+        )
+        r["cold_ok"] = within(cold, ncu)
+        r["warm_ok"] = within(warm, cw, 0.03, 0.5)
+        r["stable"] = max(r["kp_cold_cv"], r["kp_warm_cv"]) <= 0.02
+        ok = r["cold_ok"] and r["warm_ok"] and r["stable"]
+        n_ok += ok
+        d = r.get("cold_derivation") or {}
+        how = d.get("method", r["cold_method"]) + (f" +{d['offset_us_per_kernel']:.2f}" if d.get(
+            "offset_us_per_kernel") else "")  # fmt: skip
+        print(
+            f"{r['kernel']:26s} {ncu:8.2f} {cold:8.2f} {cold - ncu:+6.2f} {yes(r['cold_ok'])} "
+            f"{r['kp_cold_cv'] * 100:5.2f} | {cw:8.2f} {warm:8.2f} {warm - cw:+6.2f} "
+            f"{yes(r['warm_ok'])} {r['kp_warm_cv'] * 100:5.2f} | {r['kp_cold_events_us']:8.2f} "
+            f"{r['kp_cold_events_us'] - ncu:+6.2f} | {how}"
+        )
+    return n_ok
+
+
+def across(paths: list[str]) -> int:
+    """The same kernels' cold figures across machines of one GPU model (recorded JSONs): within 0.3 µs?"""
+    by_gpu: dict[str, list[dict[str, Any]]] = {}
+    for p in paths:
+        run = json.loads(Path(p).read_text())
+        by_gpu.setdefault(run["machine"]["gpu"], []).append(run)
+    n_ok = n_all = 0
+    for gpu, runs in by_gpu.items():
+        print(f"\n== {gpu}: " + ", ".join(r["machine"]["machine"] for r in runs))
+        print(
+            f"{'kernel':26s} "
+            + " ".join(f"{r['machine']['machine'][:12]:>12s}" for r in runs)
+            + "  spread ok"
+        )
+        for name in [r["kernel"] for r in runs[0]["rows"]]:
+            vals = [
+                next((x["kp_cold_us"] for x in r["rows"] if x["kernel"] == name), float("nan")) for r in runs
+            ]
+            spread = max(vals) - min(vals)
+            n_ok += spread <= 0.3
+            n_all += 1
+            cols = " ".join(f"{v:12.2f}" for v in vals)
+            print(f"{name:26s} {cols}  {spread:5.2f} {yes(spread <= 0.3)}")
+    print(f"timing_vs_ncu_across={n_ok}/{n_all} kernels within 0.3 us across machines of the same GPU model")
+    return 0
 
 
 def main() -> int:
@@ -219,110 +394,62 @@ def main() -> int:
     ap.add_argument("--out", default=None, help="write the JSON results here")
     ap.add_argument("--only", default="", help="comma-separated kernel names")
     ap.add_argument("--runs", type=int, default=200)
+    ap.add_argument("--machine", default=os.environ.get("KP_MACHINE", platform.node()), help="label")
+    ap.add_argument("--ncu-child", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--across", nargs="+", default=None, help="recorded JSONs of several machines")
     args = ap.parse_args()
+    if args.ncu_child:
+        ncu_child(args.ncu_child.split(","))
+        return 0
+    if args.across:
+        return across(args.across)
     import faulthandler
 
     faulthandler.dump_traceback_later(400, repeat=True)  # a stuck run shows where it is stuck
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "server"))
+    sys.path.insert(0, str(BENCH.parent / "server"))
+    sys.path.insert(0, str(BENCH))
     import torch
 
+    import cold_probe_kernels as cpk
     from kernelpilot.timing.core import time_kernel
     from kernelpilot.timing.models import TimeRequest
 
-    ncu = shutil.which("ncu") or "/usr/local/cuda/bin/ncu"
-    names = [n for n in KERNELS if not args.only or n in args.only.split(",")]
-    rows = []
+    t_start = time.perf_counter()
+    info = machine_info(args.machine)
+    rows: list[dict[str, Any]] = []
+    errors: dict[str, str] = {}
     with tempfile.TemporaryDirectory() as tmp:
         kern = Path(tmp) / "kp_bench_kernels.py"
         kern.write_text(KERNELS_SRC)
-        sys.path.insert(0, tmp)
-        import kp_bench_kernels as kb  # type: ignore[import-not-found]
-
-        for name in names:
-            t0 = time.perf_counter()
-            res = time_kernel(TimeRequest(spec=f"{kern}:make_{name}", runs=args.runs, workdir=tmp))
-            wall = time.perf_counter() - t0
-            tr = time_kernel(
-                TimeRequest(
-                    spec=f"{kern}:make_{name}", runs=args.runs, workdir=tmp, timing="cold",
-                    cold_timer="trace", kernels=False,
-                )
-            )  # fmt: skip
-            assert tr.cold is not None
-            warm_ref = graph_warm(torch, getattr(kb, f"make_{name}")())
-            cold_ref = statistics.median(ncu_cold(ncu, kern, name, KERNELS[name]))
-            assert res.cold is not None and res.warm is not None
-            row = {
-                "kernel": name,
-                "ncu_cold_us": cold_ref,
-                "kp_cold_us": res.cold.stats.median,
-                "kp_cold_cv": res.cold.stats.cv,
-                "kp_cold_trace_us": tr.cold.stats.median,
-                "kp_cold_trace_cv": tr.cold.stats.cv,
-                "cold_trace_method": tr.cold.method,
-                "graph_warm_us": warm_ref,
-                "kp_warm_us": res.warm.stats.median,
-                "kp_warm_cv": res.warm.stats.cv,
-                "warm_method": res.warm.method,
-                "warm_inner": res.warm.launches_per_sample,
-                "cold_gap_free": res.cold.gap_free,
-                "warm_gap_free": res.warm.gap_free,
-                "cold_resolved": res.cold.resolved,
-                "event_floor_us": res.event_floor_us,
-                "wall_s": wall,
-                "kernels": [
-                    (k.name[:60], k.duration_us_per_call)
-                    for k in (res.kernels.kernels if res.kernels else [])
-                ],
-                "warnings": res.machine.warnings,
-            }
-            row["cold_ok"] = within(row["kp_cold_us"], cold_ref)
-            row["warm_ok"] = within(row["kp_warm_us"], warm_ref)
+        specs = {n: f"{BENCH / 'cold_probe_kernels.py'}:make_{n}" for n in (*cpk.NEW_FIVE, *cpk.ISSUE_FIVE)}
+        specs |= {n: f"{kern}:make_{n}" for n in KERNELS}
+        if args.only:
+            specs = {n: s for n, s in specs.items() if n in args.only.split(",")}
+        t0 = time.perf_counter()
+        ncu, ncu_note = ncu_all(specs, 240)
+        print(f"ncu: {len(ncu)}/{len(specs)} kernels in {time.perf_counter() - t0:.0f} s ({ncu_note[:80]})")
+        for name, spec in specs.items():
+            try:
+                row = time_row(name, spec, tmp, args.runs)
+            except Exception as exc:  # one kernel failing must not lose the others: report it
+                errors[name] = f"{type(exc).__name__}: {exc}"
+                print(f"{name}: FAILED {errors[name]}", flush=True)
+                continue
+            row["ncu_us"] = ncu.get(name, float("nan"))
             rows.append(row)
-            print(json.dumps(row), flush=True)
-        # cost: 200 runs of the small kernel, cold + warm + attribution, warm-up included (default 200 ms)
+            print(json.dumps({k: v for k, v in row.items() if k != "cold_derivation"}), flush=True)
         cost = []
         for _ in range(3):
             t0 = time.perf_counter()
             time_kernel(TimeRequest(spec=f"{kern}:make_mul_1m", runs=200, workdir=tmp))
             cost.append(time.perf_counter() - t0)
-        parts = {}
-        for label, kw in (
-            ("cold only, no attribution", {"timing": "cold", "kernels": False}),
-            ("warm only, no attribution", {"timing": "warm", "kernels": False}),
-            ("both, no attribution", {"kernels": False}),
-        ):
-            t0 = time.perf_counter()
-            time_kernel(TimeRequest(spec=f"{kern}:make_mul_1m", runs=200, workdir=tmp, **kw))
-            parts[label] = round(time.perf_counter() - t0, 3)
         three = time_kernel(TimeRequest(spec=f"{kern}:make_three", runs=100, workdir=tmp))
-        errors = {}
-        for bad in ("nothing",):
-            try:
-                time_kernel(TimeRequest(spec=f"{kern}:make_{bad}", runs=10, workdir=tmp))
-                errors[bad] = "NO ERROR"
-            except Exception as exc:  # report the kind
-                errors[bad] = f"{type(exc).__name__}: {exc}"
-    print()
-    print(f"{'kernel':14s} {'ncu cold':>10s} {'kp cold':>10s} {'d%':>6s} {'cv%':>5s} | "
-          f"{'graph warm':>10s} {'kp warm':>10s} {'d%':>6s} {'cv%':>5s} | ok")  # fmt: skip
-    print(f"{'kernel':14s} {'ncu cold':>10s} {'trace cold':>10s} {'d%':>6s} {'cv%':>5s} method")
-    for r in rows:
-        dt = (r["kp_cold_trace_us"] - r["ncu_cold_us"]) / r["ncu_cold_us"] * 100
-        print(
-            f"{r['kernel']:14s} {r['ncu_cold_us']:10.2f} {r['kp_cold_trace_us']:10.2f} {dt:+6.2f} "
-            f"{r['kp_cold_trace_cv'] * 100:5.2f} {r['cold_trace_method']} "
-            f"{'ok' if within(r['kp_cold_trace_us'], r['ncu_cold_us']) else 'OFF'}"
-        )
-    for r in rows:
-        dc = (r["kp_cold_us"] - r["ncu_cold_us"]) / r["ncu_cold_us"] * 100
-        dw = (r["kp_warm_us"] - r["graph_warm_us"]) / r["graph_warm_us"] * 100
-        ok = r["cold_ok"] and r["warm_ok"] and r["kp_cold_cv"] <= 0.02 and r["kp_warm_cv"] <= 0.02
-        print(
-            f"{r['kernel']:14s} {r['ncu_cold_us']:10.2f} {r['kp_cold_us']:10.2f} {dc:+6.2f} "
-            f"{r['kp_cold_cv'] * 100:5.2f} | {r['graph_warm_us']:10.2f} {r['kp_warm_us']:10.2f} {dw:+6.2f} "
-            f"{r['kp_warm_cv'] * 100:5.2f} | {'yes' if ok else 'NO'}"
-        )
+        try:
+            time_kernel(TimeRequest(spec=f"{kern}:make_nothing", runs=10, workdir=tmp))
+            errors["nothing"] = "NO ERROR"
+        except Exception as exc:  # report the kind
+            errors["nothing"] = f"{type(exc).__name__}: {exc}"
+    n_ok = print_table(info, rows)
     k = three.kernels
     warm3 = three.warm.stats.median if three.warm else float("nan")
     if k is not None:
@@ -330,19 +457,18 @@ def main() -> int:
               f"({(k.kernel_sum_us_per_call - warm3) / warm3 * 100:+.2f} %):")  # fmt: skip
         for ks in k.kernels:
             print(f"   {ks.duration_us_per_call:9.2f} us x{ks.launches_per_call:g} {ks.name[:80]}")
-    print(f"bad input: {errors}")
-    print(f"cost parts (s, one run each, 200 runs of mul_1m): {parts}")
+    if rows and rows[0].get("cold_derivation"):
+        print(f"cold derivation: {rows[0]['cold_derivation']['note']}")
+    print(f"errors: {errors}")
     med_cost = statistics.median(cost)
     if args.out:
-        Path(args.out).write_text(json.dumps({"rows": rows, "cost_s": cost, "errors": errors,
+        Path(args.out).write_text(json.dumps({"machine": info, "rows": rows, "cost_s": cost, "errors": errors,
                                               "three": three.model_dump(mode="json")}, indent=1))  # fmt: skip
-    n_ok = sum(
-        1 for r in rows if r["cold_ok"] and r["warm_ok"] and max(r["kp_cold_cv"], r["kp_warm_cv"]) <= 0.02
-    )
-    print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}, pid {os.getpid()}")
+    print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}, pid {os.getpid()}, "
+          f"wall {time.perf_counter() - t_start:.0f} s")  # fmt: skip
     print(
-        f"timing_vs_ncu={n_ok}/{len(rows)} kernels within tolerance and stable; 200-run cost "
-        f"{med_cost:.2f} s (median of {len(cost)}, spread {min(cost):.2f}-{max(cost):.2f} s)"
+        f"timing_vs_ncu={n_ok}/{len(rows)} kernels within tolerance and stable on {info['machine']}; "
+        f"200-run cost {med_cost:.2f} s (median of {len(cost)}, spread {min(cost):.2f}-{max(cost):.2f} s)"
     )
     return 0
 

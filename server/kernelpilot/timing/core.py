@@ -69,6 +69,7 @@ def _mode_result(t: ModeTiming, floor: float | None, cv_threshold: float) -> Mod
         resolved=resolved,
         stats=stats,
         samples=t.samples_us,
+        derivation=t.derivation,
     )
 
 

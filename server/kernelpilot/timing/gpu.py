@@ -38,6 +38,7 @@ from typing import Any, Literal
 from kernelpilot.foundation.errors import DeviceUnavailableError, KernelpilotError
 from kernelpilot.foundation.progress import Progress, no_progress
 from kernelpilot.timing.errors import CallableError, GpuLostError, TimerMismatchError
+from kernelpilot.timing.models import ColdDerivation
 from kernelpilot.timing.stats import quantile
 
 L2_FLUSH_FACTOR = 2  # flush buffer = 2 x the device's reported L2 size (torch device properties)
@@ -58,6 +59,7 @@ HOLD_MAX_US = 20_000.0  # never hold the GPU longer than this at once
 # all three tries. A replaced timer reads ~1e-9 of it; 2 % still bounds every hold to 50x its length.
 TIMER_AGREEMENT = 0.02
 
+ColdTimer = Literal["auto", "events", "trace"]
 Method = Literal[
     "held_stream_events", "held_stream_trace", "graph_replay", "held_stream_batch", "unheld_events"
 ]
@@ -75,6 +77,8 @@ class ModeTiming:
     retries: int
     note: str
     l2_flush_bytes: int | None = None
+    kernels_per_launch: int | None = None  # cold, traced: kernels the closure runs per launch
+    derivation: ColdDerivation | None = None  # cold: how the figure was derived (timing.calibration)
 
 
 @dataclass
@@ -353,6 +357,17 @@ def _flush_and_hold(flush: Callable[[], None], hold: SpinHold) -> None:
     hold.hold(10.0)
 
 
+def launch_spans(
+    events: Sequence[tuple[str, float, float]], kernels_per_launch: int, offset_us: float
+) -> list[float]:
+    """Per launch: the summed traced span of its `kernels_per_launch` kernels plus `offset_us` per kernel
+    (the closure's own events, in start order)."""
+    kc = kernels_per_launch
+    return [
+        sum(d for _, _, d in events[j * kc : (j + 1) * kc]) + kc * offset_us for j in range(len(events) // kc)
+    ]
+
+
 def time_cold_trace(
     torch: Any,
     hold: SpinHold,
@@ -361,10 +376,12 @@ def time_cold_trace(
     progress: Callable[[int], None] | None = None,
     *,
     est_us: float = math.inf,
+    offset_us: float = 0.0,
 ) -> ModeTiming | None:
-    """Cold launches timed by the activity trace (CUPTI / roctracer kernel start to end, as ncu's
-    gpu__time_duration), queued behind holds like `time_cold`; None when the closure's kernels cannot be
-    told apart from the flush's and the hold's (then the caller uses event pairs)."""
+    """Cold launches timed by the activity trace (CUPTI / roctracer kernel start to end, the span Nsight
+    Systems shows), queued behind holds like `time_cold`, plus `offset_us` per kernel (what ncu's
+    gpu__time_duration spans beyond the traced kernel: `timing.calibration`); None when the closure's
+    kernels cannot be told apart from the flush's and the hold's (then the caller uses event pairs)."""
     from kernelpilot.timing.kernels import device_events, traced
 
     if getattr(torch, "profiler", None) is None:
@@ -401,17 +418,19 @@ def time_cold_trace(
     # (a kernel's own start-to-end time has no launch gap in it), so every traced launch is a sample.
     if len(events) < launches * kc:
         return None
-    n_launch = len(events) // kc
-    single = [sum(d for _, _, d in events[j * kc : (j + 1) * kc]) for j in range(n_launch)]
+    single = launch_spans(events, kc, offset_us)
     if progress is not None:
         progress(runs)
     samples = [statistics.median(single[i : i + m]) for i in range(0, len(single), m)]
+    plus = f" plus {offset_us:.3f} us per kernel (ncu's span beyond the trace's)" if offset_us else ""
     note = (
         f"cold: L2 flushed (a {nbytes} B buffer written then read) before every launch; each launch's "
-        f"kernel time from the activity trace (kernel start to end, summed over its {kc} kernel(s)); "
+        f"kernel time from the activity trace (kernel start to end, summed over its {kc} kernel(s)){plus}; "
         f"sample = median of {m} such launches; " + _hold_note(hold, st)
     )
-    return ModeTiming("cold", "held_stream_trace", samples, m, st.gap_free, st.retries, note, nbytes)
+    return ModeTiming(
+        "cold", "held_stream_trace", samples, m, st.gap_free, st.retries, note, nbytes, kernels_per_launch=kc
+    )
 
 
 def _hold_note(hold: SpinHold, st: HoldStats) -> str:
@@ -555,6 +574,47 @@ def held_estimate_us(
     return min(float(s.elapsed_time(e)) * 1000.0 / calls for s, e in pairs)
 
 
+def _time_cold_mode(
+    torch: Any,
+    hold: SpinHold,
+    closures: Sequence[Callable[[], Any]],
+    runs: int,
+    report: Callable[[int], None],
+    est: float,
+    floor: float,
+    cold_timer: ColdTimer,
+) -> ModeTiming:
+    """auto: traced spans plus this GPU's offset when `timing.calibration` has one, else event pairs;
+    trace: traced spans alone; events: event pairs net of the empty pair. The result says which."""
+    from kernelpilot.timing import calibration
+
+    offset = calibration.lookup(torch) if cold_timer == "auto" else None
+    traced = None
+    why = "the activity trace did not separate the closure's kernels (no trace, or the flush's kernel names)"
+    if cold_timer == "trace" or offset is not None:
+        off_us = offset.offset_us if offset is not None else 0.0
+        try:
+            traced = time_cold_trace(
+                torch, hold, closures, runs, progress=report, est_us=est, offset_us=off_us
+            )
+        except (CallableError, GpuLostError) as exc:
+            if cold_timer == "trace":
+                raise
+            # auto: a profiler that cannot run here (another profiler attached) must not fail the timing;
+            # a failing closure or GPU fails the event pairs below as well
+            why = f"the activity trace failed ({exc.message[:160]})"
+    if traced is not None:
+        traced.derivation = calibration.derive_traced(offset, traced.kernels_per_launch)
+        return traced
+    timing = time_cold(torch, hold, closures, runs, progress=report, est_us=est, floor_us=floor)
+    if cold_timer == "events":
+        why = "event pairs asked for (--cold-timer events)"
+    elif offset is None and cold_timer == "auto":
+        why = f"no measured offset for this GPU ({torch.cuda.get_device_name()})"
+    timing.derivation = calibration.derive_events(floor, why)
+    return timing
+
+
 def time_modes(
     torch: Any,
     closures: Sequence[Callable[[], Any]],
@@ -565,7 +625,7 @@ def time_modes(
     warmup_min_s: float,
     use_graph: bool = True,
     progress: Progress = no_progress,
-    cold_timer: Literal["events", "trace"] = "events",
+    cold_timer: ColdTimer = "auto",
 ) -> tuple[dict[str, ModeTiming], float, float]:
     """Warm up, then time each requested mode; returns the timings, the event floor and the estimate."""
     est = warm_up(torch, closures, warmup, warmup_min_s)
@@ -585,14 +645,7 @@ def time_modes(
             progress(base + done, total, f"{mode}: {done}/{runs} runs")
 
         if mode == "cold":
-            traced = (
-                time_cold_trace(torch, hold, closures, runs, progress=report, est_us=est)
-                if cold_timer == "trace"
-                else None
-            )
-            out["cold"] = traced or time_cold(
-                torch, hold, closures, runs, progress=report, est_us=est, floor_us=floor
-            )
+            out["cold"] = _time_cold_mode(torch, hold, closures, runs, report, est, floor, cold_timer)
         else:
             out["warm"] = time_warm(
                 torch, hold, closures, runs, est, use_graph=use_graph, progress=report, floor_us=floor

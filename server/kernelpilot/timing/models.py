@@ -93,11 +93,13 @@ class TimeRequest(Request):
         description="GPU path: attribute GPU time to each kernel the closure launches (torch.profiler "
         "activity trace over 10 extra calls).",
     )
-    cold_timer: Literal["events", "trace"] = Field(
-        "events",
-        description="GPU path, cold mode: event pairs net of an empty pair (events; within about 0.3 us "
-        "of ncu's gpu__time_duration on an H100), or each kernel's start to end from the activity trace "
-        "(trace: CUPTI/roctracer, as Nsight Systems shows kernels; about 1.4 us under ncu on short kernels).",
+    cold_timer: Literal["auto", "events", "trace"] = Field(
+        "auto",
+        description="GPU path, cold mode: auto = each kernel's start to end from the activity trace "
+        "(CUPTI/roctracer) plus the offset ncu's gpu__time_duration spans beyond it on this GPU model "
+        "(measured per model, `timing.calibration`), else event pairs; events = event pairs net of an empty "
+        "pair (the empty pair's reading depends on the host); trace = the traced span alone (as Nsight "
+        "Systems shows kernels; about 1.4 us per kernel under ncu on an H100). `cold.derivation` says which.",
     )
     graph: bool = Field(
         True, description="GPU path, warm mode: replay a captured CUDA/HIP graph when the closure allows."
@@ -136,6 +138,38 @@ class TimeRequest(Request):
         return coerce_argv(v)
 
 
+class ColdDerivation(Result):
+    """How the cold figure was derived from what the GPU reported (`timing.calibration`).
+
+    Why: the event pair's own overhead differs between hosts of the same GPU (1.2 µs on one H100 host, 2.9 µs
+    on another), so a cold figure says which timer it rests on and, where it adds a measured offset, where
+    that offset was measured, on what and when."""
+
+    method: Literal["kernel_span_plus_offset", "event_pairs_net_of_floor"] = Field(
+        description="kernel_span_plus_offset: each flushed launch's kernel start-to-end from the activity "
+        "trace (CUPTI/roctracer) plus, per kernel, the offset ncu's gpu__time_duration spans beyond it; "
+        "event_pairs_net_of_floor: the event pair around each flushed launch minus an empty pair "
+        "(host-dependent)."
+    )
+    offset_us_per_kernel: float | None = Field(
+        None, description="Added to each kernel's traced span: ncu gpu__time_duration minus that span."
+    )
+    kernels_per_launch: int | None = Field(None, description="Kernels the closure runs per launch (traced).")
+    offset_source: str = Field(
+        description="Where the offset was measured: 'table' (this GPU model, recorded runs), 'cache' (ncu "
+        "on this GPU, earlier) or 'ncu' (ncu on this GPU, now); 'none' for event pairs."
+    )
+    gpu: str = Field("", description="The GPU the offset belongs to (name; UUID and driver for a cache).")
+    measured_utc: str | None = Field(None, description="When the offset was measured (UTC, ISO 8601).")
+    age_days: float | None = Field(None, description="Age of that measurement when this result was made.")
+    evidence: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="What the offset rests on: one row per machine or kernel measured (ncu and traced µs).",
+    )
+    event_floor_us: float | None = Field(None, description="Event pairs: the empty pair subtracted.")
+    note: str = Field("", description="One readable line.")
+
+
 class ModeResult(Result):
     """One timing mode of a GPU closure: its samples, statistics and how they were taken."""
 
@@ -156,6 +190,9 @@ class ModeResult(Result):
     )
     stats: SampleStats
     samples: list[float]
+    derivation: ColdDerivation | None = Field(
+        None, description="Cold mode: how the figure was derived (timer, offset, its source and age)."
+    )
 
 
 class KernelShare(Result):
@@ -226,6 +263,8 @@ class TimeResult(Result):
             for m in modes:
                 lines.append(_mode_line(m, u))
                 lines.append(f"    how: {m.method_note}")
+                if m.derivation is not None:
+                    lines.append(f"    derived: {m.derivation.note}")
         else:
             s = self.stats
             lines.append(f"  note: {self.timer_note}")
