@@ -244,3 +244,12 @@ def test_reduction_kernel_gets_the_new_playbook_levers() -> None:
 def test_issue_rules_are_registered() -> None:
     names = {r.name for r in RULES}
     assert {r.name for r in ISSUE_RULES} <= names
+
+
+def test_a_busy_pipe_on_a_row_op_gets_the_row_op_levers() -> None:
+    """sync_reduce's LSU is 71% busy with shared-memory tree traffic: warp shuffles, not wider global loads
+    (the GEMM/streaming levers the pipe rule gives other kernels)."""
+    (sat,) = [c for c in verdict(NCU / "sync_reduce_raw.csv").causes if c.rule == "pipe_saturation"]
+    assert sat.levers == ["warp_shuffles", "row_mapping"] and "lsu pipe 71.3% busy" in sat.quantity
+    (xu,) = [c for c in verdict(RC / "xu_heavy_raw.csv").causes if c.rule == "pipe_saturation"]
+    assert xu.levers == ["cheaper_instructions"]  # not a row op: unchanged

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import re
 
-from kernelpilot.bottleneck.pipes import busiest, pipe_utilization
+from kernelpilot.bottleneck.pipes import busiest, pipe_utilization, warp_instructions
 from kernelpilot.bottleneck.rules.base import BPG, NCU_GUIDE, PG, Clear, Ctx, Finding, Rule
+from kernelpilot.bottleneck.rules.issue import kind
 from kernelpilot.bottleneck.rules.memory import SECTOR_BYTES
 
 PIPE_BUSY_PCT = 60.0  # kernelpilot (as classify): a pipe this busy bounds the kernel
@@ -29,7 +30,36 @@ PIPES = {
 GEMM_NAME = re.compile(r"gemm|matmul|mma|conv|attn|attention|dot", re.I)
 
 
+# Row ops (kernelpilot.bottleneck.rules.issue.kind): a busy ALU/FMA/XU/LSU pipe there is selection or
+# reduction work, whose levers are algorithmic (playbooks' "Reductions and selection" sections).
+_ROW_OP_LEVERS = {
+    ("selection", "alu"): ("packed_key_selection", "cancel_softmax_denominator", "warp_selection_rounds"),
+    ("selection", "fma"): ("cancel_softmax_denominator", "packed_key_selection"),
+    ("selection", "xu"): ("cancel_softmax_denominator", "cheaper_instructions"),
+    ("selection", "lsu"): ("packed_key_selection", "row_mapping", "fewer_shuffle_steps"),
+    ("reduction", "alu"): ("avoid_replicated_epilogue", "row_mapping", "cheaper_instructions"),
+    ("reduction", "fma"): ("avoid_replicated_epilogue", "row_mapping", "cheaper_instructions"),
+    ("reduction", "xu"): ("cheaper_instructions", "avoid_replicated_epilogue"),
+    ("reduction", "lsu"): ("fewer_shuffle_steps", "row_mapping"),
+}
+SHARED_OP_SHARE = 0.01  # as rules.issue: shared-memory instructions >= 1% = the LSU carries LDS/STS
+
+
+def _row_op_levers(c: Ctx, pipe: str) -> tuple[str, ...] | None:
+    k = kind(c.p.kernel)
+    if k == "other" or GEMM_NAME.search(c.p.kernel):
+        return None
+    if pipe == "lsu":
+        shared, inst = c.f("smsp__sass_inst_executed_op_shared.sum"), warp_instructions(c.p)
+        if shared is not None and inst and shared / inst >= SHARED_OP_SHARE:
+            return ("warp_shuffles", "row_mapping")  # a shared-memory tree, not shuffles
+    return _ROW_OP_LEVERS.get((k, pipe))
+
+
 def _pipe_levers(c: Ctx, pipe: str) -> tuple[str, ...]:
+    row_op = _row_op_levers(c, pipe)
+    if row_op is not None:
+        return row_op
     gemm_like = (
         bool(GEMM_NAME.search(c.p.kernel)) or (c.f("smsp__sass_inst_executed_op_shared_ld.sum") or 0) > 0
     )
