@@ -260,6 +260,9 @@ def cupti_warm(torch: Any, fn: Any, est_us: float) -> float:
     """Median per-launch CUPTI span (summed over the closure's kernels) of back-to-back launches."""
     from kernelpilot.timing.kernels import device_events, traced
 
+    for _ in range(3):  # a fresh closure: compile and load before its kernels are counted
+        fn()
+    torch.cuda.synchronize()
     kc = len(device_events(traced(torch, fn, cpu=False)))
     n = max(3, min(64, int(50_000 / max(est_us, 1.0))))
 
