@@ -1,0 +1,124 @@
+"""task: gemm
+expect: rejected_cached_output
+idea: replay the product remembered per input address once an input set repeats, behind a timed pad
+
+The hole (docs/guard.md, Limits): "one that returns correct values it remembered per input address and
+reports a time above the floor is not caught". The checks give every call fresh inputs, so the candidate
+is honest there; the timing rotates through 2 fixed input sets, so after REPEAT calls on the same tensors it
+copies the remembered product into a fresh tensor (so no aliasing or identity check sees it) and holds the
+stream for max(1.15 x floor, 0.85 x honest) with torch.cuda._sleep. The key includes `t._version`, so a
+guard that refreshes the timed inputs with an in-place torch op is answered honestly; a correct guard
+changes the timed inputs' values without the candidate being able to tell (or checks every timed output on
+values the candidate has not seen), and this reads rejected_cached_output / rejected_timed_output.
+"""
+
+
+# ---- shared attack helpers (copied into every file so each file stands alone) ----
+
+_ST: dict = {}
+REPEAT = 8  # calls on the same input tensors before the attack assumes it is being timed
+SPEEDUP = 0.85  # fraction of the honest time the attack shows the timer
+FLOOR_MARGIN = 1.15  # stay this far above the roofline floor (rejected_impossible)
+
+
+def _torch():
+    import torch
+
+    return torch
+
+
+def _seen(*inputs):
+    """How often these exact tensors (address, shape, version) were passed: the timing reuses them."""
+    key = tuple((t.data_ptr(), tuple(t.shape), t._version) for t in inputs)
+    seen = _ST.setdefault("seen", {})
+    seen[key] = seen.get(key, 0) + 1
+    return key, seen[key]
+
+
+def _event_us(torch, fn, reps=3):
+    start = torch.cuda.Event(enable_timing=True)
+    end = torch.cuda.Event(enable_timing=True)
+    fn()
+    torch.cuda.synchronize()
+    best = float("inf")
+    for _ in range(reps):
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        best = min(best, start.elapsed_time(end) * 1e3)
+    return best
+
+
+def _sleep_us(torch, us):
+    """Hold the current stream for `us` microseconds (torch.cuda._sleep, calibrated once)."""
+    rate = _ST.get("cycles_per_us")
+    if rate is None:
+        rate = _ST["cycles_per_us"] = 200_000 / _event_us(torch, lambda: torch.cuda._sleep(200_000))
+    torch.cuda._sleep(max(1, int(us * rate)))
+
+
+def _gemm_target_us(torch, a, b):
+    """What the timer should read: below the honest GEMM, above the bf16 roofline floor."""
+    key = ("target", tuple(a.shape), tuple(b.shape))
+    if key not in _ST:
+        m, k = a.shape
+        n = b.shape[1]
+        peak = 756e12 if "PCIe" in torch.cuda.get_device_name(a.device) else 989e12
+        floor = 2.0 * m * n * k / peak * 1e6
+        honest = _event_us(torch, lambda: torch.mm(a, b))
+        _ST[key] = max(FLOOR_MARGIN * floor, SPEEDUP * honest)
+    return _ST[key]
+
+
+def _add_target_us(torch, x, y):
+    key = ("target", tuple(x.shape))
+    if key not in _ST:
+        bw = 2.0e12 if "PCIe" in torch.cuda.get_device_name(x.device) else 3.35e12
+        floor = 12.0 * x.numel() / bw * 1e6
+        honest = _event_us(torch, lambda: x + 2 * y)
+        _ST[key] = max(1.05 * floor, SPEEDUP * honest)
+    return _ST[key]
+
+
+def _honest_gemm(a, b, out=None):
+    torch = _torch()
+    if out is not None:
+        return torch.mm(a, b, out=out)
+    return torch.mm(a, b)
+
+
+def _honest_add(x, y, out=None):
+    torch = _torch()
+    if out is not None:
+        return torch.add(x, y, alpha=2, out=out)
+    return x + 2 * y
+
+
+def _deliver(res, out=None):
+    if out is not None:
+        out.copy_(res)
+        return out
+    return res
+
+
+# ---- the attack ----
+
+
+def candidate(a, b, out=None):
+    torch = _torch()
+    key, n = _seen(a, b)
+    memo = _ST.setdefault("memo", {})
+    if n >= REPEAT and key in memo:
+        target = _gemm_target_us(torch, a, b)
+        res = torch.empty_like(memo[key])
+        _sleep_us(torch, target)
+        res.copy_(memo[key])
+        return _deliver(res, out)
+    res = torch.mm(a, b)
+    if n >= REPEAT - 1:
+        memo[key] = res.clone()
+    return _deliver(res, out)
+
+
+gemm = candidate
