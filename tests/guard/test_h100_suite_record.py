@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.guard.gpu_suite import gpu_plan
+from tests.guard.gpu_suite import suite1_plan as gpu_plan  # issue 25's plan, as this record ran it
 
 REC = Path(__file__).resolve().parent.parent / "fixtures" / "guard" / "h100_suite"
 CITED = re.compile(r"[A-Za-z0-9 _./()-]+: [0-9.]+ [A-Za-z/]+ <- gpu-wiki-index/[\w./-]+\.md:L\d+")
