@@ -113,3 +113,47 @@ def test_observe_skips_the_trace_only_when_the_synchronized_calls_settle_it(
     rej = observe.judge(hidden, 0.0)
     assert rej is not None and rej.status == "rejected_side_stream"
     assert observe.observe(t, [busy_host], 5).busy_from == "trace"  # no figure given: always traced
+
+
+# ---- issue 31: threads judged by what they launch, on traces recorded with the launching thread ----
+# Recorded by `python tests/guard/record_trace.py --all OUT` on the device (tests/fixtures/guard/
+# PROVENANCE.md); until then these skip, naming the fixture.
+
+THREAD_CASES = ["honest_gemm", "compile_rmsnorm", "library_idle_gemm", "pool_launch_gemm", "add_cost"]
+
+
+def _thread_doc(name: str) -> dict[str, Any]:
+    path = FIXTURES / f"threads_{name}.json"
+    if not path.is_file():
+        pytest.skip(f"{path.name} not recorded yet (tests/guard/record_trace.py --all on a GPU)")
+    doc: dict[str, Any] = json.loads(path.read_text())
+    return doc
+
+
+@pytest.mark.parametrize("name", THREAD_CASES)
+def test_a_recorded_trace_attributes_its_kernels_as_the_live_guard_did(name: str) -> None:
+    """The recorded trace through `attribute_launches` (the timing thread by its OS id or the annotation
+    around the calls) gives what the live observation reported, and the judgement is the recorded one."""
+    doc = _thread_doc(name)
+    live = Observation.model_validate(doc["observation"])
+    assert (doc["trace"] is not None and live.busy_from == "trace") or not live.threads
+    if doc["trace"] is not None:
+        tids = {doc["timing_native_id"], *observe._annotation_tids(doc["trace"])}
+        names = {t.native_id: t.name for t in live.threads if t.native_id is not None}
+        ok, tid, foreign = observe.attribute_launches(doc["trace"], tids, names)
+        assert (ok, tid, foreign) == (live.attributed, live.timing_tid, live.foreign_launches)
+        assert ok, "the recorded trace names the launching thread of its device work"
+    replayed = observe.judge(live, doc["timed_cold_us"])
+    got = replayed.status if replayed is not None else "accepted"
+    assert got == doc["expect"], replayed.evidence if replayed is not None else ""
+
+
+def test_torch_compile_and_an_idle_library_thread_pass_and_a_pool_that_launches_is_named() -> None:
+    compiled = Observation.model_validate(_thread_doc("compile_rmsnorm")["observation"])
+    assert compiled.foreign_launches == [] and compiled.threads_started == []
+    idle = Observation.model_validate(_thread_doc("library_idle_gemm")["observation"])
+    assert [t.origin for t in idle.threads if t.name == "idle-library-wait"] == ["library"]
+    pool = _thread_doc("pool_launch_gemm")
+    rej = observe.judge(Observation.model_validate(pool["observation"]), pool["timed_cold_us"])
+    assert rej is not None and rej.status == "rejected_thread" and "gemm-pool" in rej.evidence
+    assert "launched" in rej.evidence and "from the calling thread" in rej.evidence

@@ -79,6 +79,7 @@ ALLOWED_THREAD_MODULES = ("kernelpilot.timing.clocks",)
 # Activity-trace categories of the host calls that launch device work (CUPTI runtime and driver API).
 LAUNCH_CATEGORIES = ("cuda_runtime", "cuda_driver", "hip_runtime")
 ANNOTATION = "kernelpilot.guard.timed_calls"  # the profiler range around the traced calls (timing thread)
+MARKER_CYCLES = 64  # a spin kernel the timing thread launches first in the traced range (~0.05 us)
 
 # Bound when this module loads (before any candidate module): the re-timing uses the real clock even when
 # a candidate replaced time.perf_counter (which Watch then reports).
@@ -430,6 +431,9 @@ def observe(
 
         def annotated() -> None:
             with annotation:
+                marker = getattr(torch.cuda, "_sleep", None)
+                if marker is not None:  # the timing thread launches at least this, so it is never the
+                    marker(MARKER_CYCLES)  # one launcher of a trace whose calls launch from elsewhere
                 work()
 
         trace = traced(torch, annotated, cpu=True)
