@@ -253,3 +253,13 @@ def test_a_busy_pipe_on_a_row_op_gets_the_row_op_levers() -> None:
     assert sat.levers == ["warp_shuffles", "row_mapping"] and "lsu pipe 71.3% busy" in sat.quantity
     (xu,) = [c for c in verdict(RC / "xu_heavy_raw.csv").causes if c.rule == "pipe_saturation"]
     assert xu.levers == ["cheaper_instructions"]  # not a row op: unchanged
+
+
+def test_profile_json_with_pipes_but_no_raw_metrics() -> None:
+    """A full-set `profile parse --json` without raw metrics: pipes and stalls still give a verdict with
+    causes; the advice is to keep the raw metrics, never to profile the full set again."""
+    res = profile_parse(ProfileParseRequest(path=str(NCU / "sync_reduce_raw.csv")))
+    (v,) = classify_bottleneck(ClassifyRequest(profile_json=res.model_dump_json())).verdicts
+    assert v.verdict != "unknown" and v.causes
+    assert not [m for m in v.next_measurements if "--mode full" in m]
+    assert any("--include-raw-metrics" in m for m in v.next_measurements)

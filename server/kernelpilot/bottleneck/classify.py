@@ -475,7 +475,7 @@ def classify_profile(
         causes = [fallback_cause(p, verdict, summary, ruled_out, where)]
     if causes:
         nxt = ["kernelpilot suggest --bottleneck <this JSON>: levers ranked by these causes' gains"]
-    if not set(_FULL_SET_RULES) <= evaluated and not full:
+    if not set(_FULL_SET_RULES) <= evaluated and (not full or not p.raw_metrics):
         nxt.append(_measure_more(p))
     res = _verdict(p, verdict, level, conf, b, nxt, summary)
     res.causes, res.ruled_out, res.stop = causes, ruled_out, mem_stop
@@ -483,12 +483,13 @@ def classify_profile(
 
 
 def _measure_more(p: KernelProfile) -> str:
-    """What to collect for the cause rules: never the mode the input already is."""
-    if not p.raw_metrics and not getattr(p, "pipes", None):
+    """What to collect for the cause rules: never the mode the input already is (a stall mix means the
+    input was a full set; without raw metrics it lost the sectors, bank conflicts and active threads)."""
+    if not p.raw_metrics and p.warp_stalls:
         return (
             "pass the profiler file as profile_path (or `kernelpilot profile parse --json "
-            "--include-raw-metrics`): this profile JSON carries no raw metrics, so the cause rules cannot "
-            "read its stall mix, pipes or sectors"
+            "--include-raw-metrics`): this full-set profile JSON carries no raw metrics, so the cause rules "
+            "cannot read its sectors, bank conflicts or active threads"
         )
     return (
         "kernelpilot profile run --mode full: the cause rules need the full set "
