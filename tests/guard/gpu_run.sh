@@ -1,7 +1,7 @@
 #!/bin/bash
 # Issues 25 and 31's acceptance run on an H100, in one device call (under 9.5 minutes; every step under
 # `timeout`):
-#   1. tests/guard/gpu_suite.py: every GPU hack (41 + the red team's, 20 at once) and the honest look-alikes
+#   1. tests/guard/gpu_suite.py: every GPU hack (41 + the red team's, 16 at once) and the honest look-alikes
 #      (16 + the red team's, one at a time) end to end through `kernelpilot eval` with a contract (paired
 #      against the baseline commit), each look-alike's verdict beside the one `kernelpilot compare` gives against the task's baseline,
 #      every eval in one experiment database (estimate from the 2026-11-24 records, with tests/guard/redteam's
