@@ -244,3 +244,78 @@ def test_auto_falls_back_to_event_pairs_when_the_trace_cannot_run(monkeypatch: p
     assert out["cold"].method == "held_stream_events" and d is not None
     assert "the activity trace failed" in d.note and "already enabled" in d.note
     assert out["cold"].samples_us == pytest.approx([2.0] * len(out["cold"].samples_us))
+
+
+def test_ncu_medians_reads_the_recorded_probe_csv_as_the_probe_did() -> None:
+    """ncu's --csv output of the one-GPU H100 probe run (tests/fixtures/timing/ncu_cold_probe_h100x1.csv):
+    split at the marker kernel, first 3 launches dropped, the same medians the probe recorded."""
+    data = _load(FIXTURES / "cold_probe_h100x1.json")
+    names = list(data["ncu"]["kernels"])
+    got = calibration.ncu_medians(
+        (FIXTURES / "ncu_cold_probe_h100x1.csv").read_text(), names, "kp_marker", 15
+    )
+    assert set(got) == set(names)
+    for n in names:
+        assert got[n] == pytest.approx(_ncu(data, n)), n
+    assert calibration.ncu_medians("no csv here", names, "kp_marker", 15) == {}
+
+
+def _uuid_torch(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> FakeTorch:
+    from tests.timing import fake_torch
+
+    monkeypatch.setattr(fake_torch._Props, "uuid", "GPU-0000-test", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.delenv(calibration.NO_CALIBRATION_ENV, raising=False)
+    return FakeTorch(Sim())
+
+
+def test_a_gpu_model_not_in_the_table_is_measured_with_ncu_once_and_cached(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """calibrate_with_ncu on recorded output: ncu's CSV of the one-GPU H100 probe run for its first three
+    kernels (null, 2 µs and 8 µs spins) and their recorded traced spans: offset = the median of ncu minus
+    span, written to the cache with its evidence; the next lookup reads it (source 'cache') without ncu."""
+    from kernelpilot.host import toolchain
+
+    t = _uuid_torch(monkeypatch, tmp_path)
+    data = _load(FIXTURES / "cold_probe_h100x1.json")
+    names = ["null", "spin_2us", "spin_8us"]
+    csv_text = (FIXTURES / "ncu_cold_probe_h100x1.csv").read_text()
+    monkeypatch.setattr(
+        calibration, "calibration_closures", lambda torch: {n: (lambda n=n: n) for n in names}
+    )
+    monkeypatch.setattr(calibration, "CAL_MARKER", "kp_marker")
+    monkeypatch.setattr(toolchain, "find_tool", lambda name, env=None: Path("/usr/bin/ncu"))
+    ran: list[list[str]] = []
+
+    def run(argv: list[str], **kw: Any) -> toolchain.RunResult:
+        ran.append(list(argv))
+        return toolchain.RunResult(tuple(argv), 0, csv_text, "", 1.0)
+
+    monkeypatch.setattr(toolchain, "run", run)
+    spans = {n: _span(data, n) for n in names}
+    off = calibration.lookup(t, lambda: calibration.calibrate_with_ncu(t, lambda fn: spans[fn()]))
+    expected = statistics.median(_ncu(data, n) - spans[n] for n in names)
+    assert off is not None and off.source == "ncu" and off.offset_us == pytest.approx(expected, abs=1e-3)
+    assert [e["kernel"] for e in off.evidence] == names and "--cache-control" in ran[0]
+    assert calibration.cache_file("GPU-0000-test").is_file()
+    again = calibration.lookup(t, lambda: pytest.fail("measured twice"))  # type: ignore[arg-type,return-value]
+    assert again is not None and again.source == "cache" and again.offset_us == off.offset_us
+    d = calibration.derive_traced(again, 1)
+    assert d.offset_source == "cache" and d.evidence[0]["kernel"] == "null" and d.age_days is not None
+
+
+def test_no_ncu_run_without_a_uuid_or_when_turned_off(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    t = _uuid_torch(monkeypatch, tmp_path)
+    monkeypatch.setenv(calibration.NO_CALIBRATION_ENV, "1")
+    assert calibration.lookup(t, lambda: pytest.fail("ncu run although turned off")) is None  # type: ignore[arg-type,return-value]
+    from tests.timing import fake_torch
+
+    monkeypatch.delenv(calibration.NO_CALIBRATION_ENV)
+    monkeypatch.setattr(fake_torch._Props, "uuid", "", raising=False)
+    assert calibration.lookup(t, lambda: pytest.fail("ncu run on a GPU without a UUID")) is None  # type: ignore[arg-type,return-value]
+    calibration.cache_file("GPU-x").parent.mkdir(parents=True, exist_ok=True)
+    calibration.cache_file("GPU-x").write_text("{not json")
+    assert calibration.read_cache("GPU-x") is None

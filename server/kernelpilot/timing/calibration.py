@@ -9,16 +9,35 @@ front-end work and completion. That amount is a property of the GPU model, measu
 `bench/cold_probe.py` (traced spans and ncu of the same kernels) and recorded here with its evidence; the
 cold figure is then traced span + offset per kernel, and says so (`models.ColdDerivation`).
 
-Owns the offset table and the derivation record. It times nothing (`timing.gpu` does).
+On a GPU model the table lacks, the offset is measured at first use when ncu is installed (three torch
+kernels timed by ncu in a child process and by the trace in this one, `calibrate_with_ncu`) and cached per
+GPU UUID under the user's cache folder with its evidence and date; without ncu the cold figure falls back
+to event pairs, labelled. Owns the offset table, that cache and the derivation record; the traced spans
+come from `timing.gpu` (passed in, so this module imports no timing loop).
 """
 
 from __future__ import annotations
 
+import contextlib
+import csv
 import datetime as _dt
-from dataclasses import dataclass, field
+import json
+import os
+import statistics
+import sys
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
+from kernelpilot.foundation.atomic import write_json_atomic
+from kernelpilot.foundation.errors import KernelpilotError
 from kernelpilot.timing.models import ColdDerivation
+
+NO_CALIBRATION_ENV = "KERNELPILOT_NO_NCU_CALIBRATION"  # set: never run ncu to measure an offset
+CAL_LAUNCHES = 15  # launches of each calibration kernel under ncu; the first 3 are dropped
+CAL_MARKER = "spin_kernel"  # torch.cuda._sleep's kernel, launched between calibration kernels under ncu
+_UNITS_TO_US = {"nsecond": 1e-3, "ns": 1e-3, "usecond": 1.0, "us": 1.0, "msecond": 1e3, "ms": 1e3}
 
 
 @dataclass(frozen=True)
@@ -62,13 +81,140 @@ TABLE: dict[str, Offset] = {
     ),
 }
 
-def lookup(torch: Any) -> Offset | None:
-    """The offset of the GPU torch is using, or None when this model has not been measured."""
+
+def _device(torch: Any) -> tuple[str, str]:
+    """(name, UUID) of the GPU torch is using; UUID '' when torch does not report one."""
+    name = str(torch.cuda.get_device_name())
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    return name, str(getattr(props, "uuid", "") or "")
+
+
+def lookup(torch: Any, calibrate: Callable[[], Offset | None] | None = None) -> Offset | None:
+    """This GPU's offset: measured on it earlier (cache), else its model's (table), else measured now by
+    `calibrate` (ncu; only on a GPU with a UUID, never with KERNELPILOT_NO_NCU_CALIBRATION set), or None."""
     try:
-        name = str(torch.cuda.get_device_name())
+        name, uuid = _device(torch)
     except Exception:  # a torch without a device name (fake or broken): no offset, event pairs are used
         return None
-    return TABLE.get(name)
+    cached = read_cache(uuid) if uuid else None
+    if cached is not None and cached.gpu == name:
+        return cached
+    if name in TABLE:
+        return TABLE[name]
+    if calibrate is None or not uuid or os.environ.get(NO_CALIBRATION_ENV):
+        return None
+    return calibrate()
+
+
+def cache_file(uuid: str) -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    safe = "".join(c for c in uuid if c.isalnum() or c == "-")[:80]
+    return Path(base) / "kernelpilot" / f"cold-offset-{safe}.json"
+
+
+def read_cache(uuid: str) -> Offset | None:
+    """The offset measured on this GPU earlier, or None (absent, unreadable or malformed: ignored)."""
+    try:
+        raw = json.loads(cache_file(uuid).read_text(encoding="utf-8"))
+        return Offset(
+            gpu=str(raw["gpu"]),
+            offset_us=float(raw["offset_us"]),
+            measured_utc=str(raw["measured_utc"]),
+            source="cache",
+            evidence=tuple(dict(e) for e in raw.get("evidence", [])),
+        )
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None  # no usable cache: measured again or taken from the table
+
+
+def calibration_closures(torch: Any) -> dict[str, Callable[[], Any]]:
+    """Three one-kernel torch closures of ~2, ~6 and ~12 µs (H100) that the flush and hold never run."""
+    small = torch.ones(1024, device="cuda")
+    a = torch.randn(2 << 20, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(2 << 20, device="cuda", dtype=torch.bfloat16)
+    c = torch.empty_like(a)
+    x = torch.randn(512, 2048, device="cuda", dtype=torch.bfloat16)
+    y = torch.empty_like(x)
+    return {
+        "mul_1k_fp32": lambda: small.mul_(1.0),
+        "add_bf16_2m": lambda: torch.add(a, b, out=c),
+        "softmax_bf16_512x2048": lambda: torch.softmax(x, dim=-1, out=y),
+    }
+
+
+def ncu_medians(csv_text: str, names: list[str], marker: str, launches: int) -> dict[str, float]:
+    """Median gpu__time_duration (µs) per kernel from ncu's --csv output of a child that ran `launches`
+    launches of each named closure in turn, each block followed by one `marker` kernel; first 3 dropped."""
+    rows = [ln for ln in csv_text.splitlines() if ln.startswith('"')]
+    blocks: list[list[float]] = [[]]
+    for r in csv.DictReader(rows):
+        if r.get("Metric Name") != "gpu__time_duration.sum" or r.get("Metric Unit") not in _UNITS_TO_US:
+            continue
+        if marker in r.get("Kernel Name", ""):
+            blocks.append([])
+            continue
+        blocks[-1].append(float(r["Metric Value"].replace(",", "")) * _UNITS_TO_US[r["Metric Unit"]])
+    return {
+        name: statistics.median(blk[3:])
+        for name, blk in zip(names, blocks, strict=False)
+        if len(blk) == launches
+    }
+
+
+def calibrate_with_ncu(torch: Any, span_us: Callable[[Callable[[], Any]], float | None]) -> Offset | None:
+    """Measure this GPU's offset: ncu's gpu__time_duration of the calibration kernels (a child process)
+    minus their traced span here (`span_us`), median over the three; cached. None without ncu or when a
+    step fails (the caller then uses event pairs)."""
+    from kernelpilot.host import toolchain
+
+    exe = toolchain.find_tool("ncu")
+    if exe is None:
+        return None
+    name, uuid = _device(torch)
+    names = list(calibration_closures(torch))
+    argv = [str(exe), "--profile-from-start", "off", "--cache-control", "all", "--clock-control", "none",
+            "--metrics", "gpu__time_duration.sum", "--csv", sys.executable, "-m", __name__]  # fmt: skip
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[2]), env.get("PYTHONPATH", "")])
+    try:
+        res = toolchain.run(argv, timeout_s=180.0, env=env, check=False)
+    except KernelpilotError:
+        return None  # ncu could not run here (permissions, timeout): no offset, event pairs are used
+    ncu = ncu_medians(res.stdout, names, CAL_MARKER, CAL_LAUNCHES)
+    evidence: list[dict[str, Any]] = []
+    for kname, fn in calibration_closures(torch).items():
+        span = span_us(fn)
+        if kname in ncu and span is not None:
+            evidence.append({"kernel": kname, "ncu_us": round(ncu[kname], 3), "span_us": round(span, 3)})
+    if len(evidence) < len(names):
+        return None
+    offset = statistics.median(e["ncu_us"] - e["span_us"] for e in evidence)
+    now = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
+    off = Offset(
+        gpu=name, offset_us=round(offset, 3), measured_utc=now, source="ncu", evidence=tuple(evidence)
+    )
+    # an unwritable cache folder: the offset holds for this run and is measured again next time
+    with contextlib.suppress(OSError):
+        write_json_atomic(cache_file(uuid), {**asdict(off), "uuid": uuid, "source": "cache"})
+    return off
+
+
+def _ncu_child() -> None:
+    """The process `calibrate_with_ncu` runs under ncu (python -m kernelpilot.timing.calibration)."""
+    import torch  # type: ignore[import-not-found,unused-ignore]  # the child exists to run torch
+
+    fns = calibration_closures(torch)
+    for fn in fns.values():
+        for _ in range(3):
+            fn()
+    torch.cuda.synchronize()
+    torch.cuda.profiler.start()
+    for fn in fns.values():
+        for _ in range(CAL_LAUNCHES):
+            fn()
+        torch.cuda._sleep(1)
+    torch.cuda.synchronize()
+    torch.cuda.profiler.stop()
 
 
 def _age_days(measured_utc: str, now: _dt.datetime | None = None) -> float | None:
@@ -117,3 +263,7 @@ def derive_events(floor_us: float, why: str) -> ColdDerivation:
         note=f"event pairs net of an empty pair ({floor_us:.3f} us) because {why}; the empty pair's reading "
         "depends on the host (1.2-2.9 us on H100 hosts), so this figure can read up to ~1 us off ncu",
     )
+
+
+if __name__ == "__main__":
+    _ncu_child()

@@ -588,9 +588,18 @@ def _time_cold_mode(
     trace: traced spans alone; events: event pairs net of the empty pair. The result says which."""
     from kernelpilot.timing import calibration
 
-    offset = calibration.lookup(torch) if cold_timer == "auto" else None
+    def span_us(fn: Callable[[], Any]) -> float | None:
+        t = time_cold_trace(torch, hold, [fn], 64)
+        return statistics.median(t.samples_us) if t is not None and t.samples_us else None
+
     traced = None
     why = "the activity trace did not separate the closure's kernels (no trace, or the flush's kernel names)"
+    offset = None
+    if cold_timer == "auto":
+        try:
+            offset = calibration.lookup(torch, lambda: calibration.calibrate_with_ncu(torch, span_us))
+        except (CallableError, GpuLostError) as exc:  # measuring the offset failed: event pairs, labelled
+            why = f"measuring this GPU's offset failed ({exc.message[:160]})"
     if cold_timer == "trace" or offset is not None:
         off_us = offset.offset_us if offset is not None else 0.0
         try:
@@ -609,8 +618,8 @@ def _time_cold_mode(
     timing = time_cold(torch, hold, closures, runs, progress=report, est_us=est, floor_us=floor)
     if cold_timer == "events":
         why = "event pairs asked for (--cold-timer events)"
-    elif offset is None and cold_timer == "auto":
-        why = f"no measured offset for this GPU ({torch.cuda.get_device_name()})"
+    elif offset is None and cold_timer == "auto" and not why.startswith("measuring"):
+        why = f"no measured offset for this GPU ({torch.cuda.get_device_name()}) and ncu did not measure one"
     timing.derivation = calibration.derive_events(floor, why)
     return timing
 
