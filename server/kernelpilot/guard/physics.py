@@ -106,7 +106,10 @@ def check(
         out.rejection = Rejection(
             check="physics",
             status="rejected_impossible",
-            evidence=f"faster than the roofline floor: {arith}; cited: " + "; ".join(cites[:2]),
+            evidence=f"faster than the roofline floor: {arith}; cited: "
+            + "; ".join(cites[:2])
+            + "; IMPOSSIBLE: check the timing, then the contract's roofline op and its params, then the "
+            "GPU named",
             numbers={"time_us": time_us, "floor_us": floor.time_floor_us},
         )
     elif attain_us / time_us > FLAG_SHARE:

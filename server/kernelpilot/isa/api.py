@@ -143,6 +143,19 @@ class IsaMixResult(Result):
                 )
             top = ", ".join(f"{k}={v}" for k, v in list(m.top_opcodes.items())[:8])
             out.append(f"   top opcodes: {top}")
+            if m.issued_instructions is not None:
+                pipes = ", ".join(
+                    f"{k}={v}" for k, v in sorted(m.pipe_classes.items(), key=lambda kv: -kv[1])
+                )
+                loops = (
+                    f"; {m.backward_branches} loop branch(es): per-warp counts are a lower bound"
+                    if m.backward_branches
+                    else "; straight-line code"
+                )
+                out.append(
+                    f"   issue: {m.issued_instructions} instr per warp pass "
+                    f"({pipes or 'no classed pipe'}){loops}"
+                )
         return "\n".join(out) or "no kernels"
 
 

@@ -181,6 +181,9 @@ def _mixes(
                 global_store_bits=dict(m.global_store_bits),
                 shared_bits=dict(m.shared_bits),
                 top_opcodes=dict(m.opcodes.most_common(16)),
+                issued_instructions=m.issued if vendor == "nvidia" else None,
+                pipe_classes=dict(m.pipes),
+                backward_branches=m.backward_branches if vendor == "nvidia" else None,
             )
             out[(ent.label, name)] = (model, m.text)
     return out

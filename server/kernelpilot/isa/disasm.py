@@ -49,6 +49,35 @@ _AMD_FAMILIES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("scalar_memory", re.compile(r"^s_(load|buffer_load|store|dcache)")),
 )
 
+# SASS opcode -> issue-floor pipe class (kernelpilot.roofline.issue). Only opcodes whose pipe and rate
+# NVIDIA's throughput table states are classed; everything else counts toward the issue total alone.
+# A class's rate is the fastest cited rate among its members, so a per-pipe floor stays a lower bound.
+SASS_PIPES: dict[str, frozenset[str]] = {
+    "fma": frozenset({"FFMA", "FADD", "FMUL", "IMAD", "IMUL", "HFMA2", "HADD2", "HMUL2"}),
+    "alu": frozenset(
+        {
+            "IADD3",
+            "IADD",
+            "LOP3",
+            "LOP",
+            "ISETP",
+            "FSETP",
+            "SEL",
+            "FSEL",
+            "SHF",
+            "SHL",
+            "SHR",
+            "IMNMX",
+            "FMNMX",
+        }
+    ),
+    "shuffle": frozenset({"SHFL"}),
+    "xu": frozenset({"MUFU", "F2I", "I2F", "F2F", "FRND"}),
+}
+_PIPE_OF = {op: pipe for pipe, ops in SASS_PIPES.items() for op in ops}
+_SASS_LABEL = re.compile(r"^(\.L_x_\d+):\s*$")
+_SASS_BRA_TARGET = re.compile(r"\bBRA(?:\.[A-Z0-9_.]+)?\s+(?:!?U?P[T0-9]+,\s*)?`\((\.L_x_\d+)\)")
+
 _SASS_LINE = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P[T0-9]+\s+)?([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)")
 _SASS_FUNC = re.compile(r"^\s*\.text\.(\S+?):\s*$")
 _AMD_FUNC = re.compile(r"^[0-9a-f]+ <([^>]+)>:\s*$")
@@ -65,6 +94,10 @@ class KernelMix:
     global_store_bits: Counter[int] = field(default_factory=Counter)
     shared_bits: Counter[int] = field(default_factory=Counter)
     text: list[str] = field(default_factory=list)
+    pipes: Counter[str] = field(default_factory=Counter)
+    issued: int = 0  # instructions a warp can issue: NOP padding and the closing self-loop BRA left out
+    backward_branches: int = 0  # branches to a label above them (loops), the closing self-loop left out
+    labels: dict[str, int] = field(default_factory=dict)  # label -> issued count where it stands
 
 
 def sass_width(op: str) -> int:
@@ -116,14 +149,35 @@ def parse_sass(text: str, keep_text: bool = False) -> dict[str, KernelMix]:
             continue
         if cur is None:
             continue
+        lm = _SASS_LABEL.match(line.strip())
+        if lm:
+            cur.labels[lm.group(1)] = cur.issued
+            continue
         m = _SASS_LINE.search(line)
         if not m:
             continue
         op = m.group(1)
         _count(cur, op, "nvidia")
+        _count_issue(cur, op, line)
         if keep_text:
             cur.text.append(line.strip())
     return out
+
+
+def _count_issue(cur: KernelMix, op: str, line: str) -> None:
+    """Issue-floor counts of one SASS line: pipe class, issued instructions, loops (backward branches)."""
+    base = op.split(".")[0]
+    if base == "NOP":
+        return
+    target = _SASS_BRA_TARGET.search(line)
+    if target is not None and target.group(1) in cur.labels:
+        if cur.labels[target.group(1)] == cur.issued:
+            return  # `.L_x_N: BRA .L_x_N`: the closing self-loop after EXIT, never issued by a live warp
+        cur.backward_branches += 1
+    cur.issued += 1
+    pipe = _PIPE_OF.get(base)
+    if pipe is not None:
+        cur.pipes[pipe] += 1
 
 
 def parse_amdgcn(text: str, keep_text: bool = False) -> dict[str, KernelMix]:

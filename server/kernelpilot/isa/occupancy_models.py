@@ -57,6 +57,18 @@ class KernelMixModel(BaseModel):
     global_store_bits: dict[int, int] = Field(default_factory=dict)
     shared_bits: dict[int, int] = Field(default_factory=dict)
     top_opcodes: dict[str, int] = Field(default_factory=dict)
+    issued_instructions: int | None = Field(
+        default=None,
+        description="instructions a warp can issue, NOP padding and the closing self-loop left out (NVIDIA)",
+    )
+    pipe_classes: dict[str, int] = Field(
+        default_factory=dict,
+        description="static instructions per issue-floor pipe class (isa.disasm.SASS_PIPES)",
+    )
+    backward_branches: int | None = Field(
+        default=None,
+        description="branches to a label above them: loops, which make static counts a lower bound",
+    )
 
 
 class FitReport(BaseModel):

@@ -21,12 +21,18 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
 from kernelpilot.foundation.atomic import write_text_atomic
 from kernelpilot.foundation.errors import InputFileError, InvalidArgumentError, UnknownSpecError
 from kernelpilot.roofline import ops, stop
-from kernelpilot.roofline.models import Achieved, CeilingComparison, RooflineRequest, RooflineResult
+from kernelpilot.roofline.models import (
+    Achieved,
+    Bound,
+    CeilingComparison,
+    IssueFloor,
+    RooflineRequest,
+    RooflineResult,
+)
 from kernelpilot.wiki.core import Wiki, load_wiki
 from kernelpilot.wiki.errors import BareNumberError, UnitMismatchError
 from kernelpilot.wiki.models import UNKNOWN_TEXT, CitedValue
@@ -160,18 +166,20 @@ def _count(req: RooflineRequest) -> tuple[ops.OpCount, str, str]:
     out = ops.canonical_dtype(req.out_dtype, "out_dtype") if req.out_dtype else dtype
     s, so = ops.DTYPE_BYTES[dtype], ops.DTYPE_BYTES[out]
     if req.op is None:
-        if req.flops is None or req.bytes_moved is None:
+        with_isa = req.isa is not None or req.ncu_csv is not None
+        flops = req.flops if req.flops is not None else (0.0 if with_isa else None)
+        if flops is None or req.bytes_moved is None:
             raise InvalidArgumentError(
-                "give --op with its shape, or both --flops and --bytes-moved",
-                "e.g. --op gemm --m 4096 --n 4096 --k 4096",
+                "give --op with its shape, or both --flops and --bytes-moved (or --bytes-moved with --isa)",
+                "e.g. --op gemm --m 4096 --n 4096 --k 4096, or --isa k.cubin --grid 512 --block 128 "
+                "--bytes-moved 2e7 for an op the catalogue lacks",
             )
-        if req.flops < 0 or req.bytes_moved <= 0:
+        if flops < 0 or req.bytes_moved <= 0:
             raise InvalidArgumentError(
                 "--flops must be >= 0 and --bytes-moved > 0", "give measured or counted totals"
             )
-        count = ops.OpCount(
-            req.flops, req.bytes_moved, req.unit == "tensor", "given FLOPs/bytes", "given directly"
-        )
+        what = "given FLOPs/bytes" + (" with the kernel's instruction counts" if with_isa else "")
+        count = ops.OpCount(flops, req.bytes_moved, req.unit == "tensor", what, "given directly")
         return count, dtype, out
     if req.op in ("gemm", "bmm"):
         if req.op == "bmm" and req.batch is None:
@@ -179,6 +187,8 @@ def _count(req: RooflineRequest) -> tuple[ops.OpCount, str, str]:
         count = ops.gemm(req.m, req.n, req.k, req.batch, s, so, req.accumulate)
     elif req.op == "elementwise":
         count = ops.elementwise(req.numel, req.inputs, req.outputs, req.flops_per_element, s, so)
+    elif req.op == "topk":
+        count = ops.topk(req.rows, req.cols, req.k, s, so)
     elif req.op == "attention":
         count = ops.attention(
             req.batch, req.heads, req.kv_heads, req.seq_q, req.seq_k, req.head_dim, req.causal, s, so
@@ -277,20 +287,21 @@ def _stop_conditions(req: RooflineRequest, verdict: stop.StopVerdict) -> list[st
     return stops
 
 
-def _achieved(req: RooflineRequest, count: ops.OpCount, roof: Roof) -> Achieved | None:
-    """The measured run against the roof of the chosen basis."""
+def _achieved(req: RooflineRequest, count: ops.OpCount, roof: Roof, floor_us: float) -> Achieved | None:
+    """The measured run against the roof of the chosen basis; no percentage when it is under the floor."""
     if req.measured_time_us is None:
         return None
     t = req.measured_time_us * 1e-6
     fl = req.measured_flops if req.measured_flops is not None else count.flops
     by = req.measured_bytes if req.measured_bytes is not None else count.bytes
+    possible = req.measured_time_us >= floor_us
     return Achieved(
         time_us=req.measured_time_us,
         tflops=fl / t / 1e12,
         tb_s=by / t / 1e12,
-        pct_of_compute_peak=100 * fl / t / roof.compute_per_s,
-        pct_of_memory_peak=100 * by / t / roof.memory_per_s,
-        pct_of_roofline=100 * roof.floor_s / t,
+        pct_of_compute_peak=100 * fl / t / roof.compute_per_s if possible else None,
+        pct_of_memory_peak=100 * by / t / roof.memory_per_s if possible else None,
+        pct_of_roofline=100 * floor_us * 1e-6 / t if possible else None,
     )
 
 
@@ -309,6 +320,8 @@ def _basis_check(req: RooflineRequest, peaks: _Peaks, bound: str) -> None:
 
 def analyze(req: RooflineRequest, wiki: Wiki | None = None) -> RooflineResult:
     """Roofline of one kernel on one GPU from cited peaks; see the module docstring."""
+    from kernelpilot.roofline.issue import issue_floors
+
     _validate(req)
     count, dtype, _out = _count(req)
     matrix = count.matrix if req.unit == "auto" else req.unit == "tensor"
@@ -318,31 +331,30 @@ def analyze(req: RooflineRequest, wiki: Wiki | None = None) -> RooflineResult:
     peaks = _peaks(req, wiki, gpu_id, dtype, matrix)
     compute, memory = peaks.compute, peaks.memory
     roof = roof_from_peaks(count.flops, count.bytes, compute, memory)
-    bound: Literal["compute", "memory"] = "compute" if roof.intensity >= roof.ridge else "memory"
+    bound: Bound = "compute" if roof.intensity >= roof.ridge else "memory"
     _basis_check(req, peaks, bound)
-    f = req.target_fraction
-    floor_us = roof.floor_s * 1e6
-    comparisons = _comparisons(
-        wiki, gpu_id, dtype, req.allow_tf32, peaks.spec_compute if matrix else None, peaks.spec_memory
-    )
+    floors, issue_roof = issue_floors(req, wiki, gpu_id)
+    issue_us = floors[-1].time_us if floors else None
+    if issue_us is not None and issue_us > roof.floor_s * 1e6:
+        bound = "issue"
+    floor_us = max(roof.floor_s * 1e6, issue_us or 0.0)
     compute_roofs, memory_roofs = _attainable(wiki, gpu_id, dtype, req.allow_tf32, peaks, matrix)
     fl = req.measured_flops if req.measured_flops is not None else count.flops
     by = req.measured_bytes if req.measured_bytes is not None else count.bytes
-    verdict = stop.binding(fl, by, compute_roofs, memory_roofs, req.measured_time_us, f)
-    stops = _stop_conditions(req, verdict)
-    notes: list[str] = []
-    achieved = _achieved(req, count, roof)
-    if matrix and count.description.startswith("attention"):
-        notes.append("attention softmax FLOPs (~5 per score) run on the vector units and are not counted")
-    citations = [compute.citation(), memory.citation()]
-    for c in comparisons:
-        for cv in (c.spec, c.measured):
-            if cv.citation() not in citations:
-                citations.append(cv.citation())
+    verdict = stop.binding(
+        fl, by, compute_roofs, memory_roofs, req.measured_time_us, req.target_fraction, issue_roof
+    )
+    achieved = _achieved(req, count, roof, floor_us)
+    below = (
+        stop.below_floor(req.measured_time_us, floor_us, bound, "--measured-time-us")
+        if req.measured_time_us is not None
+        else None
+    )
+    comparisons = _comparisons(
+        wiki, gpu_id, dtype, req.allow_tf32, peaks.spec_compute if matrix else None, peaks.spec_memory
+    )
     achieved_flops = achieved.tflops * 1e12 if achieved else None
-    ascii_chart = render_ascii(roof, achieved_flops, bound)
     svg = render_svg(roof, achieved_flops, gpu_id, count.description, compute, memory)
-    svg_path = _write_atomic(Path(req.svg), svg) if req.svg else None
     return RooflineResult(
         gpu_id=gpu_id,
         op=f"{count.description} ({dtype})",
@@ -358,19 +370,54 @@ def analyze(req: RooflineRequest, wiki: Wiki | None = None) -> RooflineResult:
         bound=bound,
         compute_time_us=roof.compute_s * 1e6,
         memory_time_us=roof.memory_s * 1e6,
+        issue_time_us=issue_us,
+        issue=floors,
         time_floor_us=floor_us,
-        target_fraction=f,
+        below_floor=below,
+        target_fraction=req.target_fraction,
         target_time_us=verdict.target_time_us,
-        stop_conditions=stops,
+        stop_conditions=_stop_conditions(req, verdict),
         stop=verdict,
         comparisons=comparisons,
         achieved=achieved,
-        citations=citations,
-        notes=notes,
-        ascii_chart=ascii_chart,
+        citations=_citations(compute, memory, comparisons, floors),
+        notes=_notes(matrix, count, floors),
+        ascii_chart=render_ascii(roof, achieved_flops, bound),
         svg=svg,
-        svg_path=svg_path,
+        svg_path=_write_atomic(Path(req.svg), svg) if req.svg else None,
     )
+
+
+def _citations(
+    compute: CitedValue, memory: CitedValue, comparisons: list[CeilingComparison], floors: list[IssueFloor]
+) -> list[str]:
+    citations = [compute.citation(), memory.citation()]
+    for c in comparisons:
+        for cv in (c.spec, c.measured):
+            if cv.citation() not in citations:
+                citations.append(cv.citation())
+    for fl in floors:
+        citations.extend(c for c in fl.citations if c not in citations)
+    return citations
+
+
+def _notes(matrix: bool, count: ops.OpCount, floors: list[IssueFloor]) -> list[str]:
+    notes: list[str] = []
+    if matrix and count.description.startswith("attention"):
+        notes.append("attention softmax FLOPs (~5 per score) run on the vector units and are not counted")
+    if len(floors) == 2:
+        a, b = floors
+        ratio = a.time_us / b.time_us if b.time_us > 0 else math.inf
+        notes.append(
+            f"issue floor: static {a.time_us:.4g} µs vs measured {b.time_us:.4g} µs (static/measured "
+            f"{ratio:.2f}); the stop verdict uses the measured one"
+        )
+    if count.flops == 0 and not floors:
+        notes.append(
+            "no FLOPs counted: the compute roof is empty; give --isa (code object, grid, block) or --ncu-csv "
+            "for the instruction-issue floor, which bounds selection and shuffle-heavy kernels"
+        )
+    return notes
 
 
 def run_roofline(req: RooflineRequest) -> RooflineResult:

@@ -221,3 +221,25 @@ def attention(
         + "; bytes = B·H·Sq·D·(s_in+s_out) + 2·B·Hkv·Sk·D·s_in"
     )
     return OpCount(flops, nbytes, True, desc, formula)
+
+
+def topk(rows: int | None, cols: int | None, k: int | None, s: float, so: float) -> OpCount:
+    """Row-wise selection (top-k, MoE gating): read rows×cols scores, write k values and k int32 ids per row.
+
+    FLOPs = 0: compares, shuffles and the softmax of a gating op are integer/issue work, not the FLOP roof
+    (the instruction-issue floor, `--isa` / `--ncu-csv`, bounds them).
+    bytes = rows·cols·s_in + rows·k·(s_out + 4).
+    """
+    r, c, kk = _pos("rows", rows), _pos("cols", cols), _pos("k", k)
+    if kk > c:
+        raise InvalidArgumentError(
+            f"--k {kk:.0f} is larger than --cols {c:.0f}", "select at most cols per row"
+        )
+    return OpCount(
+        0.0,
+        r * c * s + r * kk * (so + 4),
+        False,
+        f"top-k selection rows={r:.0f} cols={c:.0f} k={kk:.0f}",
+        "FLOPs = 0 (selection: see the issue floor); "
+        "bytes = rows·cols·s_in + rows·k·(s_out + 4 for int32 ids)",
+    )

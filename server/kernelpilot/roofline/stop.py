@@ -8,7 +8,11 @@ The spec target is shown beside it, never mixed into it: a datasheet bandwidth i
 kernel (on H100 the measured copy ceiling is ~90 % of it), so a spec-only target would keep an agent
 optimizing a kernel that is already at the practical roof. The verdict is MET exactly when the measured time
 is at or under the target (equivalently, achieved rate >= target_fraction x ceiling); `lever` is
-`stop_or_fuse` exactly then.
+`stop_or_fuse` exactly then. A measured time under the physical floor (work / the spec ceiling, or the
+ceiling itself when it is the only one) is IMPOSSIBLE, never MET and never a percentage above 100: a timer or
+an op description is wrong, and `below_floor` says which to check (`below_floor`, shared with the roofline,
+the workspace, sweeps and the workload drill-down). The issue roof (`roofline.issue`) joins the compute and
+memory roofs in `binding`: the largest floor binds.
 """
 
 from __future__ import annotations
@@ -17,9 +21,41 @@ from typing import Literal
 
 from kernelpilot.foundation.errors import InvalidArgumentError
 from kernelpilot.roofline.models import CEILING_SCALE as _SCALE
-from kernelpilot.roofline.models import Bound, Ceiling, StopVerdict
+from kernelpilot.roofline.models import BelowFloor, Bound, Ceiling, StopVerdict
 
 DEFAULT_TARGET_FRACTION = 0.9  # the skills' Step 0 stop condition: 90 % of the attainable roof
+
+TIMER_CHECK = (
+    "the measured time: re-time the kernel and compare with ncu's gpu__time_duration (a cold timer can read "
+    "under the kernel's own span on some hosts; a launch that did less work, e.g. an early exit, is faster)"
+)
+OP_CHECK: dict[str, str] = {
+    "memory": "the op's bytes: its shape fields (rows, cols, numel, m/n/k, k, batch), dtype and "
+    "out_dtype, or bytes_moved / measured_bytes: do they count more bytes than the timed launch moves?",
+    "compute": "the op's FLOPs: its shape fields (m, n, k, batch, seq_q/seq_k, head_dim, causal) and "
+    "dtype, or flops / measured_flops: do they count more FLOPs than the timed launch does?",
+    "issue": "the instruction counts: grid, block and trip (more warps than the launch ran?), isa_kernel "
+    "(another kernel's code?) or the ncu launch picked (ncu_kernel)",
+}
+GPU_CHECK = "the GPU: is the one named the one that ran (a slower sibling gives a higher floor)?"
+
+
+def below_floor(
+    measured_time_us: float, floor_us: float, bound: Bound, what: str = "measured time"
+) -> BelowFloor | None:
+    """IMPOSSIBLE when a measured time is under a physical floor: the numbers and what to check; else None."""
+    if not measured_time_us < floor_us:
+        return None
+    check = [TIMER_CHECK, OP_CHECK[bound], GPU_CHECK]
+    message = (
+        f"IMPOSSIBLE: {what} {_fmt_us(measured_time_us)} is under the {bound}-bound floor "
+        f"{_fmt_us(floor_us)} "
+        f"({100 * measured_time_us / floor_us:.1f}% of it); no kernel runs faster than its floor, so a "
+        f"measurement or the op description is wrong. Check {check[0]}; then {check[1]}; then {check[2]}"
+    )
+    return BelowFloor(
+        measured_time_us=measured_time_us, floor_us=floor_us, bound=bound, check=check, message=message
+    )
 
 
 def _fmt_us(us: float) -> str:
@@ -73,6 +109,24 @@ def stop_verdict(
             text=f"stop verdict UNKNOWN (no measured time): {bound}-bound target ≤ {_fmt_us(target)} "
             f"({what}){beside}",
         )
+    physical = spec_ceiling or ceiling
+    impossible = below_floor(measured_time_us, work / physical.per_s() * 1e6, bound)
+    if impossible is not None:
+        return StopVerdict(
+            bound=bound,
+            status="IMPOSSIBLE",
+            lever=None,
+            target_fraction=f,
+            ceiling=ceiling,
+            spec_ceiling=spec_ceiling,
+            work=work,
+            target_time_us=target,
+            spec_target_time_us=spec_target,
+            measured_time_us=measured_time_us,
+            below_floor=impossible,
+            text="stop verdict IMPOSSIBLE (not MET, not a percentage): "
+            + impossible.message.removeprefix("IMPOSSIBLE: "),
+        )
     achieved = work / (measured_time_us * 1e-6) / _SCALE[ceiling.unit]
     pct = 100.0 * achieved / ceiling.value
     pct_spec = (
@@ -114,11 +168,16 @@ def binding(
     memory: tuple[Ceiling, Ceiling | None],
     measured_time_us: float | None = None,
     target_fraction: float = DEFAULT_TARGET_FRACTION,
+    issue: tuple[Ceiling, float] | None = None,
 ) -> StopVerdict:
     """The verdict for the roof that binds on the attainable ceilings: `compute`/`memory` are each
-    (ceiling used, spec ceiling shown beside)."""
+    (ceiling used, spec ceiling shown beside); `issue` is (issue-rate ceiling, warp instructions) when an
+    issue floor is known (its ceiling is cited spec rates: no measured ceiling beside it)."""
     t_compute = flops / compute[0].per_s() if flops > 0 else 0.0
     t_memory = nbytes / memory[0].per_s() if nbytes > 0 else 0.0
+    t_issue = issue[1] / issue[0].per_s() if issue is not None and issue[1] > 0 else 0.0
+    if issue is not None and t_issue > max(t_compute, t_memory):
+        return stop_verdict("issue", issue[1], issue[0], None, measured_time_us, target_fraction)
     if t_compute > t_memory:
         return stop_verdict("compute", flops, compute[0], compute[1], measured_time_us, target_fraction)
     return stop_verdict("memory", nbytes, memory[0], memory[1], measured_time_us, target_fraction)
@@ -137,4 +196,13 @@ def from_cited(cv: object) -> Ceiling:
     )
 
 
-__all__ = ["DEFAULT_TARGET_FRACTION", "Ceiling", "StopVerdict", "binding", "from_cited", "stop_verdict"]
+__all__ = [
+    "DEFAULT_TARGET_FRACTION",
+    "BelowFloor",
+    "Ceiling",
+    "StopVerdict",
+    "below_floor",
+    "binding",
+    "from_cited",
+    "stop_verdict",
+]

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import typing
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from kernelpilot.experiments.record import Description, ExperimentRecord, Status
 from kernelpilot.experiments.store import RecordFilter, Store
@@ -71,6 +71,7 @@ class RoofPoint:
     floor_us: float
     intensity: float
     citations: list[str]
+    bound: Literal["compute", "memory", "issue"] = "memory"
 
 
 @dataclass
@@ -120,7 +121,7 @@ class Roofline:
             res = analyze(
                 RooflineRequest(gpu=self.gpu_id or "", op=self.op, dtype=shape.dtype, **args), self._wiki
             )
-            pt = RoofPoint(res.time_floor_us, res.arithmetic_intensity, list(res.citations[:2]))
+            pt = RoofPoint(res.time_floor_us, res.arithmetic_intensity, list(res.citations[:2]), res.bound)
         except (KernelpilotError, ValueError) as exc:
             self.note = f"no roofline % for some shapes: {getattr(exc, 'message', str(exc))}"
         self._cache[shape.key] = pt
@@ -183,10 +184,14 @@ def cell_record(
     pt = roof.point(shape)
     gpu_time = t is not None and (t.method == "cuda_event" or (t.method == "command_metric" and unit == "us"))
     if pt is not None and t is not None and gpu_time and t.median_us > 0:
+        from kernelpilot.roofline.stop import below_floor
+
+        below = below_floor(t.median_us, pt.floor_us, pt.bound, "median time")
         raw["roofline"] = {
             "floor_us": pt.floor_us,
             "intensity": pt.intensity,
-            "pct": 100.0 * pt.floor_us / t.median_us,
+            "pct": None if below is not None else 100.0 * pt.floor_us / t.median_us,
+            "impossible": below.message if below is not None else None,
             "citations": pt.citations,
         }
     dims = ",".join(f"{k}={v}" for k, v in shape.fields.items())

@@ -142,6 +142,8 @@ def _drill(
         return
     for k, r in zip(hot, results, strict=True):
         k.drill = r.model_dump(mode="json", exclude={"profile"})
+        if r.impossible:  # under the roofline floor: no headroom is computed from it (pct_of_attainable None)
+            res.notes.append(f"{k.short_name}: {r.impossible}")
         if not r.ok:
             res.drill_failures.append(f"{k.short_name}: {r.error}")
 

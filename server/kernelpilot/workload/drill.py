@@ -31,6 +31,7 @@ import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
@@ -105,7 +106,12 @@ class DrillResult(BaseModel):
     attainable_us: float | None = Field(
         None, description="time at the roofs: max(FLOPs_p / peak_p over precisions, bytes / bandwidth)"
     )
-    pct_of_attainable: float | None = Field(None, description="100 x attainable_us / duration_us")
+    pct_of_attainable: float | None = Field(
+        None, description="100 x attainable_us / duration_us; None when the launch is under its floor"
+    )
+    impossible: str | None = Field(
+        None, description="set when the launch ran under its roofline floor: what to check (roofline.stop)"
+    )
     citations: list[str] = Field(default_factory=list, description="the wiki peaks used")
     note: str = ""
     profile: KernelProfile | None = None
@@ -503,6 +509,7 @@ def _add_roofline(results: list[DrillResult], gpu: str | None) -> None:
 def _position(r: DrillResult, wiki: object, gpu_id: str) -> None:
     from kernelpilot.bottleneck.classify import classify_profile
     from kernelpilot.bottleneck.models import CitedPeak
+    from kernelpilot.roofline.stop import below_floor
     from kernelpilot.wiki.core import Wiki
 
     assert isinstance(wiki, Wiki) and r.profile is not None
@@ -527,9 +534,12 @@ def _position(r: DrillResult, wiki: object, gpu_id: str) -> None:
     floor = max(times.values())
     r.citations = cites
     r.attainable_us = floor * 1e6
-    r.pct_of_attainable = 100.0 * r.attainable_us / (p.duration_ns / 1e3)
     compute_t = max((t for k, t in times.items() if k != "memory"), default=0.0)
-    r.roof = "compute" if compute_t > times["memory"] else "memory"
+    roof: Literal["compute", "memory"] = "compute" if compute_t > times["memory"] else "memory"
+    r.roof = roof
+    below = below_floor(p.duration_ns / 1e3, r.attainable_us, roof, "ncu gpu__time_duration")
+    r.impossible = below.message if below is not None else None
+    r.pct_of_attainable = None if below is not None else 100.0 * r.attainable_us / (p.duration_ns / 1e3)
     if r.arithmetic_intensity is not None and best_peak:
         r.attainable_flop_per_s = min(best_peak, bw * r.arithmetic_intensity)
     peaks = [CitedPeak(metric=mem.metric, value=mem.number(), unit=mem.unit, citation=mem.citation())]

@@ -1,0 +1,242 @@
+"""The instruction-issue floor: how long a kernel's own warp instructions take at the cited issue rates.
+
+A kernel that is neither FLOP- nor byte-bound (top-k gating, shuffle reductions, RoPE) is bound by the
+instructions its warps must issue. Every SM has `warp_schedulers_per_sm` schedulers, each issuing
+`issue_inst_per_clk_per_scheduler` warp instructions per clock, and pipes with their own rates (the CUDA
+throughput table's results per clock per SM / `warp_size`). At the boost clock (`boost_clock_mhz`, the
+fastest the SM runs, so the floor stays a lower bound):
+
+    issue floor = max over {issue, each pipe class} of
+                  warp instructions / (rate per SM per clock x sm_count x clock)
+
+The counts come from the code object (static: `isa mix` per-warp counts x warps launched x `trip`) or from
+ncu (measured: `smsp__inst_executed.sum` and `sm__inst_executed_pipe_<pipe>.sum` of a raw page). Static
+counts hold each loop body once: with backward branches the static floor is a lower bound unless `trip`
+says how often the body runs. Every rate is a wiki line, cited; a missing one is UNKNOWN, never guessed.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+from kernelpilot.foundation.errors import InputFileError, InvalidArgumentError, UnknownSpecError
+from kernelpilot.roofline.models import Ceiling, IssueFloor, PipeFloor, RooflineRequest
+from kernelpilot.wiki.core import Wiki
+from kernelpilot.wiki.models import UNKNOWN_TEXT, CitedValue
+
+ISSUE = "issue"
+# pipe class -> wiki keys of its members' rates (results per clock per SM); the class runs at the fastest
+PIPE_RATE_KEYS: dict[str, tuple[str, ...]] = {
+    "fma": ("fp32_results_per_clk_per_sm",),
+    "alu": (
+        "int32_add_results_per_clk_per_sm",
+        "int32_compare_results_per_clk_per_sm",
+        "int32_bitwise_results_per_clk_per_sm",
+        "int32_shift_results_per_clk_per_sm",
+    ),
+    "shuffle": ("warp_shuffle_results_per_clk_per_sm",),
+    "xu": ("sfu_results_per_clk_per_sm", "conversion_results_per_clk_per_sm"),
+}
+# ncu pipe (KernelProfile.pipes) -> pipe class; ncu's lsu pipe mixes shuffles with memory, so it maps to none
+NCU_PIPE_CLASS = {"fma": "fma", "alu": "alu", "xu": "xu", "shfl": "shuffle"}
+
+
+def _need(wiki: Wiki, gpu_id: str, metric: str) -> CitedValue:
+    cv = wiki.get(gpu_id, metric)
+    if cv is None:
+        raise UnknownSpecError(
+            f"{UNKNOWN_TEXT}: {metric} for {gpu_id} (needed for the instruction-issue floor); "
+            "roofline refuses to guess it",
+            f"add a cited line `- {metric}: <value> <unit> | source: ...` to a user wiki (--wiki DIR); "
+            "the bundled wiki has issue rates for H100 SXM5, H200 and A100 "
+            "(`## Instruction issue and pipes`)",
+        )
+    return cv
+
+
+class IssueRates:
+    """Cited per-SM issue and pipe rates of one GPU, in warp instructions per clock per SM."""
+
+    def __init__(self, wiki: Wiki, gpu_id: str) -> None:
+        self.sm = _need(wiki, gpu_id, "sm_count")
+        self.clock = _need(wiki, gpu_id, "boost_clock_mhz")
+        self.warp = _need(wiki, gpu_id, "warp_size")
+        sched = _need(wiki, gpu_id, "warp_schedulers_per_sm")
+        per = _need(wiki, gpu_id, "issue_inst_per_clk_per_scheduler")
+        self.per_sm: dict[str, tuple[float, list[CitedValue]]] = {
+            ISSUE: (sched.number() * per.number(), [sched, per])
+        }
+        for pipe, keys in PIPE_RATE_KEYS.items():
+            cvs = [cv for k in keys if (cv := wiki.get(gpu_id, k)) is not None]
+            if cvs:
+                best = max(cvs, key=lambda c: c.number())
+                self.per_sm[pipe] = (best.number() / self.warp.number(), [best, self.warp])
+
+    def inst_per_s(self, pipe: str) -> float:
+        return self.per_sm[pipe][0] * self.sm.number() * self.clock.number() * 1e6
+
+    def citations(self, pipes: list[str]) -> list[str]:
+        """Each wiki line behind these pipes' rates, once, in the order first used."""
+        out: list[str] = []
+        for pipe in pipes:
+            for cv in [*self.per_sm[pipe][1], self.sm, self.clock]:
+                if cv.citation() not in out:
+                    out.append(cv.citation())
+        return out
+
+    def ceiling(self, pipe: str) -> Ceiling:
+        """The issue roof of one pipe as a stop-verdict ceiling (spec rates: never a measured ceiling)."""
+        return Ceiling(
+            metric=f"{pipe}_issue_rate",
+            value=self.inst_per_s(pipe) / 1e9,
+            unit="Ginst/s",
+            citation=self.citation(pipe),
+            measured=False,
+        )
+
+    def citation(self, pipe: str) -> str:
+        """How the rate is built, each factor a wiki citation (the audit checks each one)."""
+        rate, cvs = self.per_sm[pipe]
+        parts = (
+            " / ".join(c.citation() for c in cvs) if pipe != ISSUE else " x ".join(c.citation() for c in cvs)
+        )
+        sm, clock = self.sm.citation(), self.clock.citation()
+        return f"{pipe} rate {rate:g} warp inst/clk/SM ({parts}) x {sm} x {clock}"
+
+
+def floor_from_counts(
+    rates: IssueRates, counts: dict[str, float], source: str, what: str, lower_bound: str | None
+) -> IssueFloor:
+    """The floor of one set of warp-instruction counts (`issue` = every instruction, plus pipe classes)."""
+    pipes: list[PipeFloor] = []
+    for pipe, n in counts.items():
+        if pipe not in rates.per_sm or n <= 0:
+            continue
+        t_us = n / rates.inst_per_s(pipe) * 1e6
+        pipes.append(
+            PipeFloor(
+                pipe=pipe,
+                warp_instructions=n,
+                rate_inst_per_clk_per_sm=rates.per_sm[pipe][0],
+                time_us=t_us,
+                citation=rates.citation(pipe),
+            )
+        )
+    if not pipes:
+        raise InvalidArgumentError(
+            f"{what}: no instruction counts to floor", "check the code object or profile"
+        )
+    pipes.sort(key=lambda p: -p.time_us)
+    return IssueFloor(
+        source="static" if source == "static" else "measured",
+        what=what,
+        sm_count=int(rates.sm.number()),
+        clock_mhz=rates.clock.number(),
+        pipes=pipes,
+        binding=pipes[0].pipe,
+        time_us=pipes[0].time_us,
+        lower_bound=lower_bound,
+        citations=rates.citations([p.pipe for p in pipes]),
+    )
+
+
+def _warps(req: RooflineRequest) -> tuple[float, str]:
+    if not req.grid or not req.block:
+        raise InvalidArgumentError(
+            "--isa needs the launch: --grid (blocks, e.g. 65536 or 512,1,1) and --block (threads per block)",
+            "give the grid and block of the launch (Triton: block = num_warps x 32)",
+        )
+    if any(d <= 0 for d in [*req.grid, *req.block]) or not req.trip > 0:
+        raise InvalidArgumentError("--grid, --block and --trip must be positive", "give the launch's sizes")
+    blocks = math.prod(req.grid)
+    warps_per_block = math.ceil(math.prod(req.block) / 32)
+    return blocks * warps_per_block * req.trip, (
+        f"{blocks} blocks x {warps_per_block} warps x trip {req.trip:g}"
+    )
+
+
+def static_floor(req: RooflineRequest, rates: IssueRates) -> IssueFloor:
+    """Floor from the code object: per-warp static counts (`isa mix`) x warps launched x trip."""
+    from kernelpilot.isa.api import IsaFileRequest
+    from kernelpilot.isa.core import isa_mix
+
+    assert req.isa is not None
+    warps, how = _warps(req)
+    mix = isa_mix(IsaFileRequest(file=req.isa, kernel=req.isa_kernel, arch=req.isa_arch))
+    ks = [k for k in mix.kernels if k.issued_instructions is not None]
+    if len(ks) != 1:
+        names = ", ".join(k.kernel for k in ks[:10]) or "none with NVIDIA SASS"
+        raise InvalidArgumentError(
+            f"--isa {req.isa}: {len(ks)} kernels match (need exactly one): {names}",
+            "pick one with --isa-kernel REGEX (and --isa-arch sm_90 for a fatbin)",
+        )
+    k = ks[0]
+    assert k.issued_instructions is not None
+    counts = {ISSUE: k.issued_instructions * warps}
+    counts.update({p: n * warps for p, n in k.pipe_classes.items()})
+    lower = None
+    if k.backward_branches:
+        lower = (
+            f"{k.backward_branches} backward branch(es) (loops): the static count holds each loop body "
+            "once, so this floor is a lower bound; give --trip (times the counted code runs per warp) "
+            "when the whole body repeats"
+        )
+    what = (
+        f"static: isa mix of {k.kernel} ({k.arch}): {k.issued_instructions} instr per warp pass "
+        f"x {how} = {counts[ISSUE]:.4g} warp instructions"
+    )
+    return floor_from_counts(rates, counts, "static", what, lower)
+
+
+def measured_floor(req: RooflineRequest, rates: IssueRates) -> IssueFloor:
+    """Floor from ncu's counters of one launch (raw page): smsp__inst_executed.sum and per-pipe sums."""
+    from kernelpilot.profile.ncu_csv import parse_raw, read_text
+    from kernelpilot.profile.normalize import profile_from_raw
+
+    assert req.ncu_csv is not None
+    if not Path(req.ncu_csv).is_file():
+        raise InputFileError(
+            f"--ncu-csv {req.ncu_csv}: file not found", "give an `ncu --csv --page raw` file"
+        )
+    page = parse_raw(read_text(req.ncu_csv), req.ncu_csv)
+    pat = re.compile(req.ncu_kernel) if req.ncu_kernel else None
+    launches = [k for k in page.kernels if pat is None or pat.search(k.kernel)]
+    if not launches:
+        raise InvalidArgumentError(
+            f"--ncu-csv {req.ncu_csv}: no launch matches --ncu-kernel {req.ncu_kernel!r}",
+            "launches here: " + ", ".join(sorted({k.kernel for k in page.kernels})[:10]),
+        )
+    p = profile_from_raw(launches[-1])
+    if p.inst_executed is None:
+        raise InvalidArgumentError(
+            f"--ncu-csv {req.ncu_csv}: no smsp__inst_executed.sum for {p.kernel}",
+            "profile with --set full (or add --metrics smsp__inst_executed.sum)",
+        )
+    counts = {ISSUE: p.inst_executed}
+    for u in p.pipes:
+        cls = NCU_PIPE_CLASS.get(u.pipe)
+        if cls is not None and u.inst_executed is not None:
+            counts[cls] = u.inst_executed
+    got = ", ".join(f"{k}={v:.4g}" for k, v in counts.items())
+    what = f"measured: ncu launch {p.launch_id} of {p.kernel}: {got} warp instructions"
+    return floor_from_counts(rates, counts, "measured", what, None)
+
+
+def issue_floors(
+    req: RooflineRequest, wiki: Wiki, gpu_id: str
+) -> tuple[list[IssueFloor], tuple[Ceiling, float] | None]:
+    """The static and/or measured issue floors the request asks for, and the issue roof of the stop verdict:
+    (ceiling of the binding pipe, its warp instructions), from the measured floor when there is one (it
+    counts what ran), else the static one. ([], None) when the request gives neither --isa nor --ncu-csv."""
+    if req.isa is None and req.ncu_csv is None:
+        return [], None
+    rates = IssueRates(wiki, gpu_id)
+    out = []
+    if req.isa is not None:
+        out.append(static_floor(req, rates))
+    if req.ncu_csv is not None:
+        out.append(measured_floor(req, rates))
+    used = out[-1]
+    return out, (rates.ceiling(used.binding), used.pipes[0].warp_instructions)
