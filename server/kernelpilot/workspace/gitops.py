@@ -7,6 +7,7 @@ no global git configuration.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from kernelpilot.host.toolchain import RunResult, require_tool, run
@@ -45,6 +46,20 @@ def commit_all(repo: Path, message: str, paths: list[str] | None = None, allow_e
         argv += ["--", *paths]
     git(repo, *argv)
     return head(repo)
+
+
+def nested_repos(repo: Path) -> list[str]:
+    """Folders under `repo` that are git repositories or worktrees of their own (a `.git` entry), relative
+    and in POSIX form: `git add -A` would record each as a gitlink (eval's `.baseline-tree` worktree)."""
+    found: list[str] = []
+    for dirpath, dirnames, filenames in os.walk(repo):
+        here = Path(dirpath)
+        if here != repo and (".git" in dirnames or ".git" in filenames):
+            found.append(here.relative_to(repo).as_posix())
+            dirnames[:] = []
+            continue
+        dirnames[:] = [d for d in dirnames if d != ".git"]
+    return sorted(found)
 
 
 def head(repo: Path) -> str:

@@ -15,7 +15,7 @@ from typing import Any
 
 from kernelpilot.foundation.atomic import create_json_exclusive, write_json_atomic
 from kernelpilot.foundation.errors import InputFileError, InvalidArgumentError, StateError
-from kernelpilot.workspace import gitops
+from kernelpilot.workspace import gitops, ratios
 from kernelpilot.workspace.core import Workspace, locate, now_iso
 from kernelpilot.workspace.errors import DirtyTreeError, MemorySchemaError, MemoryVersionError
 from kernelpilot.workspace.models import (
@@ -114,8 +114,7 @@ def _to_us(median: float | None, unit: str) -> float | None:
 
 
 def _baseline(records: list[dict[str, Any]]) -> dict[str, Any] | None:
-    unmasked = [r for r in records if not r["masked"]]
-    return unmasked[0] if unmasked else None
+    return ratios.baseline_of(records)
 
 
 def _write(ws: Workspace, record: dict[str, Any], message: str, commit: bool) -> tuple[str, str | None]:
@@ -138,7 +137,7 @@ def _parse_pitfall(text: str) -> dict[str, str]:
 def is_kept(record: dict[str, Any]) -> bool:
     """A version whose kernel is (or was, until a later kept one) the current kernel: not masked, not
     reverted. Parents, best and latest versions are chosen among these."""
-    return not record["masked"] and not record.get("reverted")
+    return not record["masked"] and not record.get("reverted") and ratios.kind_of(record) != "exploration"
 
 
 def _read_eval_file(req: MemoryCreateRequest, ws: Workspace) -> tuple[Path, dict[str, Any]]:
@@ -178,11 +177,14 @@ def _eval_timing(data: dict[str, Any]) -> tuple[float | None, list[float]]:
     return (float(median) if isinstance(median, (int, float)) and median > 0 else None), samples
 
 
-def _from_eval(req: MemoryCreateRequest, ws: Workspace) -> tuple[MemoryCreateRequest, dict[str, Any] | None]:
+def _from_eval(
+    req: MemoryCreateRequest, ws: Workspace
+) -> tuple[MemoryCreateRequest, dict[str, Any] | None, str | None]:
     """Fill unset performance/correctness fields from an eval `result.json` (`tasks.models.EvalRecord`) or
-    a `baseline.json`; also return the eval's own verdict (its speed-up is vs the eval's baseline)."""
+    a `baseline.json`; also return the eval's own verdict (its speed-up is vs the eval's baseline) and the
+    machine it was measured on (`ratios.machine_of`)."""
     if req.eval_result is None:
-        return req, None
+        return req, None, None
     path, data = _read_eval_file(req, ws)
     updates: dict[str, Any] = {}
     metric = str(data.get("metric") or "")
@@ -211,46 +213,90 @@ def _from_eval(req: MemoryCreateRequest, ws: Workspace) -> tuple[MemoryCreateReq
         "speedup": float(speedup) if isinstance(speedup, (int, float)) else None,
         "speedup_ci": data.get("speedup_ci"),
         "baseline_median": data.get("baseline_median"),
-        "baseline_commit": data.get("baseline_commit")
-        or (data.get("commit") if status == "baseline" else None),
+        "baseline_commit": data.get("commit")
+        if status == "baseline"
+        else ratios.baseline_commit_of(path, data),
         "metric": metric or None,
+        "method": data.get("method") if isinstance(data.get("method"), str) else None,
     }
-    return req.model_copy(update=updates), verdict
+    return req.model_copy(update=updates), verdict, ratios.machine_of(data.get("environment"))
 
 
-def _ratio(reference: dict[str, Any] | None, median: float | None, unit: str) -> float | None:
-    """reference median / this median (both converted to µs), or None when either is unknown."""
-    if reference is None or median is None:
-        return None
-    ref = _to_us(reference["performance"]["median"], reference["performance"]["unit"])
-    return None if ref is None else round(ref / (median * _UNIT_TO_US[unit]), 6)
+def _kind(req: MemoryCreateRequest, verdict: dict[str, Any] | None, records: list[dict[str, Any]]) -> str:
+    """The kind the user named (--kind), else baseline for the workspace's first baseline (a baseline.json
+    eval result, or a change that starts with 'baseline'), else iteration."""
+    if req.kind is not None:
+        return req.kind
+    has_base = any(ratios.kind_of(r) == "baseline" and not r["masked"] for r in records)
+    named = (
+        verdict is not None and verdict["status"] == "baseline"
+    ) or req.change.strip().lower().startswith("baseline")
+    return "baseline" if named and not has_base else "iteration"
+
+
+def _next_version(kind: str, by_version: dict[int, dict[str, Any]]) -> int:
+    """v0 is kept for the baseline: the baseline takes it when free; any other first record takes v1."""
+    if kind == "baseline" and 0 not in by_version:
+        return 0
+    return max(by_version) + 1 if by_version else 1
+
+
+def _derived_ratios(
+    req: MemoryCreateRequest,
+    ws: Workspace,
+    kind: str,
+    parent: dict[str, Any] | None,
+    base: dict[str, Any] | None,
+    verdict: dict[str, Any] | None,
+    machine: str | None,
+) -> dict[str, Any]:
+    """vs_parent and vs_baseline with their bases (`workspace.ratios`); a --vs-baseline given wins."""
+    med = None if req.median is None else req.median * _UNIT_TO_US[req.unit]
+    to_parent = ratios.vs_parent(ws, parent, verdict, med, machine)
+    if req.vs_baseline is not None:
+        to_base = ratios.Ratio(req.vs_baseline, "given (--vs-baseline)")
+    elif kind == "baseline" or base is None:
+        to_base = ratios.Ratio(1.0 if med is not None else None, "this version is the baseline")
+    else:
+        to_base = ratios.vs_baseline(base, parent, to_parent, med, machine)
+    return {
+        "vs_baseline": to_base.value,
+        "vs_parent": to_parent.value,
+        "vs_parent_basis": to_parent.basis,
+        "vs_baseline_basis": to_base.basis,
+        "machine": machine,
+    }
 
 
 def memory_create(req: MemoryCreateRequest) -> MemoryRecordResult:
     ws = locate(req.workspace, req.root)
-    req, eval_verdict = _from_eval(req, ws)
+    req, eval_verdict, machine = _from_eval(req, ws)
     records = load_all(ws)
     by_version = {int(r["version"]): r for r in records}
-    version = req.version if req.version is not None else (max(by_version) + 1 if by_version else 0)
+    kind = _kind(req, eval_verdict, records)
+    version = req.version if req.version is not None else _next_version(kind, by_version)
     if version in by_version:
         raise StateError(
             f"memory version v{version} already exists in {ws.name}",
             "omit --version to take the next free one, or use `kernelpilot memory update`",
         )
     parent = req.parent
-    if parent is None:
+    if parent is None and kind != "baseline":
         earlier = [v for v, r in by_version.items() if v < version and is_kept(r)]
         parent = max(earlier) if earlier else None
-    elif parent not in by_version:
+    elif parent is not None and parent not in by_version:
         raise MemoryVersionError(
             f"--parent v{parent} does not exist in {ws.name}", "give an existing version"
         )
-    vs_baseline = req.vs_baseline
-    base = _baseline(records)
-    if vs_baseline is None and req.median is not None:
-        # the first unmasked record is the baseline; eval's own speed-up is vs its baseline.json (the parent)
-        vs_baseline = 1.0 if base is None else _ratio(base, req.median, req.unit)
-    vs_parent = _ratio(by_version.get(parent) if parent is not None else None, req.median, req.unit)
+    derived = _derived_ratios(
+        req,
+        ws,
+        kind,
+        by_version.get(parent) if parent is not None else None,
+        _baseline(records),
+        eval_verdict,
+        machine,
+    )
     profile: dict[str, Any] = copy.deepcopy(req.profile) if req.profile else {}
     profile.pop("kernel", None)  # a BottleneckVerdict names the kernel; the workspace already does
     profile.pop("next_measurements", None)
@@ -265,6 +311,7 @@ def memory_create(req: MemoryCreateRequest) -> MemoryRecordResult:
         "updated": None,
         "plan": req.plan,
         "change": req.change,
+        "kind": kind,
         "kernel_file": ws.kernel_file,
         "correctness": {
             "passed": req.correct,
@@ -277,8 +324,7 @@ def memory_create(req: MemoryCreateRequest) -> MemoryRecordResult:
             "spread_pct": req.spread_pct,
             "unit": req.unit,
             "samples": req.samples,
-            "vs_baseline": vs_baseline,
-            "vs_parent": vs_parent,
+            **derived,
             "expected_speedup": req.expected_speedup,
             "source": req.perf_source,
             "eval": eval_verdict,
@@ -293,7 +339,9 @@ def memory_create(req: MemoryCreateRequest) -> MemoryRecordResult:
     name = rel(ws, memory_path(ws, version))
     validate_record(record, name)  # fail before touching git
     if req.commit:
-        gitops.git(ws.path, "add", "-A", "--", ".", ":(exclude)memory")
+        # never the task's worktrees (eval's .baseline-tree) or any other nested repository: a gitlink
+        nested = [f":(exclude){p}" for p in gitops.nested_repos(ws.path)]
+        gitops.git(ws.path, "add", "-A", "--", ".", ":(exclude)memory", *nested)
         gitops.git(ws.path, "commit", "-q", "--no-verify", "--allow-empty", "-m", f"v{version}: {req.change}")
         record["commit"] = gitops.head(ws.path)
     target = memory_path(ws, version)
@@ -411,14 +459,13 @@ def summarize(ws: Workspace, records: list[dict[str, Any]], include_masked: bool
             and (best is None or med_us < best[0])
         ):
             best = (med_us, int(r["version"]))
-    unmasked = [int(r["version"]) for r in records if not r["masked"]]
     kept = [int(r["version"]) for r in records if is_kept(r)]
     return MemorySummaryResult(
         workspace=str(ws.path),
         entries=entries,
         masked_versions=masked,
         reverted_versions=[int(r["version"]) for r in records if not r["masked"] and r.get("reverted")],
-        baseline_version=unmasked[0] if unmasked else None,
+        baseline_version=int(base["version"]) if (base := _baseline(records)) is not None else None,
         best_version=best[1] if best else None,
         latest_version=kept[-1] if kept else None,
     )

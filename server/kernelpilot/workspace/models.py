@@ -95,6 +95,12 @@ class InitWorkspaceResult(Result):
 
 class MemoryCreateRequest(WorkspaceRef):
     change: str = Field(description="The one change this iteration made (for the baseline: 'baseline').")
+    kind: Literal["baseline", "iteration", "exploration"] | None = Field(
+        default=None,
+        description="baseline: the workspace baseline (takes v0 when free); exploration: a timing taken to "
+        "explore, never a parent, the best or the baseline. Default: baseline for the first baseline.json "
+        "eval result or change starting with 'baseline', else iteration.",
+    )
     version: int | None = Field(
         default=None, ge=0, description="Version N (default: next free; v0=baseline)."
     )
@@ -354,6 +360,12 @@ class RenderReportRequest(WorkspaceRef):
     att_dir: str | None = Field(
         default=None,
         description="AMD: a rocprofv3 thread-trace dispatch folder; adds its section to the HTML.",
+    )
+    stop_reason: str | None = Field(
+        default=None,
+        description="Final report: the stop condition that ended the loop (target met, budget spent, "
+        "plateau: N neutral iterations, user stopped, ...). Default: 'the stop target was met' when the stop "
+        "verdict is MET, else the report says it is not named.",
     )
     commit: bool = Field(default=True, description=_COMMIT_HELP)
 

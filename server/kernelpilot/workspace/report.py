@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelpilot.foundation.atomic import write_text_atomic
-from kernelpilot.workspace import charts, gitops
+from kernelpilot.workspace import charts, gitops, ratios
 from kernelpilot.workspace.core import Workspace, audit_files, hardware_for, locate, now_iso
 from kernelpilot.workspace.errors import MemoryVersionError
 from kernelpilot.workspace.hardware import HardwareInfo
@@ -93,18 +93,19 @@ def _history(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         r = with_defaults(raw, schema)
         perf = r["performance"]
         med = perf["median"] * _UNIT_TO_US[perf["unit"]] if perf["median"] is not None else None
-        parent = by_v.get(r["parent"]) if r["parent"] is not None else None
-        vs_parent = None
-        if parent is not None and med:
-            pp = parent["performance"]
-            if pp["median"] is not None:
-                vs_parent = pp["median"] * _UNIT_TO_US[pp["unit"]] / med
+        vs_parent, basis = _stored_vs_parent(
+            r, by_v.get(r["parent"]) if r["parent"] is not None else None, med
+        )
         claim = perf.get("expected_speedup")
         rows.append(
             {
                 "r": r,
                 "version": int(r["version"]),
-                "status": "reverted" if r.get("reverted") else "kept",
+                "status": "reverted"
+                if r.get("reverted")
+                else ("exploration" if ratios.kind_of(r) == "exploration" else "kept"),
+                "vs_parent_basis": basis,
+                "vs_baseline_basis": perf.get("vs_baseline_basis"),
                 "reverted": r.get("reverted"),
                 "median_us": med,
                 "vs_parent": vs_parent,
@@ -116,6 +117,28 @@ def _history(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
             }
         )
     return rows
+
+
+def _stored_vs_parent(
+    r: dict[str, Any], parent: dict[str, Any] | None, med: float | None
+) -> tuple[float | None, str | None]:
+    """The ratio memory create stored, with its basis (`workspace.ratios`); a record written before ratio
+    bases keeps its medians' ratio, labelled as such. The report never divides medians of its own."""
+    perf = r["performance"]
+    if perf.get("vs_parent_basis") is not None or parent is None:
+        return perf.get("vs_parent"), perf.get("vs_parent_basis")
+    pmed = ratios.median_us(parent)
+    if pmed is None or not med:
+        return None, None
+    return pmed / med, "unpaired: medians divided (recorded before memory kept ratio bases)"
+
+
+def _stop_reason(req: RenderReportRequest, hw: Any) -> str:
+    if req.stop_reason:
+        return req.stop_reason
+    if getattr(hw, "stop_status", None) == "MET":
+        return "the stop target was met (the stop verdict above)"
+    return ""
 
 
 def _points(ws: Workspace, rows: list[dict[str, Any]]) -> list[charts.RooflinePoint]:
@@ -146,7 +169,9 @@ def render_report(req: RenderReportRequest) -> RenderReportResult:
         focus = by_v[summary.best_version] if summary.best_version is not None else kept[-1]
         stem = "final"
     elif req.kind == "baseline":
-        focus = kept[0]
+        focus = (
+            by_v.get(summary.baseline_version, kept[0]) if summary.baseline_version is not None else kept[0]
+        )
         stem = "baseline"
     else:
         v = req.version if req.version is not None else summary.latest_version
@@ -172,7 +197,10 @@ def render_report(req: RenderReportRequest) -> RenderReportResult:
         "kind": req.kind,
         "rows": rows,
         "focus": focus,
-        "baseline": kept[0],
+        "baseline": by_v.get(summary.baseline_version, kept[0])
+        if summary.baseline_version is not None
+        else kept[0],
+        "stop_reason": _stop_reason(req, hw),
         "summary": summary,
         "hotspots_src": hotspots_src,
         "roofline_svg": roofline_svg,
