@@ -10,6 +10,12 @@ interleaved (guarded first on odd repetitions, second on even ones), REPS times 
 (guarded - unguarded) / guarded per repetition, median and range over REPS; the lines above it give the
 walls and, from each guarded record, the harness's and the observation's own seconds.
 
+`fresh_figure` (issue 31): the share of the guarded eval's wall time that its work under the timer
+adds, from the candidate's `Observation.fresh_cost`: every sampled timed call's fresh values and output
+sample (their device time, measured in the timing process after the timing, times the sampled calls),
+plus the float64 references of the checked calls; doubled, since the baseline side does the same. The
+thread attribution costs nothing here (no thread is started: no forced trace).
+
 GPU (default; needs an NVIDIA GPU with torch): out = x + 2y, fp32, 12.6 M elements (~50 us on an H100),
 cold timing (tests/guard/gpu_cases/add_kernel.py, contract_add.py). `--cpu`: the numpy axpy of
 tests/guard/cases on the host timer, to check the bench itself where there is no GPU (not the figure the
@@ -110,6 +116,16 @@ def _checks_s(rec: dict[str, Any]) -> float | None:
     return float(harness.group(1)) if harness else None
 
 
+def _fresh_s(rec: dict[str, Any]) -> float | None:
+    """Seconds the fresh values, the per-call samples and the checked calls' references added to the eval
+    (both sides: the candidate's `fresh_cost`, doubled)."""
+    cost = (rec.get("observation") or {}).get("fresh_cost") or {}
+    if not cost:
+        return None
+    per_side = cost["sampled_calls"] * cost["fresh_us_per_call"] / 1e6 + cost["checks_s"]
+    return 2 * per_side
+
+
 def _what(rec: dict[str, Any]) -> str:
     """Status, method, pairs, median; for a guarded record the harness's and the observation's seconds."""
     out = f"{rec.get('status')} ({rec.get('method')}, {rec.get('pairs')} pairs, "
@@ -120,6 +136,12 @@ def _what(rec: dict[str, Any]) -> str:
     obs = rec.get("observation") or {}
     if obs.get("observed"):
         out += f", observation {obs.get('seconds', 0.0):.2f} s in-process"
+    cost = obs.get("fresh_cost") or {}
+    if cost:
+        out += (
+            f", fresh values + samples {cost['fresh_us_per_call']:.1f} us x {cost['sampled_calls']:.0f} "
+            f"calls, references {cost['checks_s']:.3f} s"
+        )
     if rec.get("status") == "ERROR" or rec.get("rejection"):
         out += f"; {str(rec.get('output_tail'))[-400:]}"
     return out
@@ -139,6 +161,7 @@ def main() -> None:
     walls: dict[str, list[float]] = {"guarded": [], "unguarded": []}
     shares: list[float] = []
     direct: list[float] = []
+    fresh: list[float] = []
     for i in range(args.reps):
         order = ["guarded", "unguarded"] if i % 2 == 0 else ["unguarded", "guarded"]
         for name in order:
@@ -148,12 +171,17 @@ def main() -> None:
             checks = _checks_s(rec) if name == "guarded" else None
             if checks is not None:
                 direct.append(checks / wall * 100)
+            added = _fresh_s(rec) if name == "guarded" else None
+            if added is not None:
+                fresh.append(added / wall * 100)
         g, u = walls["guarded"][-1], walls["unguarded"][-1]
         shares.append((g - u) / g * 100)
-        _report(walls, shares, direct, args.cpu)  # after every repetition: a cut-off run still reports
+        _report(walls, shares, direct, args.cpu, fresh)  # after every repetition: a cut-off run still reports
 
 
-def _report(walls: dict[str, list[float]], shares: list[float], direct: list[float], cpu: bool) -> None:
+def _report(
+    walls: dict[str, list[float]], shares: list[float], direct: list[float], cpu: bool, fresh: list[float]
+) -> None:
     for name, xs in walls.items():
         print(f"  {name:9s} eval {_spread(xs, 's')}")
     kernel = (
@@ -174,6 +202,14 @@ def _report(walls: dict[str, list[float]], shares: list[float], direct: list[flo
             f"checks_figure={statistics.median(direct):.1f} % of a guarded eval's wall time is the guard's "
             f"checks, timed inside its process (median of {len(direct)}, spread "
             f"{min(direct):.1f}..{max(direct):.1f} %)",
+            flush=True,
+        )
+    if fresh:
+        print(
+            f"fresh_figure={statistics.median(fresh):.1f} % of a guarded eval's wall time is issue 31's work "
+            f"under the timer (fresh input values and the output sample of every timed call, the checked "
+            f"calls' references; both sides; median of {len(fresh)}, spread "
+            f"{min(fresh):.1f}..{max(fresh):.1f} %)",
             flush=True,
         )
 

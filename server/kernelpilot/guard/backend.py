@@ -111,6 +111,15 @@ class Backend:
         flat = self.f64(x).reshape(-1)
         return [float(self.numel(x)), *(float(v) for v in flat[self.index(pos, x)].tolist())]
 
+    def device_us(self, fn: Any, reps: int = 8) -> float:
+        """Time per call of `fn` where it runs (the host here; the GPU stream for torch on a GPU)."""
+        import time
+
+        t0 = time.perf_counter()
+        for _ in range(reps):
+            fn()
+        return (time.perf_counter() - t0) * 1e6 / reps
+
     def rows_f64(self, ring: Any, rows: list[int]) -> list[list[float]]:
         return [[float(v) for v in r] for r in self.f64(ring[self.index(rows, ring)]).tolist()]
 
@@ -285,6 +294,19 @@ class TorchBackend(Backend):
 
     def take_into(self, out: Any, idx: Any, ring: Any, row: int) -> None:
         self.xp.take(out.detach(), idx, out=ring[row])
+
+    def device_us(self, fn: Any, reps: int = 8) -> float:
+        if self.device == "cpu":
+            return super().device_us(fn, reps)
+        cuda = self.xp.cuda
+        cuda.synchronize()
+        start, end = cuda.Event(enable_timing=True), cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(reps):
+            fn()
+        end.record()
+        end.synchronize()
+        return float(start.elapsed_time(end)) * 1000.0 / reps
 
 
 def _torch_dtype(torch: Any, dtype: str) -> Any:

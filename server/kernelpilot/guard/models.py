@@ -263,6 +263,11 @@ class Observation(BaseModel):
         description="Sampled timed calls: each output as returned, against the reference on fresh values.",
     )
     fresh_note: str = Field("", description="How the timed inputs got fresh values (or why they did not).")
+    fresh_cost: dict[str, float] = Field(
+        default_factory=dict,
+        description="What the fresh values and the sampling cost this side: sampled_calls, fresh_us_per_call "
+        "(device time of one call's fresh values and sample), checks_s (the references), hooks_host_s.",
+    )
     timed_outputs: list[list[float | None] | None] = Field(
         default_factory=list,
         description="Per timed input set: its element count, then the last timed output at evenly spaced "

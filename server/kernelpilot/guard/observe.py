@@ -442,8 +442,8 @@ def observe(
         names = {t.native_id: t.name for t in threads if t.native_id is not None}
         obs.attributed, obs.timing_tid, obs.foreign_launches = attribute_launches(trace, set(tids), names)
         obs.launching_threads = launching_threads(trace)
-    obs.timed_outputs, obs.timed_checks, obs.fresh_note = (
-        obs_out.timed_outputs, obs_out.timed_checks, obs_out.fresh_note,
+    obs.timed_outputs, obs.timed_checks, obs.fresh_note, obs.fresh_cost = (
+        obs_out.timed_outputs, obs_out.timed_checks, obs_out.fresh_note, obs_out.fresh_cost,
     )  # fmt: skip
     obs.synced_us_per_call = synced
     obs.seconds = clock() - start
@@ -467,6 +467,14 @@ def sampled(obs: Observation, closures: Sequence[Callable[[], Any]]) -> Observat
     obs.timed_checks = checks
     notes = {str(getattr(fn, "fresh_note", "")) for fn in closures} - {""}
     obs.fresh_note = "; ".join(sorted(notes))
+    costs = [c for c in (getattr(fn, "cost", None) for fn in closures) if isinstance(c, dict)]
+    if costs:
+        obs.fresh_cost = {
+            "sampled_calls": sum(c["sampled_calls"] for c in costs),
+            "fresh_us_per_call": max(c["fresh_us_per_call"] for c in costs),
+            "checks_s": sum(c["checks_s"] for c in costs),
+            "hooks_host_s": sum(c["hooks_host_s"] for c in costs),
+        }
     return obs
 
 

@@ -22,6 +22,7 @@ import functools
 import importlib
 import os
 import random
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -217,6 +218,8 @@ class TimedCall:
         self._pos: list[int] = []
         fresh = checked.fresh if checked is not None else None
         self.fresh_note = fresh.note if fresh is not None else "no fresh values (the pools did not fit)"
+        # what the guard's work under the timer cost (`Observation.fresh_cost`; bench/guard_overhead.py)
+        self.cost = {"hooks_host_s": 0.0, "checks_s": 0.0, "fresh_us_per_call": 0.0, "sampled_calls": 0.0}
 
     def __call__(self) -> Any:
         got = self.fn()
@@ -244,13 +247,23 @@ class TimedCall:
         """Fresh values into the same input buffers (issued before the L2 flush and the start event)."""
         c = self.checked
         if c is not None and c.fresh is not None:
+            t0 = time.perf_counter()
             self.current = c.fresh.draw()
             c.fresh.write(c.inputs, self.current)
+            self.cost["hooks_host_s"] += time.perf_counter() - t0
 
     def after_timed(self) -> None:
         """The output's sampled positions into the ring, right after the call's end event."""
         if self.checked is None:
             return
+        t0 = time.perf_counter()
+        try:
+            self._sample()
+        finally:
+            self.cost["hooks_host_s"] += time.perf_counter() - t0
+
+    def _sample(self) -> None:
+        assert self.checked is not None
         be = self.checked.be
         out = self.last
         row = self.sampled % RING_ROWS
@@ -285,6 +298,7 @@ class TimedCall:
         eligible = [r for r, (_, off) in enumerate(self.log) if off is not None or self.current is None]
         if not eligible:
             return []
+        t0 = time.perf_counter()
         c.be.sync()
         pick = random.Random(int.from_bytes(os.urandom(8), "little"))
         rows = sorted(pick.sample(eligible, min(k, len(eligible))))
@@ -302,7 +316,14 @@ class TimedCall:
             got = [float(n), *got_rows[r]] if n >= 0 and r in got_rows else None
             call = r + RING_ROWS * ((self.sampled - 1 - r) // RING_ROWS)  # the latest call in row r
             out.append(TimedCheck(call=call, got=_finite(got), ref=want))
+        self.cost["checks_s"] = time.perf_counter() - t0
+        self.cost["sampled_calls"] = float(self.sampled)
+        self.cost["fresh_us_per_call"] = c.be.device_us(self._hooks)  # after the checks: it writes values
         return out
+
+    def _hooks(self) -> None:
+        self.before_timed()
+        self.after_timed()
 
 
 def _finite(vals: list[float] | None) -> list[float | None] | None:
