@@ -7,7 +7,7 @@ Two modes:
   the device events kept with their stream (the fixtures `tests/guard/test_replay.py` feeds to
   `observe.observation_from_trace` + `judge`; trace_*.json).
 - `python tests/guard/record_trace.py --all OUT_DIR` (issue 31): each case of CASES in its own process
-  (`--case NAME OUT.json`, under a 240 s timeout), self-contained (contract and candidate written to a
+  (`--case NAME OUT.json`, under a 110 s timeout), self-contained (contract and candidate written to a
   temporary folder): a `guard.observe.Watch` started before the candidate loads, the contract's timed
   closures (`guard.timed.closures_for`: fresh values and sampled outputs) timed cold by
   `timing.gpu.time_modes` (which calls their hooks), then `observe.observe(..., watch=)` with the activity
@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 CALLS = 5
+CASE_TIMEOUT_S = 110  # per case (its own process); the 5 cases fit one 600 s device call
 
 GEMM_CONTRACT = """
 import torch
@@ -213,14 +214,14 @@ def record_all(out_dir: Path) -> int:
         try:
             res = subprocess.run(
                 [sys.executable, __file__, "--case", name, str(path)],
-                capture_output=True, text=True, timeout=240, check=False,
+                capture_output=True, text=True, timeout=CASE_TIMEOUT_S, check=False,
             )  # fmt: skip
             line = (res.stdout.strip().splitlines() or [f"no output; stderr: {res.stderr[-800:]}"])[-1]
             rows.append(f"{'OK  ' if res.returncode == 0 else 'FAIL'} {line}")
             if res.returncode not in (0, 1):
                 rows.append(f"     stderr: {res.stderr[-1500:]}")
         except subprocess.TimeoutExpired:
-            rows.append(f"FAIL {name}: timed out after 240 s")
+            rows.append(f"FAIL {name}: timed out after {CASE_TIMEOUT_S} s")
     print("\n".join(rows))
     return 0 if all(r.startswith("OK") or r.startswith("     ") for r in rows) else 1
 

@@ -146,22 +146,24 @@ class Fresh:
         pools: list[Any | None] = []
         grains: list[int] = []
         sizes: list[int] = []
-        try:
-            for j, x in enumerate(sets[0]):
-                n = be.numel(x) if _is_array(x) else 0
-                float_in = _is_array(x) and be.is_float(x)
-                if float_in:
+        for j, x in enumerate(sets[0]):
+            n = be.numel(x) if _is_array(x) else 0
+            grain, pool = 0, None
+            try:
+                if _is_array(x) and be.is_float(x):
                     rows = n // int(x.shape[-1]) if x.ndim >= 2 and int(x.shape[-1]) > 0 else 0
-                    grains.append(int(x.shape[-1]) if rows >= MIN_ROWS_FOR_ROW_GRAIN else 1)
-                    pools.append(be.cat_flat([s[j] for s in sets[:FRESH_SETS]]))
+                    grain = int(x.shape[-1]) if rows >= MIN_ROWS_FOR_ROW_GRAIN else 1
+                    pool = be.cat_flat([s[j] for s in sets[:FRESH_SETS]])
                 elif _is_array(x) and j in c.in_place:
-                    grains.append(0)  # restored to its own values before every call
-                    pools.append(be.cat_flat([x]))
-                else:
-                    grains.append(0)
-                    pools.append(None)
-                sizes.append(n)
-        except (RuntimeError, MemoryError):  # out of memory for the pools (torch's OOM is a RuntimeError)
+                    pool = be.cat_flat([x])  # restored to its own values before every call
+                if pool is not None:
+                    be.write_window(x, pool, 0)  # writable? (offset 0 holds its own values: unchanged)
+            except (RuntimeError, ValueError, MemoryError):  # read-only/expanded input, or no memory left
+                grain, pool = 0, None  # for the pool (torch's OOM is a RuntimeError): left alone
+            pools.append(pool)
+            grains.append(grain)
+            sizes.append(n)
+        if all(p is None for p in pools):
             return None
         return cls(be, pools, grains, sizes)
 
