@@ -319,3 +319,18 @@ def test_no_ncu_run_without_a_uuid_or_when_turned_off(
     calibration.cache_file("GPU-x").parent.mkdir(parents=True, exist_ok=True)
     calibration.cache_file("GPU-x").write_text("{not json")
     assert calibration.read_cache("GPU-x") is None
+
+
+def test_a_failing_offset_measurement_falls_back_to_event_pairs(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    t = _uuid_torch(monkeypatch, tmp_path)
+
+    def boom(torch: Any, span_us: Any) -> None:
+        raise RuntimeError("CUDA error: out of memory")
+
+    monkeypatch.setattr(calibration, "calibrate_with_ncu", boom)
+    out, _, _ = gpu.time_modes(t, [t.kernel(2.0)], modes=["cold"], runs=20, warmup=0, warmup_min_s=0)
+    d = out["cold"].derivation
+    assert out["cold"].method == "held_stream_events" and d is not None
+    assert "measuring this GPU's offset failed (RuntimeError: CUDA error: out of memory)" in d.note
