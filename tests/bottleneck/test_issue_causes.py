@@ -263,3 +263,31 @@ def test_profile_json_with_pipes_but_no_raw_metrics() -> None:
     assert v.verdict != "unknown" and v.causes
     assert not [m for m in v.next_measurements if "--mode full" in m]
     assert any("--include-raw-metrics" in m for m in v.next_measurements)
+
+
+@pytest.mark.parametrize(
+    ("name", "first"),
+    [("topk_gating", "cancel_softmax_denominator"), ("row_reduce", "avoid_replicated_epilogue")],
+)
+def test_issue_bound_selection_and_reduction_end_to_end(name: str, first: str) -> None:
+    """Boundary case until the H100 issue-bound captures land: local_reg's real full set (issue 83%) with its
+    ALU utilization moved to 45% and the kernel named as a selection / reduction op. The verdict says
+    issue-bound, and suggest ranks the new playbook levers with their R sections first."""
+    from kernelpilot.bottleneck.classify import classify_profile
+
+    p = profile(RC / "local_reg_raw.csv")
+    raw = dict(p.raw_metrics)
+    for m in (
+        "sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_active",
+        "sm__inst_executed_pipe_alu.avg.pct_of_peak_sustained_active",
+    ):
+        raw[m] = 45.0
+    p = p.model_copy(update={"raw_metrics": raw, "pipes": [], "kernel": name})
+    v = classify_profile(p, str(RC / "local_reg_raw.csv"))
+    assert v.verdict == "compute_bound" and v.summary.startswith("issue-bound"), v.summary
+    assert "issue_bound" in [c.rule for c in v.causes]  # beside local_reg's own 32-bit loads
+    doc = json.dumps({"verdicts": [v.model_dump(mode="json")]})
+    res = suggest_experiments(SuggestRequest(bottleneck=doc))
+    new = [s for s in res.suggestions if s.lever in NEW_LEVERS]
+    assert len(new) >= 2 and new[0].lever == first, [s.lever for s in res.suggestions]
+    assert any(" R2." in pb or " R7." in pb for pb in new[0].playbook), new[0].playbook
