@@ -334,3 +334,21 @@ def test_a_failing_offset_measurement_falls_back_to_event_pairs(
     d = out["cold"].derivation
     assert out["cold"].method == "held_stream_events" and d is not None
     assert "measuring this GPU's offset failed (RuntimeError: CUDA error: out of memory)" in d.note
+
+
+def test_a_guarded_closure_keeps_the_hooked_event_pair_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A contract task's closure (guard.timed hooks: fresh inputs before each call, its output sampled
+    after) is timed by the event-pair loop that calls them, even where an offset exists; labelled."""
+    t = FakeTorch(Sim())
+    rec = _Recorder(monkeypatch, t)
+    monkeypatch.setitem(
+        calibration.TABLE, "Simulated GPU", calibration.Offset("Simulated GPU", 1.5, "2026-11-27")
+    )
+    calls = {"before": 0, "after": 0}
+    fn: Any = rec.kernel(t, "kp_a", 2.0)
+    fn.before_timed = lambda: calls.__setitem__("before", calls["before"] + 1)
+    fn.after_timed = lambda: calls.__setitem__("after", calls["after"] + 1)
+    out, _, _ = gpu.time_modes(t, [fn], modes=["cold"], runs=20, warmup=0, warmup_min_s=0)
+    d = out["cold"].derivation
+    assert out["cold"].method == "held_stream_events" and d is not None and "guard's hooks" in d.note
+    assert calls["before"] == calls["after"] >= 20

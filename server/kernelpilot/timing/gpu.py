@@ -600,7 +600,12 @@ def _time_cold_mode(
             offset = calibration.lookup(torch, lambda: calibration.calibrate_with_ncu(torch, span_us))
         except Exception as exc:  # torch or ncu failing while measuring the offset: event pairs, labelled
             why = f"measuring this GPU's offset failed ({type(exc).__name__}: {str(exc)[:160]})"
-    if cold_timer == "trace" or offset is not None:
+    guarded = any(
+        getattr(fn, h, None) is not None for fn in closures for h in ("before_timed", "after_timed")
+    )
+    if guarded and cold_timer == "auto":  # the guard's fresh inputs and output samples need the hooked loop
+        why = "the closure carries the guard's hooks (guard.timed), which the event-pair loop calls"
+    if cold_timer == "trace" or (offset is not None and not guarded):
         off_us = offset.offset_us if offset is not None else 0.0
         try:
             traced = time_cold_trace(
@@ -618,7 +623,7 @@ def _time_cold_mode(
     timing = time_cold(torch, hold, closures, runs, progress=report, est_us=est, floor_us=floor)
     if cold_timer == "events":
         why = "event pairs asked for (--cold-timer events)"
-    elif offset is None and cold_timer == "auto" and not why.startswith("measuring"):
+    elif offset is None and cold_timer == "auto" and not why.startswith(("measuring", "the closure carries")):
         why = f"no measured offset for this GPU ({torch.cuda.get_device_name()}) and ncu did not measure one"
     timing.derivation = calibration.derive_events(floor, why)
     return timing
