@@ -10,7 +10,10 @@ Why: an event pair around one launch on an idle stream times the host's launch l
   the hold is lengthened (or the batch shortened) and the batch runs again. Every kept sample is thus
   gap-free by observation, not by assumption.
 - **cold**: before every timed launch the L2 is flushed by writing then reading a buffer of twice the L2
-  size (outside the events), comparable to ncu's default `--cache-control all`. A cold sample is the
+  size, comparable to ncu's default `--cache-control all`. By default (`_time_cold_mode`, cold timer
+  `auto`) each launch is timed by its kernels' start and end in the activity trace plus the offset ncu's
+  gpu__time_duration spans beyond them on this GPU model (`timing.calibration`): the event pair's own
+  overhead depends on the host (issue 33). The event-pair timer below is the fallback: a cold sample is the
   10th percentile of m such launches, a robust minimum: after a flush a small kernel's own execution
   is tight (CUPTI start->end p10-p90 within 0.4 µs on 2-12 µs kernels, H100) while the event pair
   around it spreads over ~1.2 µs (launch/record overhead, which only adds). On recorded H100 launches
