@@ -455,7 +455,10 @@ def _annotation_tids(trace: dict[str, Any]) -> list[int]:
     return [
         int(ev["tid"])
         for ev in events
-        if isinstance(ev, dict) and ev.get("name") == ANNOTATION and isinstance(ev.get("tid"), (int, float))
+        if isinstance(ev, dict)
+        and ev.get("name") == ANNOTATION
+        and ev.get("cat") != "gpu_user_annotation"  # its device copy sits on a stream's row, not a thread's
+        and isinstance(ev.get("tid"), (int, float))
     ]
 
 
