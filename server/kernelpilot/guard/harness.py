@@ -230,11 +230,16 @@ def with_seen(report: HarnessReport, seen: list[str]) -> HarnessReport:
         return report
     replaced = any(f.startswith("replaced: ") for f in seen)
     after = report.rejection.status if report.rejection else (report.error or "passed")
+    from kernelpilot.guard.observe import HONEST_THREAD
+
+    honest = (
+        "" if replaced else f"; a thread running the candidate's own code defers its work: {HONEST_THREAD}"
+    )
     report.rejection = Rejection(
         check="observation",
         status="rejected_timer_replaced" if replaced else "rejected_thread",
         evidence=f"while the guard harness loaded and called the candidate: {' | '.join(seen)} (the "
-        f"semantic checks then gave: {after})",
+        f"semantic checks then gave: {after}){honest}",
     )
     report.error = ""
     report.timed_refs = []
