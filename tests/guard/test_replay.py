@@ -157,3 +157,52 @@ def test_torch_compile_and_an_idle_library_thread_pass_and_a_pool_that_launches_
     rej = observe.judge(Observation.model_validate(pool["observation"]), pool["timed_cold_us"])
     assert rej is not None and rej.status == "rejected_thread" and "gemm-pool" in rej.evidence
     assert "launched" in rej.evidence and "from the calling thread" in rej.evidence
+
+
+def test_a_started_thread_always_gets_the_trace_and_its_launches_are_attributed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The synchronized re-timing cannot say who launched what: with a thread started while watched the
+    trace is taken even when the re-timing settles the time, with CPU activity (the launch records)."""
+    import threading
+    import time
+
+    from tests.timing.fake_torch import FakeTorch, Sim
+
+    from kernelpilot.timing import kernels
+
+    asked: list[bool] = []
+    me = threading.get_native_id()
+    trace = {
+        "traceEvents": [
+            {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "tid": me, "ts": 0, "dur": 1,
+             "args": {"correlation": 1}},
+            {"ph": "X", "cat": "kernel", "name": "spin", "ts": 2, "dur": 1,
+             "args": {"correlation": 1, "stream": 7}},
+            {"ph": "X", "cat": "cuda_driver", "name": "cuLaunchKernelEx", "tid": me + 1, "ts": 0, "dur": 1,
+             "args": {"correlation": 2}},
+            {"ph": "X", "cat": "kernel", "name": "gemm", "ts": 4, "dur": 9,
+             "args": {"correlation": 2, "stream": 7}},
+        ]
+    }  # fmt: skip
+
+    def fake_traced(torch: Any, work: Any, cpu: bool = True) -> dict[str, Any]:
+        asked.append(cpu)
+        work()
+        return trace
+
+    monkeypatch.setattr(kernels, "traced", fake_traced)
+    w = observe.Watch(import_torch=False)
+    try:
+        idle = threading.Thread(target=time.sleep, args=(0,), name="idle")
+        idle.start()
+        idle.join()
+        obs = observe.observe(FakeTorch(Sim()), [lambda: None], 5, timed_us=1e6, watch=w)
+    finally:
+        w.findings()
+    assert asked == [True] and obs.busy_from == "trace" and obs.attributed and obs.timing_tid == me
+    assert [(f.kernel, f.launches) for f in obs.foreign_launches] == [("gemm", 1)]
+    rej = observe.judge(obs, 1e6)
+    assert (
+        rej is not None and rej.status == "rejected_thread" and "launched gemm x1 on stream 7" in rej.evidence
+    )
