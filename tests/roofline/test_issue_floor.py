@@ -107,3 +107,18 @@ def test_isa_without_a_launch_is_refused() -> None:
 def test_issue_floor_refuses_a_gpu_without_a_cited_clock() -> None:
     with pytest.raises(UnknownSpecError, match="boost_clock_mhz"):
         analyze(RooflineRequest(gpu="h100-pcie", op="softmax", rows=8, cols=8, ncu_csv=str(SOFTMAX_RAW)))
+
+
+@pytest.mark.needs_tool("nvdisasm")
+def test_the_issue_floors_composite_citations_pass_the_audit(tmp_path: Path) -> None:
+    from kernelpilot.wiki.audit import audit_paths
+
+    r = analyze(
+        RooflineRequest(
+            gpu="H100", bytes_moved=1e3, isa=str(CUBIN), isa_kernel="scale", grid=[4096], block=[256]
+        )
+    )
+    report = tmp_path / "stop.md"
+    report.write_text("\n".join(f"- {s}" for s in r.stop_conditions) + "\n" + r.render_text())
+    res = audit_paths([report], load_wiki(), history=False)
+    assert res.ok and res.citations_checked >= 8, [p.reason for p in res.problems]
