@@ -22,6 +22,8 @@ SASS = """
         /*0030*/                   FFMA R2, R3, R3, R2 ;
         /*0040*/               @P0 BRA `(.L_x_1) ;
         /*0050*/                   MUFU.EX2 R4, R2 ;
+        /*0058*/               @P1 BRA `(.L_x_2) ;
+.L_x_2:
         /*0060*/                   EXIT ;
 .L_x_0:
         /*0070*/                   BRA `(.L_x_0);
@@ -32,10 +34,11 @@ SASS = """
 
 def test_parse_counts_issued_instructions_pipes_and_loops() -> None:
     m = parse_sass(SASS)["k"]
-    assert m.instructions == 10  # every line, as the mix always counted
-    assert m.issued == 7  # the closing `BRA .L_x_0` self-loop and the NOPs are never issued
+    assert m.instructions == 11  # every line, as the mix always counted
+    assert m.issued == 8  # the closing `BRA .L_x_0` self-loop and the NOPs are never issued
     assert dict(m.pipes) == {"alu": 1, "shuffle": 1, "fma": 1, "xu": 1}
     assert m.backward_branches == 1  # `@P0 BRA .L_x_1` jumps up: a loop
+    assert m.forward_branches == 1  # `@P1 BRA .L_x_2` may skip code the static count still holds
 
 
 @pytest.mark.needs_tool("nvdisasm")
@@ -44,7 +47,7 @@ def test_mix_of_a_real_cubin() -> None:
     (k,) = res.kernels
     # LDC S2R S2UR LDC IMAD ULDC ISETP @P0-EXIT LDC.64 ULDC.64 ULDC IMAD.WIDE LDG FMUL STG EXIT
     assert k.issued_instructions == 16 and k.instructions == 32
-    assert k.pipe_classes == {"fma": 3, "alu": 1} and k.backward_branches == 0
+    assert k.pipe_classes == {"fma": 3, "alu": 1} and k.backward_branches == 0 and k.forward_branches == 0
     loop = isa_mix(IsaFileRequest(file=str(CUBIN), kernel="wmma_gemm")).kernels[0]
     assert loop.backward_branches == 2
     text = res.render_text()

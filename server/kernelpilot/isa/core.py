@@ -184,6 +184,7 @@ def _mixes(
                 issued_instructions=m.issued if vendor == "nvidia" else None,
                 pipe_classes=dict(m.pipes),
                 backward_branches=m.backward_branches if vendor == "nvidia" else None,
+                forward_branches=m.forward_branches if vendor == "nvidia" else None,
             )
             out[(ent.label, name)] = (model, m.text)
     return out

@@ -97,6 +97,7 @@ class KernelMix:
     pipes: Counter[str] = field(default_factory=Counter)
     issued: int = 0  # instructions a warp can issue: NOP padding and the closing self-loop BRA left out
     backward_branches: int = 0  # branches to a label above them (loops), the closing self-loop left out
+    forward_branches: int = 0  # predicated branches down: code a warp may skip, counted all the same
     labels: dict[str, int] = field(default_factory=dict)  # label -> issued count where it stands
 
 
@@ -174,6 +175,8 @@ def _count_issue(cur: KernelMix, op: str, line: str) -> None:
         if cur.labels[target.group(1)] == cur.issued:
             return  # `.L_x_N: BRA .L_x_N`: the closing self-loop after EXIT, never issued by a live warp
         cur.backward_branches += 1
+    elif target is not None and "@" in line.split("BRA", 1)[0]:
+        cur.forward_branches += 1
     cur.issued += 1
     pipe = _PIPE_OF.get(base)
     if pipe is not None:

@@ -69,6 +69,10 @@ class KernelMixModel(BaseModel):
         default=None,
         description="branches to a label above them: loops, which make static counts a lower bound",
     )
+    forward_branches: int | None = Field(
+        default=None,
+        description="predicated branches down: code a warp may skip, which static counts still hold",
+    )
 
 
 class FitReport(BaseModel):

@@ -176,13 +176,19 @@ def static_floor(req: RooflineRequest, rates: IssueRates) -> IssueFloor:
     assert k.issued_instructions is not None
     counts = {ISSUE: k.issued_instructions * warps}
     counts.update({p: n * warps for p, n in k.pipe_classes.items()})
-    lower = None
+    notes = []
     if k.backward_branches:
-        lower = (
+        notes.append(
             f"{k.backward_branches} backward branch(es) (loops): the static count holds each loop body "
             "once, so this floor is a lower bound; give --trip (times the counted code runs per warp) "
             "when the whole body repeats"
         )
+    if k.forward_branches:
+        notes.append(
+            f"{k.forward_branches} predicated forward branch(es): code a warp may skip is counted, so this "
+            "floor can overstate what ran; --ncu-csv counts what ran"
+        )
+    lower = "; ".join(notes) or None
     what = (
         f"static: isa mix of {k.kernel} ({k.arch}): {k.issued_instructions} instr per warp pass "
         f"x {how} = {counts[ISSUE]:.4g} warp instructions"

@@ -222,7 +222,9 @@ class IssueFloor(BaseModel):
     binding: str = Field(description="the pipe (or issue) that sets the floor")
     time_us: float
     lower_bound: str | None = Field(
-        default=None, description="why the static count may undercount (loops), when it may"
+        default=None,
+        description="why the static count may differ from what ran: loops (undercount, a lower bound) or "
+        "predicated forward branches (code a warp may skip, counted)",
     )
     citations: list[str]
 
