@@ -458,3 +458,55 @@ def test_fresh_values_differ_per_call_and_the_windows_are_replayable(tmp_path: P
         assert np.array_equal(fn.checked.fresh.values(fn.checked.inputs, fn.current)[0], x)
         seen.append(x[:8].copy())
     assert len({tuple(v) for v in seen}) == 6  # 4097 windows of 2 x 4096 values: new values every call
+
+
+LAZY = """import numpy as np
+class Later(np.ndarray):
+    pass
+_calls = [0]
+def axpy(x, y):
+    _calls[0] += 1
+    out = 2.5 * x + y
+    return out.view(Later) if _calls[0] > 4 else out  # plain while checked, a subclass once timed
+"""
+
+
+def test_an_output_that_is_not_a_plain_array_under_the_timer_is_rejected_before_it_is_read(
+    tmp_path: Path,
+) -> None:
+    """`rejected_lazy_output` is a check of the checks; under the timer the sample checks the output's
+    type before reading it (reading a lazy tensor would make it compute, outside the event pair)."""
+    from kernelpilot.guard.models import Tolerance
+
+    obs = _timed_loop(_timed_closures(tmp_path, LAZY), 40)
+    rej = observe.judge_outputs(obs, None, Tolerance(rtol=1e-6))
+    assert rej is not None and rej.status == "rejected_timed_output"
+    assert (
+        "the timed call's output is a " in rej.evidence and "Later, not a plain numpy.ndarray" in rej.evidence
+    )
+
+
+def _candidate_tracer(frame: Any, event: str, arg: Any) -> None:
+    return None
+
+
+def test_an_interpreter_hook_running_the_candidates_code_is_a_replaced_timer() -> None:
+    """A trace/profile hook (or a sys.monitoring callback) runs inside the timing loop's own frames without
+    replacing anything: one whose code is the candidate's is reported, a library's is not."""
+    import os
+    import sys
+    import types
+
+    w = observe.Watch(import_torch=False)
+    before = sys.getprofile()
+    try:
+        assert w.hooks() == []
+        sys.setprofile(_candidate_tracer)
+        assert w.hooks() == ["sys.setprofile (_candidate_tracer)"]
+        assert any("sys.setprofile" in r and "candidate's code" in r for r in w.replaced())
+        lib = types.FunctionType(_candidate_tracer.__code__.replace(co_filename=os.__file__), {})
+        sys.setprofile(lib)  # the same hook, as if defined in the standard library (a profiler's)
+        assert w.hooks() == []
+    finally:
+        sys.setprofile(before)
+        w.findings()

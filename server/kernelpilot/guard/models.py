@@ -218,6 +218,7 @@ class TimedCheck(BaseModel):
         description="Element count, then the sampled values (None: not finite)."
     )
     ref: list[float] = Field(description="The reference's element count and values at the same positions.")
+    why: str = Field("", description="Why the output could not be sampled (a lazy or subclassed tensor).")
 
 
 class Observation(BaseModel):

@@ -211,6 +211,23 @@ class Watch:
 
         return start
 
+    def hooks(self) -> list[str]:
+        """Interpreter hooks running the candidate's own code: `sys.settrace`/`setprofile` (this thread's
+        and `threading`'s for new threads) and `sys.monitoring` callbacks (Python 3.12+). Such a hook runs
+        inside the timing loop's own frames without replacing any function (a callback on the return of
+        `Event.record` can launch the deferred work right after the end event). A library's hook (a
+        debugger, coverage, a profiler) is not reported."""
+        found = []
+        for what, fn in (
+            ("sys.settrace", sys.gettrace()),
+            ("sys.setprofile", sys.getprofile()),
+            ("threading.settrace", getattr(threading, "_trace_hook", None)),
+            ("threading.setprofile", getattr(threading, "_profile_hook", None)),
+        ):
+            if fn is not None and origin_of(fn, self.roots) == "candidate":
+                found.append(f"{what} ({getattr(fn, '__qualname__', type(fn).__qualname__)})")
+        return found + _monitoring_callbacks(self.roots)
+
     def library_threads(self) -> list[ThreadSeen]:
         return [t for t in self.threads if t.origin == "library"]
 
@@ -222,6 +239,7 @@ class Watch:
         ]
         now = _own_functions()
         out += [name for name, fn in self.own.items() if now.get(name) is not fn]
+        out += [f"{h}: an interpreter hook running the candidate's code" for h in self.hooks()]
         if not self.ended:
             out += [
                 f"{mod.__name__}.{name} (the thread-start watch was removed)"
@@ -244,6 +262,30 @@ class Watch:
                     setattr(mod, name, raw)
             self.ended = True
         return seen
+
+
+def _monitoring_callbacks(roots: tuple[str, ...]) -> list[str]:
+    """`sys.monitoring` callbacks (every tool, every event) whose code is the candidate's. Reading a
+    callback means registering another one (register_callback returns the one it replaced), so each is
+    put straight back."""
+    mon = getattr(sys, "monitoring", None)
+    if mon is None:
+        return []
+    found = []
+    events = [v for k, v in vars(mon.events).items() if k.isupper() and isinstance(v, int) and v]
+    for tool in range(6):
+        if mon.get_tool(tool) is None:
+            continue
+        for ev in events:
+            try:
+                cb = mon.register_callback(tool, ev, None)
+                mon.register_callback(tool, ev, cb)
+            except ValueError:  # a combined flag (not a single event) is refused: nothing registered
+                continue
+            if cb is not None and origin_of(cb, roots) == "candidate":
+                name = getattr(cb, "__qualname__", type(cb).__qualname__)
+                found.append(f"sys.monitoring tool {tool} ({mon.get_tool(tool)}): {name}")
+    return sorted(set(found))
 
 
 def _split(name: str) -> tuple[str, str]:
@@ -509,7 +551,7 @@ def judge_outputs(obs: Observation, refs: list[list[float]] | None, tol: Toleran
     output of each timed input set against `refs` (`harness` computes them: timings that never wrote
     fresh values)."""
     for c in obs.timed_checks:
-        why = _output_mismatch(c.got, c.ref, tol)
+        why = c.why or _output_mismatch(c.got, c.ref, tol)
         if why:
             fresh = f" ({obs.fresh_note})" if obs.fresh_note else ""
             return Rejection(

@@ -218,6 +218,7 @@ class TimedCall:
         self._idx: Any = None
         self._n = -1
         self._pos: list[int] = []
+        self.problems: dict[int, str] = {}  # ring row -> why its call's output was not a plain array
         fresh = checked.fresh if checked is not None else None
         self.fresh_note = fresh.note if fresh is not None else "no fresh values (the pools did not fit)"
         # what the guard's work under the timer cost (`Observation.fresh_cost`; bench/guard_overhead.py)
@@ -267,6 +268,13 @@ class TimedCall:
     def _sample(self) -> None:
         assert self.checked is not None
         be = self.checked.be
+        raw = first_part(self.raw)
+        problem = be.real_problem(raw, self.checked.loaded.device) if _is_array(raw) else ""
+        if problem:  # checked before anything reads it: a lazy tensor would compute when read
+            self.problems[self.sampled % RING_ROWS] = problem
+            self._log(self.sampled % RING_ROWS, (-3, self.current))
+            self.sampled += 1
+            return
         out = self.last
         row = self.sampled % RING_ROWS
         self.sampled += 1
@@ -303,7 +311,8 @@ class TimedCall:
         t0 = time.perf_counter()
         c.be.sync()
         pick = random.Random(int.from_bytes(os.urandom(8), "little"))
-        rows = sorted(pick.sample(eligible, min(k, len(eligible))))
+        lazy = [r for r in eligible if self.log[r][0] == -3][:1]  # a call that returned no plain array
+        rows = sorted(set(lazy + pick.sample(eligible, min(k, len(eligible)))))
         got_rows = (
             dict(zip(rows, c.be.rows_f64(self._ring, rows), strict=True)) if self._ring is not None else {}
         )
@@ -317,7 +326,8 @@ class TimedCall:
             want = c.be.sample_at(ref, self._pos) if _is_array(ref) else [0.0]
             got = [float(n), *got_rows[r]] if n >= 0 and r in got_rows else None
             call = r + RING_ROWS * ((self.sampled - 1 - r) // RING_ROWS)  # the latest call in row r
-            out.append(TimedCheck(call=call, got=_finite(got), ref=want))
+            why = f"the timed call's {self.problems[r]}" if n == -3 else ""
+            out.append(TimedCheck(call=call, got=_finite(got), ref=want, why=why))
         self.cost["checks_s"] = time.perf_counter() - t0
         self.cost["sampled_calls"] = float(self.sampled)
         self.cost["fresh_us_per_call"] = c.be.device_us(self._hooks)  # after the checks: it writes values
