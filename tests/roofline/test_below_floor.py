@@ -84,3 +84,23 @@ def test_workspace_stop_conditions_say_impossible(tmp_path: Path) -> None:
     assert not any("verdict MET" in s for s in info.stop_conditions)
     met = hardware.gather("H100", dtype="fp32", roofline_args=dict(SOFTMAX), measured_time_us=85.0)
     assert met.stop_status == "MET"
+
+
+def test_eval_physics_says_impossible_and_what_to_check() -> None:
+    from kernelpilot.guard.models import Contract, RooflineSpec
+    from kernelpilot.guard.physics import check
+
+    spec = RooflineSpec(op="gemm", params={"m": "m", "n": "n", "k": "k"})
+    contract = Contract(
+        module="c.py",
+        candidate="k.py:f",
+        shapes=[{"m": 4096, "n": 4096, "k": 4096}],
+        dtype="bf16",
+        roofline=spec,
+    )
+    got = check(contract, 100.0, "H100")
+    assert got.rejection is not None and got.rejection.status == "rejected_impossible"
+    assert (
+        "IMPOSSIBLE: check the timing, then the contract's roofline op and its params"
+        in got.rejection.evidence
+    )
