@@ -13,6 +13,13 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = REPO_ROOT / "tests" / "fixtures"
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _mcp_results_in_a_temp_folder(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Full results of cut MCP answers (kernelpilot.adapters.mcp_answer) go to a temp folder, not ~/.cache;
+    servers started as subprocesses inherit it."""
+    os.environ["KERNELPILOT_MCP_RESULTS"] = str(tmp_path_factory.mktemp("mcp-results"))
+
+
 @dataclass
 class CliRun:
     code: int

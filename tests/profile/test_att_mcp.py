@@ -36,7 +36,11 @@ def test_profile_att_mcp_equals_cli_json(run_cli) -> None:
     )
     assert cli.code == 0, cli.err
     want = json.loads(cli.out)
-    assert got.structured_content == want
+    answer = got.structured_content
+    # the answer is sized for an agent's context: its digest keeps the top rows, the file holds every one
+    assert json.loads(Path(answer["full_result_path"]).read_text()) == want
+    assert answer["totals"] == want["totals"]
+    assert answer["hotspots_by_stall"][:2] == want["hotspots_by_stall"][:2]
     assert want["totals"]["stall_cycles"] == 1677652 and want["registers"]["waves_per_simd"] == 2
     assert [h["address"] for h in want["hotspots_by_stall"]] == [11448, 15492, 11664, 15672, 7284]
 

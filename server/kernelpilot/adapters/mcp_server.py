@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import re
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
@@ -27,10 +28,11 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.resources import FileResource
 from mcp.server.mcpserver.tools import Tool
-from mcp.types import ToolAnnotations
+from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import BaseModel, Field, ValidationError
 
 from kernelpilot import __version__
+from kernelpilot.adapters.mcp_answer import answer, answer_model
 from kernelpilot.adapters.mcp_sdk import (
     OUTPUT_DROP,
     argument_model,
@@ -60,20 +62,35 @@ INSTRUCTIONS = (
 MCP_ONLY_TOOLS = frozenset({"toolsets_enable"})
 
 
+_FLAG = re.compile(r"(?<![\w-])--([a-z][a-z0-9]*(?:[-_][a-z0-9]+)*)\b")
+
+
+def mcp_argument_names(text: str, request: type[Request]) -> str:
+    """`text` with the CLI options of `request`'s fields named as MCP arguments (`give --bytes-moved` ->
+    give `bytes_moved`): core errors speak the CLI's language, an agent calls the tool with the argument."""
+
+    def name(match: re.Match[str]) -> str:
+        field = match.group(1).replace("-", "_")
+        return f"`{field}`" if field in request.model_fields else match.group(0)
+
+    return _FLAG.sub(name, text)
+
+
 def _tool_error(cap: Capability, exc: KernelpilotError) -> ToolError:
-    text = f"{type(exc).__name__}: {exc.message}"
+    text = f"{type(exc).__name__}: {mcp_argument_names(exc.message, cap.request)}"
     if exc.hint:
-        text += f"\nfix: {exc.hint}"
+        text += f"\nfix: {mcp_argument_names(exc.hint, cap.request)}"
     tail = getattr(exc, "stderr_tail", "")
     if tail:
         text += f"\n--- tool output tail ---\n{tail}"
     return ToolError(text)
 
 
-def _make_tool_fn(cap: Capability) -> Callable[..., Awaitable[Result]]:
-    """The async tool body: validate into the request model, run the core function in a worker thread."""
+def _make_tool_fn(cap: Capability) -> Callable[..., Awaitable[CallToolResult]]:
+    """The async tool body: validate into the request model, run the core function in a worker thread,
+    answer with the text view and a digest sized for the context window (`mcp_answer`)."""
 
-    async def tool_fn(ctx: Context, **kwargs: Any) -> Result:
+    async def tool_fn(ctx: Context, **kwargs: Any) -> CallToolResult:
         try:
             request = cap.request.model_validate(kwargs)
         except ValidationError as exc:
@@ -85,7 +102,8 @@ def _make_tool_fn(cap: Capability) -> Callable[..., Awaitable[Result]]:
                 anyio.from_thread.run(ctx.report_progress, done, total, message or None)
 
         try:
-            return await anyio.to_thread.run_sync(cap.invoke, request, progress)
+            result = await anyio.to_thread.run_sync(cap.invoke, request, progress)
+            return await anyio.to_thread.run_sync(answer, cap.tool, result)
         except KernelpilotError as exc:
             raise _tool_error(cap, exc) from exc
 
@@ -116,7 +134,7 @@ def _fresh_schemas(caps: Sequence[Capability]) -> dict[str, dict[str, Any]]:
     schemas = {
         cap.tool: {
             "input": compact_schema(argument_model(cap.tool, cap.request).model_json_schema(by_alias=True)),
-            "output": compact_schema(output_schema(cap.result), OUTPUT_DROP),
+            "output": compact_schema(output_schema(answer_model(cap.result)), OUTPUT_DROP),
         }
         for cap in caps
     }
@@ -146,7 +164,7 @@ def _make_tool(cap: Capability, schemas: dict[str, Any] | None = None) -> Tool:
         title=cap.summary,
         description=cap.description,
         request=cap.request,
-        result=cap.result,
+        result=answer_model(cap.result),
         input_schema=schemas["input"],
         result_schema=schemas["output"],
         annotations=tool_annotations(cap),
@@ -253,7 +271,7 @@ def _toolsets_tool(
     """The MCP-only tool that lists toolsets and enables more of them for the running server."""
     from kernelpilot.capabilities import TOOLSETS
 
-    async def toolsets_enable(ctx: Context, **kwargs: Any) -> ToolsetsResult:
+    async def toolsets_enable(ctx: Context, **kwargs: Any) -> CallToolResult:
         try:
             request = ToolsetsRequest.model_validate(kwargs)
             wanted = select_toolsets(request.enable) if request.enable else ()
@@ -278,7 +296,7 @@ def _toolsets_tool(
             infos.append(
                 ToolsetInfo(name=name, description=summary, enabled=set(tools) <= served, tools=tools)
             )
-        return ToolsetsResult(toolsets=infos, added=added)
+        return answer("toolsets_enable", ToolsetsResult(toolsets=infos, added=added))
 
     return make_tool(
         toolsets_enable,
@@ -290,9 +308,9 @@ def _toolsets_tool(
             "have; call with no arguments to see every toolset, its tools and whether it is enabled."
         ),
         request=ToolsetsRequest,
-        result=ToolsetsResult,
+        result=answer_model(ToolsetsResult),
         input_schema=compact_schema(argument_model("toolsets_enable", ToolsetsRequest).model_json_schema()),
-        result_schema=compact_schema(output_schema(ToolsetsResult), OUTPUT_DROP),
+        result_schema=compact_schema(output_schema(answer_model(ToolsetsResult)), OUTPUT_DROP),
         # It changes which tools this server lists (not read-only), nothing else; enabling twice adds nothing.
         annotations=ToolAnnotations(
             readOnlyHint=False, destructiveHint=False, idempotentHint=True, openWorldHint=False
