@@ -37,8 +37,10 @@ def test_profile_att_mcp_equals_cli_json(run_cli) -> None:
     assert cli.code == 0, cli.err
     want = json.loads(cli.out)
     answer = got.structured_content
-    # the answer is sized for an agent's context: its digest keeps the top rows, the file holds every one
-    assert json.loads(Path(answer["full_result_path"]).read_text()) == want
+    # the answer is sized for an agent's context: a cut digest keeps the top rows, the file holds every one
+    whole = answer.get("full_result_path")
+    full = json.loads(Path(whole).read_text()) if whole else {k: v for k, v in answer.items() if k in want}
+    assert full == want
     assert answer["totals"] == want["totals"]
     assert answer["hotspots_by_stall"][:2] == want["hotspots_by_stall"][:2]
     assert want["totals"]["stall_cycles"] == 1677652 and want["registers"]["waves_per_simd"] == 2
