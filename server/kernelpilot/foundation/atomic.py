@@ -14,14 +14,32 @@ from pathlib import Path
 from typing import Any
 
 
-def write_temp(path: Path, content: str | Iterable[str]) -> Path:
+def _umask() -> int:
+    """The process umask, read without changing it where Linux says it (/proc/self/status); elsewhere set
+    and restored at once."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass  # not Linux (or no /proc): fall back to setting and restoring it
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def write_temp(path: Path, content: str | Iterable[str], mode: int | None = None) -> Path:
     """Write `content` (text, or chunks streamed in order) to a fsynced temp file beside `path`.
 
-    The caller moves it into place with `os.replace` (or removes it); `write_text_atomic` does both.
+    The file gets `mode`, or by default what `open()` would give a new file (0o666 less the umask): reports,
+    SVGs and manifests are user files others may read, not the 0600 of `mkstemp`. The caller moves it into
+    place with `os.replace` (or removes it); `write_text_atomic` does both.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, 0o666 & ~_umask() if mode is None else mode)
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
             if isinstance(content, str):
                 fh.write(content)
@@ -37,9 +55,10 @@ def write_temp(path: Path, content: str | Iterable[str]) -> Path:
     return Path(tmp)
 
 
-def write_text_atomic(path: Path, content: str | Iterable[str]) -> None:
-    """Write `content` to `path` so a reader sees either the old or the new content, never a torn file."""
-    tmp = write_temp(path, content)
+def write_text_atomic(path: Path, content: str | Iterable[str], mode: int | None = None) -> None:
+    """Write `content` to `path` so a reader sees either the old or the new content, never a torn file
+    (`mode`: as `write_temp`)."""
+    tmp = write_temp(path, content, mode)
     try:
         os.replace(tmp, path)
     except BaseException:
