@@ -23,7 +23,27 @@ def test_step_budget_by_construction(built_trace: Path):
     assert s.steps == 2
     assert s.per_step_wall_us == [100.0]  # step 0: 10 -> 110 (next step first kernel); the last has no end
     assert s.busy_us == 28.0 and s.kernel_us == 28.0 and s.launches == 3
-    assert s.launch_bound_gap_us == 12.0  # 30 -> 42: the add's launch call began at 40, after the GEMM ended
+    # every gap of step 0's window 10 -> 110 is its own: 30 -> 42 (the add's launch call began at 40, after
+    # the GEMM ended: 10 host + 2 launch latency) and 50 -> 110 up to step 1's GEMM launched at 103 (the
+    # host in cudaStreamSynchronize 50 -> 55, then 48 before the launch, then 7 launch latency)
+    assert s.launch_bound_gap_us == 67.0 and s.idle_steps == 1
+    causes = {c.cause: c.us_per_step for c in s.idle_causes}
+    assert causes == {
+        "launch_bound": 67.0,
+        "synchronization": 5.0,
+        "memory_copy": 0.0,
+        "cpu_op": 0.0,
+        "queued": 0.0,
+        "unexplained": 0.0,
+    }
+    assert sum(causes.values()) == s.idle_us == 72.0
+    sync = next(c for c in s.idle_causes if c.cause == "synchronization")
+    assert sync.evidence == ["cudaStreamSynchronize from no ATen op: 5.0 µs/step in 1 gaps/step"]
+    gap = s.top_gaps[0]
+    assert (gap.step, gap.offset_us, gap.dur_us) == (0, 40.0, 60.0) and gap.next_op == "aten::linear"
+    assert gap.causes == {"synchronization": 5.0, "launch_bound": 55.0}
+    (stream,) = s.streams
+    assert stream.stream == 7 and stream.launches == 6 and stream.delay_median_us == 4.5
     assert s.host_wait_us == 5.0
     assert s.launch_call_us == 2.0  # graph replays are not launch calls of one kernel
 
@@ -50,7 +70,7 @@ def test_opportunities_rank_launch_gap_then_fusion_with_formulas(built_trace: Pa
     kinds = [o.kind for o in r.opportunities]
     assert kinds == ["launch_overhead", "fusion"]
     launch, fusion = r.opportunities
-    assert launch.saving_us_per_step == 12.0 and "launch-bound idle 12.0" in launch.formula
+    assert launch.saving_us_per_step == 67.0 and "launch-bound idle 67.0" in launch.formula
     assert fusion.saving_us_per_step == 4.0  # add (4) + mul (4) back to back: chain 8 - longest 4
     assert "launches saved 1/step" in fusion.formula
 

@@ -58,9 +58,35 @@ def test_device_copies_are_copies_whatever_their_name():
     assert {cat for _, cat, _ in RULES} <= {
         "gemm",
         "attention",
+        "loss",
         "normalization",
         "elementwise",
         "reduction",
         "copy_memset",
         "communication",
     }
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float, float, float, "
+        "at::native::(anonymous namespace)::LogSoftMaxForwardEpilogue>(float*, float const*, int)",
+        "void at::native::(anonymous namespace)::cunn_SoftMaxBackward<4, float, float, float, "
+        "at::native::(anonymous namespace)::LogSoftMaxBackwardEpilogue>"
+        "(float*, float const*, float const*, long)",
+        "void at::native::(anonymous namespace)::nll_loss_forward_reduce_cuda_kernel_2d<float, float, long>"
+        "(float*, float*, float const*, long const*, float const*, bool, long, long, long, long)",
+        "void at::native::(anonymous namespace)::nll_loss_backward_reduce_cuda_kernel_2d<float, long>"
+        "(float*, float const*, long const*, float const*, float const*, bool, int, int, long, long)",
+        "triton_per_fused__log_softmax_nll_loss_forward_0",
+        "cross_entropy_fwd_kernel",
+    ],
+)
+def test_loss_kernels_are_loss_not_attention(name: str):
+    """The recorded training step's loss kernels (h100_train_trace.json) and fused Triton/flash-attn ones."""
+    assert categorize(name) == ("loss", "loss kernel")
+    # a plain softmax (attention's) stays attention
+    assert categorize("void at::native::cunn_SoftMaxForward<4, float, float, float, SoftMaxForwardEpilogue>")[
+        0
+    ] == ("attention")

@@ -23,7 +23,9 @@ def decode():
 def test_decode_trace_reads_three_steps_of_135_launches(decode):
     s = decode.step
     assert s.steps == 3 and s.marked and s.launches == 135 and len(decode.kernels) == 18
-    assert s.busy_us == pytest.approx(370.7, abs=0.1) and s.kernel_us == pytest.approx(371.3, abs=0.1)
+    # busy: the union of device activity in each counted step's window (the last step, which lacks the gap
+    # to a next step, is left out: workload/idle.py)
+    assert s.busy_us == pytest.approx(371.8, abs=0.1) and s.kernel_us == pytest.approx(371.3, abs=0.1)
     assert (
         s.wall_us is not None
         and s.launch_bound_gap_us is not None
@@ -76,9 +78,13 @@ def test_real_h100_kernel_names_get_their_categories(decode):
 
 @pytest.mark.parametrize("phase", ["decode", "prefill", "train", "decode_cupti"])
 def test_two_captures_of_a_step_agree_within_3_percent(phase: str):
+    """Every hot kernel agrees; the step time (CUDA events, no tracer) of these host-bound eager steps did
+    not, and the headline says so first instead of "no change" (issue 36)."""
     a, b = WL / f"h100_{phase}_run1.json", WL / f"h100_{phase}_run2.json"
     d = diff_workload(WorkloadDiffRequest(a=str(a), b=str(b)))
-    assert d.verdict.startswith("no change") and d.hot_changed == []
+    event = next(r for r in d.rows if r.level == "step" and r.key == "event")
+    assert event.delta_pct is not None and abs(event.delta_pct) > 3.0
+    assert d.verdict.startswith("step (CUDA events) changed") and d.hot_changed == []
     hot = {k.key for k in load_result(str(a)).kernels if k.hot}
     rows = [r for r in d.rows if r.level == "kernel" and r.key in hot]
     assert len(rows) == len(hot) and all(r.delta_pct is not None and abs(r.delta_pct) <= 3.0 for r in rows)
@@ -120,7 +126,8 @@ def test_training_step_groups_backward_and_optimizer_phases():
     r = read_workload(WorkloadReadRequest(path=str(WL / "h100_train_trace.json")))
     assert r.step.steps == 1 and r.step.launches == 442
     phases = {g.key: g.us_per_step for g in r.groups if g.level == "phase"}
-    assert set(phases) == {"backward", "optimizer"} and phases["optimizer"] > phases["backward"] > 1000
+    assert set(phases) == {"forward", "backward", "optimizer"}
+    assert phases["optimizer"] > phases["backward"] > phases["forward"] > 500
     ops = {g.key for g in r.groups if g.level == "op"}
     assert "autograd::engine::evaluate_function: MmBackward0" in ops and "aten::_foreach_addcdiv_" in ops
 

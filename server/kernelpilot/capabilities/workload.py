@@ -24,12 +24,18 @@ CAPABILITIES = [
             "times, then `steps` steps under torch.profiler (CUPTI/roctracer), each step separable. Or "
             "`command` with `region` (NVTX range) or cudaProfilerStart/Stop: ncu per-launch durations on "
             "NVIDIA (no idle time: said in the result), rocprofv3 kernel trace on AMD. Returns the step's "
-            "wall/busy/idle time (launch-bound gaps, host waits), kernels per step with share, cumulative "
+            "wall/busy/idle time, every idle µs by cause (launch-bound with the launch->start delay and "
+            "queue depth per stream, synchronization by API and op, memory copies by direction and bytes, "
+            "CPU time in ops, queued, unexplained) and the largest gaps, kernels per step with share, "
+            "cumulative "
             "share, launches, median/min/max, category, ATen op, nn.Module path, range and phase; with "
             "`drill` (default) one ncu launch per hot kernel (roofline position, bound) and ISA facts "
             "joined from the code objects the process loaded; and opportunities in µs/step with formulas "
             "(headroom to roof, launch overhead/idle a graph removes, fusion chains), the top one with its "
-            "next command. `out` keeps the JSON for `workload diff`."
+            "next command. `try_remedies` (spec only, when launch overhead leads): the step captured as a "
+            "CUDA graph and compiled with torch.compile(mode='reduce-overhead'), outputs checked against "
+            "eager, each timed paired against eager: measured µs/step and saving with intervals beside the "
+            "estimate, or why a remedy could not apply. `out` keeps the JSON for `workload diff`."
         ),
         request=WorkloadRunRequest,
         result=WorkloadResult,
@@ -49,7 +55,8 @@ CAPABILITIES = [
             "Reads a PyTorch profiler Chrome trace (kernels with their launch calls, ATen ops, "
             "record_function ranges, nn.Module paths, steps from ProfilerStep#/kernelpilot.step# ranges, "
             "graph replays), a rocprofv3 kernel trace or kernel stats CSV, an `nsys stats` cuda_gpu_trace "
-            "or cuda_gpu_kern_sum CSV, or an ncu raw CSV; format detected from the content. Same "
+            "or cuda_gpu_kern_sum CSV, or an ncu raw CSV; format detected from the content, gzip too "
+            "(`.json.gz` of tensorboard_trace_handler(use_gzip=True)). Same "
             "breakdown and opportunities as workload_run, without the drill-down. A truncated or foreign "
             "file is a typed error naming what is wrong."
         ),
@@ -66,9 +73,10 @@ CAPABILITIES = [
         summary="Compare two workload captures: µs per step per kernel and category, with a CI.",
         description=(
             "How a user checks that a kernel change helped the whole step. Matches kernels by normalised "
-            "name; per kernel, per category and for the step wall gives A and B µs/step, the change with "
-            "a bootstrap confidence interval over steps, and a verdict (no change within threshold_pct, "
-            "faster/slower when the interval excludes zero, unclear, new, gone)."
+            "name; per kernel, per category, for the step (wall, CUDA-event step, busy, idle) and per idle "
+            "cause gives A and B µs/step, the change with a bootstrap confidence interval over steps, and a "
+            "verdict (no change within threshold_pct, faster/slower when the interval excludes zero, "
+            "unclear, new, gone). The headline names the step time first, then what changed most."
         ),
         request=WorkloadDiffRequest,
         result=WorkloadDiffResult,

@@ -20,7 +20,7 @@ from typing import Any
 from kernelpilot.workload.categories import categorize
 from kernelpilot.workload.errors import NoStepWorkError
 from kernelpilot.workload.models import GroupRow, KernelStats, StepSummary, WorkloadKernel
-from kernelpilot.workload.readers.trace import Activity, Trace
+from kernelpilot.workload.readers.trace import Trace
 
 
 @dataclass
@@ -116,7 +116,7 @@ def _accumulate(trace: Trace) -> tuple[dict[str, _Acc], dict[Combo, list[float]]
 
 
 def _kernels(trace: Trace, accs: dict[str, _Acc]) -> list[WorkloadKernel]:
-    from kernelpilot.workload.names import normalize, short_name
+    from kernelpilot.workload.names import normalize, unique_short_names
 
     out: list[WorkloadKernel] = []
     steps = trace.steps
@@ -128,7 +128,7 @@ def _kernels(trace: Trace, accs: dict[str, _Acc]) -> list[WorkloadKernel]:
             out.append(
                 WorkloadKernel(
                     name=name,
-                    short_name=short_name(name, 60),
+                    short_name=name,  # made unique within the result below
                     key=normalize(name),
                     category=cat,
                     rule=rule,
@@ -158,7 +158,7 @@ def _kernels(trace: Trace, accs: dict[str, _Acc]) -> list[WorkloadKernel]:
             out.append(
                 WorkloadKernel(
                     name=g.name,
-                    short_name=short_name(g.name, 60),
+                    short_name=g.name,
                     key=normalize(g.name),
                     category=cat,
                     rule=rule,
@@ -173,6 +173,8 @@ def _kernels(trace: Trace, accs: dict[str, _Acc]) -> list[WorkloadKernel]:
                     ),
                 )
             )
+    for k, short in zip(out, unique_short_names([k.name for k in out], 60), strict=True):
+        k.short_name = short
     cum = 0.0
     for k in out:
         cum += k.share
@@ -180,58 +182,20 @@ def _kernels(trace: Trace, accs: dict[str, _Acc]) -> list[WorkloadKernel]:
     return out
 
 
-def _union(acts: list[Activity]) -> float:
-    busy, end = 0.0, float("-inf")
-    for a in acts:
-        s = a.start_us
-        e = s + a.dur_us
-        if e <= end:
-            continue
-        busy += e - (s if s > end else end)
-        end = e
-    return busy
-
-
-def _gaps(acts: list[Activity], until: float) -> float:
-    """Launch-bound idle in one step window: gaps whose next launch call began after the GPU drained."""
-    bound, end = 0.0, float("-inf")
-    for a in acts:
-        s = a.start_us
-        if s > end > float("-inf") and a.launch_ts_us is not None and a.launch_ts_us >= end:
-            bound += (s if s < until else until) - end
-        e = s + a.dur_us
-        if e > end:
-            end = e
-    return bound
-
-
 def _steps(trace: Trace, kernel_us: float, launches: float) -> StepSummary:
+    """The step's time budget from the step windows and idle causes of workload/idle.py (medians over the
+    steps it counts; the causes are means, so they sum to the mean idle)."""
+    from kernelpilot.workload.idle import idle_causes, stream_launches, windows
+
     n = trace.steps
     if not trace.timeline or not trace.activities:
         return StepSummary(
             steps=n, wall_us=None, busy_us=None, idle_us=None, kernel_us=kernel_us, launches=launches
         )
-    by_step: dict[int, list[Activity]] = defaultdict(list)
-    for a in trace.activities:
-        by_step[a.step if a.step >= 0 else 0].append(a)
-    ordered = [sorted(by_step[k], key=_START) for k in sorted(by_step)]
-    walls, busys, bounds = [], [], []
-    if not trace.step_host:  # no step ranges: the whole timeline is n steps
-        acts = ordered[0]
-        span = max(a.start_us + a.dur_us for a in acts) - acts[0].start_us
-        walls, busys, bounds = [span / n], [_union(acts) / n], [_gaps(acts, float("inf")) / n]
-    else:
-        for i, acts in enumerate(ordered):
-            last_end = max(a.start_us + a.dur_us for a in acts)
-            nxt = ordered[i + 1][0].start_us if i + 1 < len(ordered) else last_end
-            walls.append(
-                max(nxt, last_end) - acts[0].start_us if i + 1 == len(ordered) else nxt - acts[0].start_us
-            )
-            busys.append(_union(acts))
-            bounds.append(_gaps(acts, nxt))
-    calls = [a.launch_dur_us for a in trace.activities if a.launch_dur_us is not None and not a.graph]
-    # the last step has no next step to end its period: its span only, so it is left out of the median
-    wall, busy = statistics.median(walls[:-1] if len(walls) > 1 else walls), statistics.median(busys)
+    ordered = sorted(trace.activities, key=_START)
+    sw = windows(trace, ordered)
+    has_calls = any(a.launch_ts_us is not None for a in ordered)
+    calls = [a.launch_dur_us for a in ordered if a.launch_dur_us is not None and not a.graph]
     if not trace.step_host:
         trace.notes.append(
             "wall time is the trace's span / steps (no step ranges): it includes whatever ran between the "
@@ -240,18 +204,21 @@ def _steps(trace: Trace, kernel_us: float, launches: float) -> StepSummary:
     return StepSummary(
         steps=n,
         marked=bool(trace.step_host),
-        wall_us=wall,
-        busy_us=busy,
-        idle_us=max(wall - busy, 0.0),
+        wall_us=statistics.median(sw.walls),
+        busy_us=statistics.median(sw.busys),
+        idle_us=statistics.median(sw.idles),
         kernel_us=kernel_us,
         launches=launches,
-        # medians of different steps: the launch-bound part never reads larger than the idle it is part of
-        launch_bound_gap_us=min(statistics.median(bounds), max(wall - busy, 0.0))
-        if any(a.launch_ts_us is not None for a in trace.activities)
-        else None,
+        launch_bound_gap_us=statistics.median(sw.causes["launch_bound"]) if has_calls else None,
         host_wait_us=statistics.median(trace.host_sync_us) if trace.host_sync_us else None,
         launch_call_us=statistics.median(calls) if calls else None,
-        per_step_wall_us=walls[:-1] if len(walls) > 1 else walls,
+        per_step_wall_us=sw.walls,
+        per_step_busy_us=sw.busys,
+        per_step_idle_us=sw.idles,
+        idle_steps=sw.counted,
+        idle_causes=idle_causes(sw) if has_calls else [],
+        top_gaps=sw.gaps if has_calls else [],
+        streams=stream_launches(ordered),
     )
 
 
@@ -315,7 +282,26 @@ def mark_hot(kernels: list[WorkloadKernel], share: float, cap: int) -> list[Work
     return hot
 
 
+def _forward(trace: Trace) -> None:
+    """Name the forward pass where the trace marks a backward one: in a step with backward launches, an
+    unmarked launch before the step's first backward launch is forward (the trace's ranges name backward
+    and optimizer; the forward has no range of its own in a plain training step)."""
+    first_bwd: dict[int, float] = {}
+    for a in trace.activities:
+        if a.phase == "backward" and a.launch_ts_us is not None:
+            t = first_bwd.get(a.step)
+            if t is None or a.launch_ts_us < t:
+                first_bwd[a.step] = a.launch_ts_us
+    if not first_bwd:
+        return
+    for a in trace.activities:
+        t = first_bwd.get(a.step)
+        if a.phase is None and t is not None and a.launch_ts_us is not None and a.launch_ts_us < t:
+            a.phase = "forward"
+
+
 def breakdown(trace: Trace) -> tuple[StepSummary, list[WorkloadKernel], list[GroupRow]]:
+    _forward(trace)
     accs, combos = _accumulate(trace) if trace.activities else ({}, {})
     kernels = _kernels(trace, accs)
     if not kernels:

@@ -1,9 +1,10 @@
 """Kernel categories from declared name rules: the first rule whose pattern matches the name wins.
 
 The rules read the name as the trace printed it (mangled or demangled); each is a case-insensitive regex.
-Order matters: attention before GEMM (flash kernels contain "gemm"-like words), normalization before
-reduction (layer-norm kernels are reductions too), communication before copies. Tested on names recorded
-from PyTorch on an H100 and an MI350X (tests/workload/test_categories.py).
+Order matters: the loss (log-softmax, cross-entropy, NLL) before attention, attention before GEMM (flash
+kernels contain "gemm"-like words), normalization before reduction (layer-norm kernels are reductions too),
+communication before copies. Tested on names recorded from PyTorch on an H100 and an MI350X
+(tests/workload/test_categories.py).
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import re
 # (rule name, category, pattern)
 RULES: tuple[tuple[str, str, str], ...] = (
     ("nccl/rccl collective", "communication", r"nccl|rccl|all_?reduce|all_?gather|reduce_?scatter|alltoall"),
+    # the loss before attention: a log-softmax kernel is a softmax by name (cunn_SoftMaxForward<LogSoftMax>)
+    ("loss kernel", "loss", r"log_?softmax|cross_?entropy|nll_?loss|softmax_?cross|ce_?loss"),
     (
         "attention kernel",
         "attention",

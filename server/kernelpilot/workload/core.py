@@ -177,6 +177,21 @@ def _shares(res: WorkloadResult, hot: list[WorkloadKernel]) -> None:
     )
 
 
+def _remedies(
+    res: WorkloadResult, req: WorkloadRunRequest, target: CaptureTarget, progress: Progress
+) -> None:
+    """--try-remedies: measure the launch-overhead remedies on the step (workload/remedies.py), or say why
+    they were not tried."""
+    from kernelpilot.workload.remedies import estimate_of, run_remedies, why_not
+
+    why = why_not(res, req.spec)
+    if why is not None:
+        res.notes.append(f"remedies not tried: {why}")
+        return
+    progress(4, 5, "trying the launch-overhead remedies (CUDA graph, torch.compile reduce-overhead)")
+    res.remedies = run_remedies(target, estimate_of(res.opportunities), req.remedies_timeout_s)
+
+
 def run_workload(req: WorkloadRunRequest, progress: Progress = no_progress) -> WorkloadResult:
     """Capture `steps` steady-state steps, break them down, drill into the hot set, rank opportunities."""
     from kernelpilot.workload.capture import capture_closure, capture_command
@@ -224,6 +239,8 @@ def run_workload(req: WorkloadRunRequest, progress: Progress = no_progress) -> W
         _drill(res, hot, req, gpu, progress)
         _shares(res, hot)
     res.opportunities = opportunities(cap.trace, res.step, res.kernels, gpu)
+    if req.try_remedies:
+        _remedies(res, req, target, progress)
     res.wall_s = time.perf_counter() - t0
     progress(4, 4, "done")
     _write(res, req.out, req.html)

@@ -4,6 +4,10 @@ A `WorkloadResult` is the whole triage of one step: how it was captured, the per
 (`StepSummary`), every kernel aggregated per step (`WorkloadKernel`), groups by category / ATen op / range /
 module / phase (`GroupRow`), the drill-down of the hot set and the ranked `Opportunity` list. It is what
 `workload run` and `workload read` return and what `workload diff` and `workload report` read back.
+
+The text views live here, with the models they render: the table keeps the kernels that hold the time (the
+hot set and at most `TEXT_ROWS`), the groups their top entries, the opportunities the top `TEXT_OPPS` with
+their formula; `workload.views` (HTML) builds on the same cells.
 """
 
 from __future__ import annotations
@@ -19,8 +23,17 @@ TraceFormat = Literal[
     "auto", "kineto", "rocprof_trace", "rocprof_stats", "nsys_kern_sum", "nsys_gpu_trace", "ncu_csv"
 ]
 Category = Literal[
-    "gemm", "attention", "normalization", "elementwise", "reduction", "copy_memset", "communication", "other"
+    "gemm",
+    "attention",
+    "loss",
+    "normalization",
+    "elementwise",
+    "reduction",
+    "copy_memset",
+    "communication",
+    "other",
 ]
+IdleCauseName = Literal["launch_bound", "synchronization", "memory_copy", "cpu_op", "queued", "unexplained"]
 GroupLevel = Literal["category", "op", "range", "module", "phase"]
 
 
@@ -86,6 +99,47 @@ class WorkloadKernel(_Model):
     isa: dict[str, Any] | None = Field(None, description="The join's JoinedKernel (workload/join.py).")
 
 
+class IdleCause(_Model):
+    """The GPU's idle time one cause holds (workload/idle.py says how each gap is split)."""
+
+    cause: IdleCauseName
+    us_per_step: float = Field(description="Mean over the counted steps.")
+    share_of_idle: float
+    per_step_us: list[float] = Field(default_factory=list, description="Each counted step's µs (diff CIs).")
+    evidence: list[str] = Field(
+        default_factory=list,
+        description="The largest contributors: API and op, copy direction and bytes, op.",
+    )
+
+
+class IdleGap(_Model):
+    """One of the largest idle gaps, split by cause."""
+
+    step: int
+    offset_us: float = Field(description="Start of the gap from the step's first device start.")
+    dur_us: float
+    causes: dict[str, float] = Field(description="cause -> µs of this gap.")
+    evidence: list[str] = Field(default_factory=list)
+    next_kernel: str = Field(description="Short name of the activity that ended the gap.")
+    next_op: str | None = None
+
+
+class StreamLaunches(_Model):
+    """Per stream: launch call -> device start delay (graph replays left out) and queue depth at launch."""
+
+    stream: int | None
+    launches: int
+    delay_median_us: float | None
+    delay_p10_us: float | None
+    delay_p90_us: float | None
+    delay_max_us: float | None
+    queue_depth_median: float = Field(
+        description="Activities launched and not yet finished at a launch call."
+    )
+    queue_depth_p90: float
+    queue_depth_max: int
+
+
 class StepSummary(_Model):
     """The step's time budget (medians over steps), µs."""
 
@@ -99,7 +153,10 @@ class StepSummary(_Model):
     kernel_us: float = Field(description="Sum of kernel durations per step (overlap counted twice).")
     launches: float = Field(description="Device activities (kernels, copies, fills) per step.")
     launch_bound_gap_us: float | None = Field(
-        None, description="Idle where the next launch call started after the GPU had drained (host too slow)."
+        None,
+        description="Median over the counted steps of the idle cause launch_bound (workload/idle.py): the "
+        "host issued the next work only after the GPU had drained, less synchronisations, copies and ops "
+        "that launch nothing.",
     )
     host_wait_us: float | None = Field(
         None,
@@ -111,6 +168,18 @@ class StepSummary(_Model):
         default_factory=list,
         description="Each step's period, µs (the last step, which has no end, left out).",
     )
+    per_step_busy_us: list[float] = Field(default_factory=list, description="Each counted step's busy µs.")
+    per_step_idle_us: list[float] = Field(default_factory=list, description="Each counted step's idle µs.")
+    idle_steps: int | None = Field(
+        None,
+        description="Steps the medians and the idle causes count: with step ranges all but the last (whose "
+        "window lacks the gap to the next step), else the trace's steps.",
+    )
+    idle_causes: list[IdleCause] = Field(
+        default_factory=list, description="Every idle µs by cause; they sum to the mean idle per step."
+    )
+    top_gaps: list[IdleGap] = Field(default_factory=list, description="The largest gaps, split by cause.")
+    streams: list[StreamLaunches] = Field(default_factory=list)
 
 
 class GroupRow(_Model):
@@ -133,6 +202,45 @@ class Opportunity(_Model):
     evidence: list[str] = Field(default_factory=list)
     kernels: list[str] = Field(default_factory=list, description="Short names of the kernels concerned.")
     next_command: str
+
+
+class StepTiming(_Model):
+    """A step's period measured in a closed loop (k steps back to back, then a synchronize), µs per step:
+    the median of the paired samples and its bootstrap interval."""
+
+    median_us: float
+    ci_low_us: float
+    ci_high_us: float
+    samples: int
+
+
+class Remedy(_Model):
+    """One launch-overhead remedy applied to the step and timed paired against eager (ABBA blocks,
+    `timing.paired.alternate_metrics`); or why it could not apply."""
+
+    name: Literal["cuda_graph", "torch_compile_reduce_overhead"]
+    status: Literal["measured", "not_applicable", "failed", "not_run"]
+    why: str | None = Field(None, description="Why it could not apply (capture error, graph breaks, torch).")
+    outputs_equal: bool | None = Field(None, description="Its outputs equal eager's (within `tolerance`).")
+    tolerance: str | None = None
+    max_abs_diff: float | None = None
+    eager: StepTiming | None = Field(None, description="Eager's step in the same paired run.")
+    remedy: StepTiming | None = None
+    ratio: float | None = Field(None, description="Median of paired ratios remedy/eager (< 1: faster).")
+    ratio_ci_low: float | None = None
+    ratio_ci_high: float | None = None
+    saving_us_per_step: float | None = Field(None, description="eager − remedy medians, µs/step.")
+    notes: list[str] = Field(default_factory=list, description="Graph breaks, cudagraph skips, compile time.")
+
+
+class RemedyReport(_Model):
+    """The measured remedies of the top launch-overhead opportunity, beside the estimate they test."""
+
+    estimate_us_per_step: float | None = Field(None, description="The launch_overhead opportunity's saving.")
+    method: str
+    remedies: list[Remedy] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+    wall_s: float | None = None
 
 
 class WorkloadResult(Result):
@@ -171,12 +279,13 @@ class WorkloadResult(Result):
         default_factory=list, description="'kernel: why' per failed drill-down."
     )
     opportunities: list[Opportunity] = Field(default_factory=list)
+    remedies: RemedyReport | None = Field(
+        None, description="workload run --try-remedies: the launch-overhead remedies measured on the step."
+    )
     trace_path: str | None = None
     wall_s: float | None = Field(None, description="Wall time of the whole run.")
 
     def render_text(self) -> str:
-        from kernelpilot.workload.views import render_result
-
         return render_result(self)
 
 
@@ -229,6 +338,15 @@ class WorkloadRunRequest(Request):
     timeout_s: float = Field(300.0, gt=0, description="Per child process (capture, drill-down).")
     save_trace: str | None = Field(None, description="Keep the captured trace at this path.")
     drill_csv: str | None = Field(None, description="Keep the drill-down's ncu raw CSV page at this path.")
+    try_remedies: bool = Field(
+        False,
+        description="When the top opportunity is launch overhead (spec only): capture the step as a CUDA "
+        "graph and torch.compile(mode='reduce-overhead') it, check outputs equal eager's, time each paired "
+        "against eager and report the measured saving next to the estimate.",
+    )
+    remedies_timeout_s: float = Field(
+        60.0, gt=0, description="Wall limit of the remedies child (compile included); what finished is kept."
+    )
     out: str | None = Field(None, description="Also write the result JSON here.")
     html: str | None = Field(None, description="Also write the HTML report here.")
 
@@ -249,7 +367,7 @@ class WorkloadDiffRequest(Request):
 
 
 class DiffRow(_Model):
-    level: Literal["kernel", "category", "step"]
+    level: Literal["kernel", "category", "step", "idle"]
     key: str
     short_name: str
     a_us_per_step: float | None
@@ -270,8 +388,6 @@ class WorkloadDiffResult(Result):
     verdict: str
 
     def render_text(self) -> str:
-        from kernelpilot.workload.views import render_diff
-
         return render_diff(self)
 
 
@@ -286,3 +402,224 @@ class WorkloadReportResult(Result):
     path: str
     bytes: int
     sections: list[str]
+
+    def render_text(self) -> str:
+        """One line, like every other report writer (the JSON only with --json)."""
+        return f"wrote {self.path} ({self.bytes:,} bytes; sections: {', '.join(self.sections)})"
+
+
+# ---- text views (sized for an agent's context; the JSON model keeps everything) ----
+
+TEXT_ROWS = 20
+TEXT_OPPS = 6
+GROUP_ROWS = 5
+
+
+def _f(v: float | None, fmt: str = ".1f") -> str:
+    return "-" if v is None else format(v, fmt)
+
+
+def drill_cell(k: WorkloadKernel) -> str:
+    d = k.drill or {}
+    if not d:
+        return ""
+    if not d.get("ok"):
+        return "drill failed"
+    share = d.get("roofline_share")
+    return f"{d.get('bound', '?')}" + (
+        f" {float(share):.0%} of roof" if isinstance(share, (int, float)) else ""
+    )
+
+
+def isa_cell(k: WorkloadKernel) -> str:
+    i = k.isa or {}
+    if not i:
+        return ""
+    if not i.get("facts"):
+        return "unmatched"
+    occ = str(i.get("occupancy") or "-").split(" (")[0]
+    src = ""
+    if i.get("facts") != "code object":
+        src = " (trace)"
+    elif i.get("origin") == "cupti module":  # a cubin loaded at run time (workload/loaded_cubins.py)
+        src = " (cupti)"
+    dyn = f"+{i['dynamic_shared_bytes']}" if i.get("dynamic_shared_bytes") else ""
+    return f"r{i.get('registers')} smem {i.get('shared_bytes')}{dyn} occ {occ}{src}"
+
+
+def step_lines(r: WorkloadResult) -> list[str]:
+    s = r.step
+    lines = [f"step ({s.steps} captured): kernels {s.kernel_us:.1f} µs, {s.launches:g} launches"]
+    if s.wall_us is not None:
+        lines.append(
+            f"  wall {s.wall_us:.1f} µs · busy {_f(s.busy_us)} µs · idle {_f(s.idle_us)} µs"
+            f" (launch-bound {_f(s.launch_bound_gap_us)} µs) · host waits {_f(s.host_wait_us)} µs"
+            f" · launch call {_f(s.launch_call_us, '.2f')} µs"
+        )
+    if s.event_step_us is not None:
+        lines.append(f"  CUDA events without the tracer: {s.event_step_us:.1f} µs/step")
+    lines += idle_lines(s)
+    return lines
+
+
+CAUSE_WORDS = {
+    "launch_bound": "launch-bound",
+    "synchronization": "synchronization",
+    "memory_copy": "memory copies",
+    "cpu_op": "CPU time in ops that launch nothing",
+    "queued": "queued (device kernel-to-kernel latency)",
+    "unexplained": "unexplained",
+}
+
+
+def idle_lines(s: StepSummary) -> list[str]:
+    """The idle causes (mean µs/step over the counted steps, each with its largest evidence), the launch
+    delay and queue depth per stream, and the largest gap."""
+    if not s.idle_causes:
+        return []
+    total = sum(c.us_per_step for c in s.idle_causes)
+    counted = f"{s.idle_steps} step{'s' if s.idle_steps != 1 else ''}"
+    parts = [
+        f"{CAUSE_WORDS[c.cause]} {c.us_per_step:.1f} ({c.share_of_idle:.0%})"
+        for c in s.idle_causes
+        if c.us_per_step > 0 or c.cause == "unexplained"
+    ]
+    lines = [f"  idle by cause (mean of {counted}, {total:.1f} µs/step): " + "; ".join(parts)]
+    for c in s.idle_causes:
+        if c.us_per_step > 0 and c.evidence:
+            lines.append(f"    {CAUSE_WORDS[c.cause]}: " + "; ".join(c.evidence[:2]))
+    for st in s.streams[:3]:
+        delay = (
+            f"launch -> start median {st.delay_median_us:.1f} µs (p10 {_f(st.delay_p10_us)}, p90 "
+            f"{_f(st.delay_p90_us)}, max {_f(st.delay_max_us)})"
+            if st.delay_median_us is not None
+            else "graph replays only (no per-launch delay)"
+        )
+        lines.append(
+            f"  stream {st.stream}: {st.launches} launches, {delay}; queue depth at launch median "
+            f"{st.queue_depth_median:g}, p90 {st.queue_depth_p90:g}, max {st.queue_depth_max}"
+        )
+    if s.top_gaps:
+        g = s.top_gaps[0]
+        split = ", ".join(
+            f"{CAUSE_WORDS[c]} {us:.1f}" for c, us in sorted(g.causes.items(), key=lambda x: -x[1])
+        )
+        lines.append(
+            f"  largest gap: {g.dur_us:.1f} µs in step {g.step} at +{g.offset_us:.1f} µs before "
+            f"{g.next_op or g.next_kernel} ({split})"
+        )
+    return lines
+
+
+def render_result(r: WorkloadResult) -> str:
+    out = [
+        f"workload {r.source} [{r.format}] on {r.gpu or 'unknown GPU'}",
+        f"method: {r.method}",
+        *step_lines(r),
+    ]
+    out += [f"note: {n}" for n in r.notes]
+    rows = [k for k in r.kernels if k.hot] or r.kernels[:TEXT_ROWS]
+    rows = rows + [k for k in r.kernels[:TEXT_ROWS] if k not in rows][: max(0, TEXT_ROWS - len(rows))]
+    out.append("")
+    out.append(
+        f"{'#':>2} {'µs/step':>8} {'share':>6} {'cum':>5} {'n/step':>6} {'med µs':>7}  {'category':<13} "
+        f"{'kernel':<62} {'drill':<22} isa"
+    )
+    for i, k in enumerate(rows, 1):
+        out.append(
+            f"{i:>2} {k.us_per_step:8.1f} {k.share:6.1%} {k.cumulative_share:5.0%} {k.launches_per_step:6g} "
+            f"{k.launch.median_us:7.2f}  {k.category:<13} {('*' if k.hot else ' ') + k.short_name:<62} "
+            f"{drill_cell(k):<22} {isa_cell(k)}"
+        )
+    if len(r.kernels) > len(rows):
+        rest = r.kernels[len(rows) :]
+        out.append(
+            f"   ... {len(rest)} more kernels, {sum(k.us_per_step for k in rest):.1f} µs/step (JSON has all)"
+        )
+    out.append("* = hot set")
+    for level in ("category", "op", "module", "range", "phase"):
+        g = [x for x in r.groups if x.level == level][:GROUP_ROWS]
+        if g:
+            out.append(
+                f"by {level}: " + "; ".join(f"{x.key} {x.us_per_step:.1f} µs ({x.share:.0%})" for x in g)
+            )
+    if r.isa_joined_share is not None or r.drilled_share is not None:
+        hot = [k for k in r.kernels if k.hot]
+        hot_us = sum(k.us_per_step for k in hot) or 1.0
+        from_file = r.isa_code_object_share
+        if from_file is None:  # a result written before the field existed
+            from_file = (
+                sum(k.us_per_step for k in hot if (k.isa or {}).get("facts") == "code object") / hot_us
+            )
+        out.append(
+            f"hot set: ISA facts for {_f((r.isa_joined_share or 0) * 100, '.0f')}% of its GPU time "
+            f"({from_file:.0%} from the code objects loaded, the rest from the trace's launch records), "
+            f"roofline position for {_f((r.drilled_share or 0) * 100, '.0f')}%"
+        )
+    if r.unmatched:
+        out.append("ISA join unmatched: " + "; ".join(r.unmatched))
+    if r.drill_failures:
+        out.append("drill-down failed: " + "; ".join(r.drill_failures))
+    out.append("")
+    out.append("opportunities (µs per step, largest first):")
+    if not r.opportunities:
+        out.append("  none found above the noise floor")
+    for i, o in enumerate(r.opportunities[:TEXT_OPPS], 1):
+        out.append(
+            f"{i}. [{o.kind}] {o.title}"
+            + (f" ({o.share_of_step:.1%} of the step)" if o.share_of_step else "")
+        )
+        out.append(f"   formula: {o.formula}")
+        out += [f"   evidence: {e}" for e in o.evidence]
+        out.append(f"   next: {o.next_command}")
+    out += remedy_lines(r.remedies)
+    if r.wall_s is not None:
+        out.append(f"run wall time {r.wall_s:.1f} s")
+    return "\n".join(out)
+
+
+def render_diff(d: WorkloadDiffResult) -> str:
+    out = [f"workload diff {d.a} -> {d.b}", f"method: {d.method}", f"verdict: {d.verdict}", ""]
+    out.append(
+        f"{'level':<8} {'A µs':>8} {'B µs':>8} {'Δ µs':>8} {'Δ %':>7} {'CI µs':>17}  {'verdict':<9} name"
+    )
+    for r in d.rows[:40]:
+        ci = (
+            f"[{r.ci_low_us:+.2f}, {r.ci_high_us:+.2f}]"
+            if r.ci_low_us is not None and r.ci_high_us is not None
+            else "-"
+        )
+        out.append(
+            f"{r.level:<8} {_f(r.a_us_per_step):>8} {_f(r.b_us_per_step):>8} {r.delta_us:+8.2f} "
+            f"{_f(r.delta_pct, '+.1f'):>7} {ci:>17}  {r.verdict:<9} {r.short_name[:60]}"
+        )
+    if len(d.rows) > 40:
+        out.append(f"... {len(d.rows) - 40} more rows in the JSON")
+    return "\n".join(out)
+
+
+def _timing(t: StepTiming | None) -> str:
+    return "-" if t is None else f"{t.median_us:.1f} µs [{t.ci_low_us:.1f}, {t.ci_high_us:.1f}]"
+
+
+def remedy_lines(rep: RemedyReport | None) -> list[str]:
+    """Each remedy's measured step and saving beside the estimate, or why it could not apply."""
+    if rep is None:
+        return []
+    est = f"{rep.estimate_us_per_step:.1f} µs/step" if rep.estimate_us_per_step is not None else "none"
+    out = ["", f"remedies measured (estimate {est}; {rep.method}):"]
+    for m in rep.remedies:
+        if m.status != "measured":
+            out.append(f"  {m.name}: {m.status.replace('_', ' ')}: {m.why or '-'}")
+        else:
+            ratio = (
+                f"{m.ratio:.3f} [{m.ratio_ci_low:.3f}, {m.ratio_ci_high:.3f}]" if m.ratio is not None else "-"
+            )
+            out.append(
+                f"  {m.name}: eager {_timing(m.eager)} -> {_timing(m.remedy)}, saving "
+                f"{_f(m.saving_us_per_step)} µs/step (estimate {est}), ratio {ratio}, outputs equal "
+                f"({m.tolerance})"
+            )
+        out += [f"    note: {n}" for n in m.notes]
+    out += [f"  note: {n}" for n in rep.notes]
+    return out

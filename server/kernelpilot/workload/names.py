@@ -341,3 +341,33 @@ def _drop_deepest_template(text: str) -> str:
         if depth < best:
             out.append(text[i])
     return "".join(out)
+
+
+_TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|\d+")
+
+
+def unique_short_names(names: list[str], width: int = 60) -> list[str]:
+    """`short_name` of each name, made unique within the list: names that share one get the template
+    arguments that tell them apart appended (`elementwise_kernel<MulFunctor> [4, BFloat16]`): the words and
+    numbers of each full name that some other name of the group lacks, in order; `#k` only where the
+    names differ in nothing but order."""
+    shorts = [short_name(n, width) for n in names]
+    groups: dict[str, list[int]] = {}
+    for i, s in enumerate(shorts):
+        groups.setdefault(s, []).append(i)
+    for short, idx in groups.items():
+        if len(idx) < 2:
+            continue
+        tokens = [_TOKEN.findall(_strip_namespaces(name_keys(names[i]).no_params)) for i in idx]
+        sets = [set(t) for t in tokens]
+        common = set.intersection(*sets)
+        seen: set[str] = set()
+        for k, (i, toks) in enumerate(zip(idx, tokens, strict=True)):
+            diff = list(dict.fromkeys(x for x in toks if x not in common))[:4]
+            tag = ", ".join(diff)
+            if not tag or tag in seen:
+                tag = f"{tag} #{k + 1}" if tag else f"#{k + 1}"
+            seen.add(tag)
+            suffix = f" [{tag}]"
+            shorts[i] = _cut_middle(short, max(width + 20 - len(suffix), 20)) + suffix
+    return shorts

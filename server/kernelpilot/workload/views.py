@@ -1,154 +1,14 @@
-"""Views of a workload result: a text view sized for an agent's context, and the HTML report section.
+"""The HTML report of a workload result (the text views live with the models they render: models.py).
 
-The text view keeps the table to the kernels that hold the time (the hot set and at most `TEXT_ROWS`),
-the groups to their top entries and the opportunities to the top `TEXT_OPPS`, each with its formula; the
-JSON model keeps everything. The HTML page (templates/workload_report.html.j2) draws the breakdown bars,
-the cumulative-share curve and the opportunity table as inline SVG and tables, without scripts.
+The HTML page (templates/workload_report.html.j2) draws the breakdown bars, the cumulative-share curve,
+the idle causes and the opportunity table as inline SVG and tables, without scripts.
 """
 
 from __future__ import annotations
 
 from html import escape
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # models.py imports this module to render itself; only the types are needed here
-    from kernelpilot.workload.models import WorkloadDiffResult, WorkloadKernel, WorkloadResult
-
-TEXT_ROWS = 20
-TEXT_OPPS = 6
-GROUP_ROWS = 5
-
-
-def _f(v: float | None, fmt: str = ".1f") -> str:
-    return "-" if v is None else format(v, fmt)
-
-
-def _drill(k: WorkloadKernel) -> str:
-    d = k.drill or {}
-    if not d:
-        return ""
-    if not d.get("ok"):
-        return "drill failed"
-    share = d.get("roofline_share")
-    return f"{d.get('bound', '?')}" + (
-        f" {float(share):.0%} of roof" if isinstance(share, (int, float)) else ""
-    )
-
-
-def _isa(k: WorkloadKernel) -> str:
-    i = k.isa or {}
-    if not i:
-        return ""
-    if not i.get("facts"):
-        return "unmatched"
-    occ = str(i.get("occupancy") or "-").split(" (")[0]
-    src = ""
-    if i.get("facts") != "code object":
-        src = " (trace)"
-    elif i.get("origin") == "cupti module":  # a cubin loaded at run time (workload/loaded_cubins.py)
-        src = " (cupti)"
-    dyn = f"+{i['dynamic_shared_bytes']}" if i.get("dynamic_shared_bytes") else ""
-    return f"r{i.get('registers')} smem {i.get('shared_bytes')}{dyn} occ {occ}{src}"
-
-
-def _step_lines(r: WorkloadResult) -> list[str]:
-    s = r.step
-    lines = [f"step ({s.steps} captured): kernels {s.kernel_us:.1f} µs, {s.launches:g} launches"]
-    if s.wall_us is not None:
-        lines.append(
-            f"  wall {s.wall_us:.1f} µs · busy {_f(s.busy_us)} µs · idle {_f(s.idle_us)} µs"
-            f" (launch-bound {_f(s.launch_bound_gap_us)} µs) · host waits {_f(s.host_wait_us)} µs"
-            f" · launch call {_f(s.launch_call_us, '.2f')} µs"
-        )
-    if s.event_step_us is not None:
-        lines.append(f"  CUDA events without the tracer: {s.event_step_us:.1f} µs/step")
-    return lines
-
-
-def render_result(r: WorkloadResult) -> str:
-    out = [
-        f"workload {r.source} [{r.format}] on {r.gpu or 'unknown GPU'}",
-        f"method: {r.method}",
-        *_step_lines(r),
-    ]
-    out += [f"note: {n}" for n in r.notes]
-    rows = [k for k in r.kernels if k.hot] or r.kernels[:TEXT_ROWS]
-    rows = rows + [k for k in r.kernels[:TEXT_ROWS] if k not in rows][: max(0, TEXT_ROWS - len(rows))]
-    out.append("")
-    out.append(
-        f"{'#':>2} {'µs/step':>8} {'share':>6} {'cum':>5} {'n/step':>6} {'med µs':>7}  {'category':<13} "
-        f"{'kernel':<48} {'drill':<22} isa"
-    )
-    for i, k in enumerate(rows, 1):
-        out.append(
-            f"{i:>2} {k.us_per_step:8.1f} {k.share:6.1%} {k.cumulative_share:5.0%} {k.launches_per_step:6g} "
-            f"{k.launch.median_us:7.2f}  {k.category:<13} {('*' if k.hot else ' ') + k.short_name[:47]:<48} "
-            f"{_drill(k):<22} {_isa(k)}"
-        )
-    if len(r.kernels) > len(rows):
-        rest = r.kernels[len(rows) :]
-        out.append(
-            f"   ... {len(rest)} more kernels, {sum(k.us_per_step for k in rest):.1f} µs/step (JSON has all)"
-        )
-    out.append("* = hot set")
-    for level in ("category", "op", "module", "range", "phase"):
-        g = [x for x in r.groups if x.level == level][:GROUP_ROWS]
-        if g:
-            out.append(
-                f"by {level}: " + "; ".join(f"{x.key} {x.us_per_step:.1f} µs ({x.share:.0%})" for x in g)
-            )
-    if r.isa_joined_share is not None or r.drilled_share is not None:
-        hot = [k for k in r.kernels if k.hot]
-        hot_us = sum(k.us_per_step for k in hot) or 1.0
-        from_file = r.isa_code_object_share
-        if from_file is None:  # a result written before the field existed
-            from_file = (
-                sum(k.us_per_step for k in hot if (k.isa or {}).get("facts") == "code object") / hot_us
-            )
-        out.append(
-            f"hot set: ISA facts for {_f((r.isa_joined_share or 0) * 100, '.0f')}% of its GPU time "
-            f"({from_file:.0%} from the code objects loaded, the rest from the trace's launch records), "
-            f"roofline position for {_f((r.drilled_share or 0) * 100, '.0f')}%"
-        )
-    if r.unmatched:
-        out.append("ISA join unmatched: " + "; ".join(r.unmatched))
-    if r.drill_failures:
-        out.append("drill-down failed: " + "; ".join(r.drill_failures))
-    out.append("")
-    out.append("opportunities (µs per step, largest first):")
-    if not r.opportunities:
-        out.append("  none found above the noise floor")
-    for i, o in enumerate(r.opportunities[:TEXT_OPPS], 1):
-        out.append(
-            f"{i}. [{o.kind}] {o.title}"
-            + (f" ({o.share_of_step:.1%} of the step)" if o.share_of_step else "")
-        )
-        out.append(f"   formula: {o.formula}")
-        out += [f"   evidence: {e}" for e in o.evidence]
-        out.append(f"   next: {o.next_command}")
-    if r.wall_s is not None:
-        out.append(f"run wall time {r.wall_s:.1f} s")
-    return "\n".join(out)
-
-
-def render_diff(d: WorkloadDiffResult) -> str:
-    out = [f"workload diff {d.a} -> {d.b}", f"method: {d.method}", f"verdict: {d.verdict}", ""]
-    out.append(
-        f"{'level':<8} {'A µs':>8} {'B µs':>8} {'Δ µs':>8} {'Δ %':>7} {'CI µs':>17}  {'verdict':<9} name"
-    )
-    for r in d.rows[:40]:
-        ci = (
-            f"[{r.ci_low_us:+.2f}, {r.ci_high_us:+.2f}]"
-            if r.ci_low_us is not None and r.ci_high_us is not None
-            else "-"
-        )
-        out.append(
-            f"{r.level:<8} {_f(r.a_us_per_step):>8} {_f(r.b_us_per_step):>8} {r.delta_us:+8.2f} "
-            f"{_f(r.delta_pct, '+.1f'):>7} {ci:>17}  {r.verdict:<9} {r.short_name[:60]}"
-        )
-    if len(d.rows) > 40:
-        out.append(f"... {len(d.rows) - 40} more rows in the JSON")
-    return "\n".join(out)
+from kernelpilot.workload.models import WorkloadResult, drill_cell, isa_cell, step_lines
 
 
 def _bars_svg(r: WorkloadResult, rows: int = 20) -> str:
@@ -157,6 +17,7 @@ def _bars_svg(r: WorkloadResult, rows: int = 20) -> str:
     colours = {
         "gemm": "#1f77b4",
         "attention": "#9467bd",
+        "loss": "#17becf",
         "normalization": "#ff7f0e",
         "elementwise": "#2ca02c",
         "reduction": "#8c564b",
@@ -218,9 +79,9 @@ def render_html(r: WorkloadResult) -> str:
     return render_template(
         "workload_report.html.j2",
         r=r,
-        step_lines=_step_lines(r),
+        step_lines=step_lines(r),
         bars_svg=_bars_svg(r),
         cumulative_svg=_cumulative_svg(r),
-        drill=_drill,
-        isa=_isa,
+        drill=drill_cell,
+        isa=isa_cell,
     )

@@ -43,6 +43,6 @@ def _read(path: str | Path, fmt: str, steps: int | None, skip_steps: int) -> Tra
 
 
 def _looks_json(p: Path) -> bool:
-    with p.open("rb") as fh:
-        head = fh.read(64).lstrip()
-    return head[:1] in (b"{", b"[")
+    from kernelpilot.workload.readers.gzipped import head  # a gzip trace is told by what it inflates to
+
+    return head(p).lstrip()[:1] in (b"{", b"[")

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from kernelpilot.foundation.errors import InvalidArgumentError
 from kernelpilot.workload.errors import TraceFormatError
 from kernelpilot.workload.readers.kineto_events import UNSET, Decoded, decode_trace
-from kernelpilot.workload.readers.trace import Activity, Trace
+from kernelpilot.workload.readers.trace import Activity, HostCall, Trace
 
 if TYPE_CHECKING:
     from kernelpilot.workload.readers.kineto_events import Event
@@ -38,6 +38,7 @@ _RUNTIME = ("cuda_runtime", "cuda_driver")
 _STEP = re.compile(r"^(?:kernelpilot\.step#|ProfilerStep#)(\d+)$")
 _MODULE = "nn.Module: "
 _INSTANCE = re.compile(r"_\d+$")  # with_stack names modules "Linear_0"
+_COPY = re.compile(r"^(?:cuda|hip)Memcpy|^cuMemcpy|^(?:cuda|hip)Memset|^cuMemset")  # workload/idle.py
 _SYNC = re.compile(r"(?:Synchronize|^(?:cuda|hip)Memcpy(?!Async)|^cuMemcpy(?!Async)|^cuStreamSynchronize)")
 _PHASES = ("prefill", "decode", "backward", "forward", "optimizer")
 _BACKWARD_OP = "autograd::engine::evaluate_function"
@@ -96,6 +97,7 @@ class _Buckets:
         self.device: list[Event] = []
         self.runtime: dict[Any, Event] = {}
         self.sync: list[tuple[float, float]] = []
+        self.calls: list[tuple[Event, str]] = []  # synchronising and copy calls, with their kind
         self.ops: dict[Any, Event] = {}
         self.ranges: list[Interval] = []
         self.modules: list[Interval] = []
@@ -147,6 +149,9 @@ class _Buckets:
             sync = self.sync_names[ev.name] = _SYNC.search(_name(ev, "")) is not None
         if sync:
             self.sync.append((float(ev.ts), float(ev.dur or 0.0)))
+            self.calls.append((ev, "sync"))
+        elif _COPY.search(_name(ev, "")) is not None:
+            self.calls.append((ev, "copy"))
 
     def _range(self, ev: Event) -> None:
         name = _name(ev, "")
@@ -233,9 +238,9 @@ def _activities(b: _Buckets, inputs: Callable[[Any], Any]) -> list[Activity]:
     return out
 
 
-def _context(acts: list[Activity], b: _Buckets) -> None:
+def _context(acts: list[Activity], b: _Buckets) -> list[Interval]:
     """Ranges, modules, outer op and phase around each launch call (one pass in launch-time order, with
-    cursors over the ranges, modules and outer ops, which are in start order)."""
+    cursors over the ranges, modules and outer ops, which are in start order); returns the outer ops."""
     items = sorted((a for a in acts if a.launch_ts_us is not None), key=_LAUNCH)
     rng, mod = _Nest(b.ranges), _Nest(b.modules)
     ranges, modules = bool(rng.items), bool(mod.items)  # a trace often has none of one kind
@@ -266,6 +271,7 @@ def _context(acts: list[Activity], b: _Buckets) -> None:
             a.phase = phases[pkey]
         else:
             a.phase = phases[pkey] = _phase([iv[2] for iv in rng.stack(r, t)], pkey[1])
+    return tops
 
 
 def _phase(ranges: list[str], backward: bool) -> str | None:
@@ -308,10 +314,33 @@ def read_kineto(path: Path, steps: int | None = None, skip_steps: int = 0) -> Tr
         ) from exc
 
 
+def _host_calls(b: _Buckets, tops: list[Interval]) -> list[HostCall]:
+    """Synchronising and copy calls with the outer op around each and the device copy each issued."""
+    copies = {}
+    for ev in b.device:
+        if ev.cat != "kernel" and ev.args is not None and ev.args.correlation is not None:
+            copies[ev.args.correlation] = ev
+    starts = [iv[0] for iv in tops]
+    out = []
+    for ev, kind in sorted(b.calls, key=lambda c: float(c[0].ts)):
+        ts = float(ev.ts)
+        call = HostCall(_name(ev, "?"), ts, float(ev.dur or 0.0), kind)
+        i = bisect.bisect_right(starts, ts) - 1
+        if i >= 0 and tops[i][1] >= ts:
+            call.op = tops[i][2]
+        dev = copies.get(ev.args.correlation) if ev.args is not None else None
+        if dev is not None and dev.args is not None:
+            call.device = _name(dev, "?")
+            n = dev.args.nbytes
+            call.nbytes = n if type(n) is int else None
+        out.append(call)
+    return out
+
+
 def _read(decoded: Decoded, path: Path, steps: int | None, skip_steps: int) -> Trace:
     b = _Buckets(decoded)
     acts = _activities(b, decoded.inputs)
-    _context(acts, b)
+    tops = _context(acts, b)
     marks = sorted(b.steps)
     if skip_steps and skip_steps >= len(marks):
         raise InvalidArgumentError(
@@ -351,6 +380,8 @@ def _read(decoded: Decoded, path: Path, steps: int | None, skip_steps: int) -> T
         activities=acts,
         step_host=step_host,
         host_sync_us=sync,
+        host_calls=_host_calls(b, tops),
+        cpu_ops=tops,
         gpu=str(gpu) if gpu else None,
         notes=notes,
     )

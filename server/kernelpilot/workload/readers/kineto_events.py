@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from kernelpilot.workload.errors import TraceFormatError
+from kernelpilot.workload.readers.gzipped import maybe_gunzip
 
 try:
     import msgspec
@@ -61,6 +62,7 @@ if msgspec is not None:
         warps_per_sm: Any = msgspec.field(default=UNSET, name="warps per SM")
         input_dims: msgspec.Raw = msgspec.field(default=msgspec.Raw(), name="Input Dims")
         input_type: msgspec.Raw = msgspec.field(default=msgspec.Raw(), name="Input type")
+        nbytes: Any = msgspec.field(default=None, name="bytes")  # of a device copy (workload/idle.py)
 
         def launch_record(self) -> dict[str, Any]:
             values = (
@@ -149,6 +151,7 @@ _FIELDS: dict[str, tuple[str, Any]] = {
     "block": ("block", UNSET),
     "input_dims": ("Input Dims", None),
     "input_type": ("Input type", None),
+    "nbytes": ("bytes", None),
 }
 
 
@@ -185,11 +188,12 @@ def _decode_json(text: bytes, source: str) -> Decoded:
 def decode_trace(path: Path) -> Decoded:
     """Read and decode the file; a truncated, non-JSON or foreign file is a typed error naming why."""
     try:
-        if msgspec is None:
-            return _decode_json(path.read_bytes(), str(path))
         # read, not mmap: a file truncated while a mapped copy is decoded faults (SIGBUS) and would take
         # the MCP server down with it; the copy costs about 0.1 s on a 250 MB trace
         text = path.read_bytes()
     except OSError as exc:
         raise TraceFormatError(f"cannot read trace {str(path)!r}: {exc}", "check the path") from exc
+    text = maybe_gunzip(text, str(path))  # tensorboard_trace_handler(use_gzip=True) writes .json.gz
+    if msgspec is None:
+        return _decode_json(text, str(path))
     return _decode_msgspec(text, str(path))

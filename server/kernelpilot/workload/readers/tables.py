@@ -15,6 +15,7 @@ import io
 from pathlib import Path
 
 from kernelpilot.workload.errors import TraceFormatError
+from kernelpilot.workload.readers.gzipped import maybe_gunzip
 from kernelpilot.workload.readers.trace import Activity, Aggregate, Trace
 
 _ROCPROF_NOTE = "rocprofv3 kernel trace: kernels only (no host calls, ops or ranges)"
@@ -217,7 +218,8 @@ READERS = {
 
 
 def read_table(path: Path, fmt: str, steps: int | None) -> Trace:
-    text = path.read_bytes().decode("utf-8", "replace")
+    data = maybe_gunzip(path.read_bytes(), str(path))  # gzip told by its magic bytes, not the suffix
+    text = data.decode("utf-8", "replace")
     if fmt == "auto":
         found = sniff(text)
         if found is None:

@@ -45,6 +45,20 @@ class Activity:
 
 
 @dataclass(slots=True)
+class HostCall:
+    """A runtime call on the host that can hold the GPU idle (workload/idle.py): a synchronisation
+    (cudaDeviceSynchronize, cudaStreamSynchronize, cudaEventSynchronize, a blocking cudaMemcpy) or a copy."""
+
+    name: str
+    ts_us: float
+    dur_us: float
+    kind: str  # sync | copy
+    op: str | None = None  # the outermost ATen op around the call
+    device: str | None = None  # the device copy/fill it issued (its name says the direction)
+    nbytes: int | None = None  # bytes of that copy
+
+
+@dataclass(slots=True)
 class Aggregate:
     """A per-name row of a stats-only format (no timeline): calls and durations in µs."""
 
@@ -69,5 +83,7 @@ class Trace:
     timeline: bool = True
     host_sync_us: list[float] = field(default_factory=list)  # per step: host time in synchronising calls
     step_host: list[tuple[float, float]] = field(default_factory=list)  # per step: host range
+    host_calls: list[HostCall] = field(default_factory=list)  # synchronisations and copies, by start
+    cpu_ops: list[tuple[float, float, str]] = field(default_factory=list)  # outermost ATen ops, by start
     gpu: str | None = None
     notes: list[str] = field(default_factory=list)

@@ -1,0 +1,293 @@
+"""The child process that applies the launch-overhead remedies to a step closure and times each against eager
+(`python -m kernelpilot.workload.remedies_child`; `workload.remedies` runs it and reads its JSON).
+
+Why a child: torch.compile and graph capture run the user's code with its CUDA context apart from
+kernelpilot (a crash or hang kills only the child), and a compile that outlives the time limit is killed
+without losing what was measured before it: the JSON is rewritten after each remedy.
+
+What it does: builds the step from the factory (the closure protocol of `kernelpilot time`), warms it up,
+keeps eager's output, then per remedy: builds it (a CUDA/HIP graph of one step, captured after warm-up on a
+side stream; `torch.compile(mode="reduce-overhead")`), checks its output equals eager's (bitwise, else within
+the dtype's tolerance, noted: compile fuses and reorders, a library may pick another algorithm under
+capture), and times it against
+eager in ABBA blocks (`timing.paired.alternate_metrics`): a sample is k steps back to back then a
+synchronize, host wall time / k, i.e. the step's period in a closed loop as the application sees it (a
+GPU-side timer that queues launches ahead would hide the very launch overhead being removed). The ratio's
+interval is `timing.stats.paired_ratio_ci`; each side's median gets the same bootstrap.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from kernelpilot.workload.runner import EXIT_NO_GPU, EXIT_USER
+
+BLOCKS = 16  # ABBA blocks per comparison: 64 samples, a few seconds for a millisecond step
+SAMPLE_S = 0.025  # about this much wall time per sample (k steps)
+# dtype -> (rtol, atol) for outputs of a compiled step (fused kernels round differently)
+TOLERANCE = {"bfloat16": (1.6e-2, 1e-2), "float16": (1e-3, 1e-3), "float32": (1.3e-6, 1e-5)}
+
+
+def snapshot(torch: Any, out: Any) -> Any:
+    """A copy of a step's output that later steps cannot overwrite (graph and compiled outputs are
+    static buffers); tensors detached and cloned, containers copied, anything else as is."""
+    if torch is not None and isinstance(out, torch.Tensor):
+        return out.detach().clone()
+    if isinstance(out, (list, tuple)):
+        return (
+            type(out)(snapshot(torch, x) for x in out)
+            if isinstance(out, list)
+            else tuple(snapshot(torch, x) for x in out)
+        )
+    if isinstance(out, dict):
+        return {k: snapshot(torch, v) for k, v in out.items()}
+    return out
+
+
+def outputs_match(torch: Any, a: Any, b: Any, exact: bool) -> tuple[bool, float | None, str]:
+    """(equal, largest |a − b| over tensors, tolerance used): tensors by shape, dtype and value (bitwise
+    when `exact`, else `TOLERANCE` by dtype), containers element-wise, anything else by ==."""
+    if torch is not None and isinstance(a, torch.Tensor):
+        if not isinstance(b, torch.Tensor) or a.shape != b.shape or a.dtype != b.dtype:
+            return False, None, "shape/dtype"
+        diff = (a.double() - b.double()).abs().max().item() if a.numel() else 0.0
+        if exact:
+            return bool(torch.equal(a, b)), diff, "bitwise"
+        rtol, atol = TOLERANCE.get(str(a.dtype).removeprefix("torch."), (1e-5, 1e-8))
+        return bool(torch.allclose(a, b, rtol=rtol, atol=atol)), diff, f"rtol {rtol:g}, atol {atol:g}"
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        if len(a) != len(b):
+            return False, None, "length"
+        results = [outputs_match(torch, x, y, exact) for x, y in zip(a, b, strict=True)]
+        diffs = [d for _, d, _ in results if d is not None]
+        how = results[0][2] if results else ("bitwise" if exact else "==")
+        return all(ok for ok, _, _ in results), max(diffs) if diffs else None, how
+    if isinstance(a, dict) and isinstance(b, dict):
+        if a.keys() != b.keys():
+            return False, None, "keys"
+        return outputs_match(torch, [a[k] for k in a], [b[k] for k in a], exact)
+    return bool(a == b), None, "=="
+
+
+def step_period_us(step: Callable[[], Any], sync: Callable[[], None], k: int) -> float:
+    """µs per step of k steps back to back, from the first call to the end of the last step's GPU work."""
+    sync()
+    t0 = time.perf_counter()
+    for _ in range(k):
+        step()
+    sync()
+    return (time.perf_counter() - t0) / k * 1e6
+
+
+def _median_ci(xs: list[float]) -> dict[str, Any]:
+    from kernelpilot.timing.stats import paired_ratio_ci
+
+    med, lo, hi = paired_ratio_ci(xs)  # a bootstrap of the median: any positive samples
+    return {"median_us": med, "ci_low_us": lo, "ci_high_us": hi, "samples": len(xs)}
+
+
+def paired_timing(
+    eager: Callable[[], Any],
+    remedy: Callable[[], Any],
+    sync: Callable[[], None],
+    k: int,
+    blocks: int = BLOCKS,
+) -> dict[str, Any]:
+    """Eager (A) and the remedy (B) in ABBA blocks; the medians, their intervals and the ratio B/A."""
+    from kernelpilot.timing.paired import alternate_metrics
+    from kernelpilot.timing.stats import paired_ratio_ci
+
+    pairs = alternate_metrics(
+        (lambda: step_period_us(eager, sync, k), lambda: step_period_us(remedy, sync, k)), blocks
+    )
+    ratio, lo, hi = paired_ratio_ci(pairs.ratios)
+    a, b = _median_ci(pairs.a), _median_ci(pairs.b)
+    return {
+        "eager": a,
+        "remedy": b,
+        "ratio": ratio,
+        "ratio_ci_low": lo,
+        "ratio_ci_high": hi,
+        "saving_us_per_step": a["median_us"] - b["median_us"],
+    }
+
+
+def graph_remedy(torch: Any, step: Callable[[], Any]) -> Callable[[], Any]:
+    """The step captured once as a CUDA/HIP graph (after warm-up on a side stream, as torch.cuda.graphs
+    asks); the remedy replays it and returns the captured output buffers."""
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for _ in range(3):
+            step()
+    torch.cuda.current_stream().wait_stream(stream)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = step()
+
+    def replay() -> Any:
+        graph.replay()
+        return out
+
+    return replay
+
+
+def compile_remedy(torch: Any, step: Callable[[], Any], notes: list[str]) -> Callable[[], Any]:
+    """`torch.compile(step, mode="reduce-overhead")`, compiled by its first calls (timed into `notes`), with
+    the graph breaks and cudagraph skips dynamo and inductor counted."""
+    counters = _counters()
+    before = {k: dict(v) for k, v in counters.items()} if counters is not None else {}
+    fn = torch.compile(step, mode="reduce-overhead")
+    mark = getattr(getattr(torch, "compiler", None), "cudagraph_mark_step_begin", None)
+
+    def compiled() -> Any:
+        if mark is not None:  # each call a new step: the previous step's output buffers may be reused
+            mark()
+        return fn()
+
+    t0 = time.perf_counter()
+    for _ in range(3):  # reduce-overhead records its graph on the calls after the first
+        compiled()
+    torch.cuda.synchronize()
+    notes.append(f"compiled in {time.perf_counter() - t0:.1f} s (3 calls)")
+    if counters is not None:
+        breaks = sum(counters.get("graph_break", {}).values()) - sum(before.get("graph_break", {}).values())
+        if breaks:
+            notes.append(f"{breaks} graph break(s): {', '.join(list(counters['graph_break'])[:3])}")
+        skips = {k: v for k, v in counters.get("inductor", {}).items() if "cudagraph_skip" in k}
+        if skips:
+            notes.append(f"inductor skipped CUDA graphs: {skips}")
+    return compiled
+
+
+def _counters() -> Any:
+    try:
+        # dynamo's own counter of graph breaks (torch._dynamo.explain would compile the step again)
+        from torch._dynamo.utils import counters  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        return None
+    return counters
+
+
+def _remedy(
+    torch: Any,
+    name: str,
+    build: Callable[[list[str]], Callable[[], Any]],
+    eager: Callable[[], Any],
+    reference: Any,
+    k: int,
+) -> dict[str, Any]:
+    """Build one remedy, check its output, time it paired; a failure is the remedy's, with why."""
+    notes: list[str] = []
+    res: dict[str, Any] = {"name": name, "status": "failed", "notes": notes}
+    try:
+        remedy = build(notes)
+        out = snapshot(torch, remedy())
+        torch.cuda.synchronize()
+    except Exception as exc:  # the user's step under capture or compile: why it could not apply
+        res["status"] = "not_applicable"
+        res["why"] = (
+            f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ''}"
+        )
+        return res
+    ok, diff, how = outputs_match(torch, reference, out, exact=True)
+    if not ok:  # a library may pick another algorithm under capture or compile: equal within the dtype's
+        ok, diff, how = outputs_match(torch, reference, out, exact=False)
+        notes.append(f"output not bitwise equal to eager's (max |Δ| {diff}); compared within {how}")
+    res.update(outputs_equal=ok, max_abs_diff=diff, tolerance=how)
+    if not ok:
+        res["why"] = f"its output differs from eager's ({how}; max |Δ| {diff})"
+        return res
+    try:
+        res.update(paired_timing(eager, remedy, torch.cuda.synchronize, k))
+    except Exception as exc:  # a replay or compiled call failing while timed
+        res["why"] = f"timing failed: {type(exc).__name__}: {exc}"
+        return res
+    res["status"] = "measured"
+    return res
+
+
+def _write(path: Path, doc: dict[str, Any]) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(doc, indent=1))
+    tmp.replace(path)  # the parent reads a whole file even when it kills this process mid-write
+
+
+def _args(argv: list[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="python -m kernelpilot.workload.remedies_child")
+    ap.add_argument("spec")
+    ap.add_argument("--workdir", default=".")
+    ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--kwargs", default="{}")
+    ap.add_argument("--out", required=True, help="JSON file, rewritten after each remedy")
+    ap.add_argument("--skip", action="append", default=[], help="remedy names not to try")
+    return ap.parse_args(argv)
+
+
+def _setup(a: argparse.Namespace, torch: Any, doc: dict[str, Any]) -> tuple[Callable[[], Any], Any, int]:
+    """The eager step (warmed up), its reference output, and k (steps per sample)."""
+    from kernelpilot.timing.callables import build_closures, load_factory
+
+    step = build_closures(load_factory(a.spec, Path(a.workdir)), 1, json.loads(a.kwargs))[0]
+    for _ in range(max(a.warmup, 3)):
+        step()
+    torch.cuda.synchronize()
+    reference = snapshot(torch, step())
+    torch.cuda.synchronize()
+    one = min(step_period_us(step, torch.cuda.synchronize, 4) for _ in range(3))
+    k = max(1, min(1000, int(SAMPLE_S * 1e6 / max(one, 1.0))))
+    doc["eager_probe_us"] = one
+    doc["steps_per_sample"] = k
+    doc["torch"] = torch.__version__
+    doc["gpu"] = torch.cuda.get_device_name()
+    return step, reference, k
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = _args(argv)
+    out = Path(a.out)
+    doc: dict[str, Any] = {"remedies": [], "notes": []}
+    try:
+        import torch  # type: ignore[import-not-found,unused-ignore]  # the child exists to run torch
+    except ImportError:
+        print("kernelpilot-remedies: torch is not installed in this Python", file=sys.stderr)
+        return EXIT_NO_GPU
+    if not torch.cuda.is_available():
+        print("kernelpilot-remedies: torch sees no GPU (CUDA or ROCm)", file=sys.stderr)
+        return EXIT_NO_GPU
+    try:
+        step, reference, k = _setup(a, torch, doc)
+    except Exception as exc:  # the user's factory or step raised: the parent reports it as CallableError
+        print(f"kernelpilot-remedies: the step raised {type(exc).__name__}: {exc}", file=sys.stderr)
+        return EXIT_USER
+    _write(out, doc)
+    builds: list[tuple[str, Callable[[list[str]], Callable[[], Any]]]] = [
+        ("cuda_graph", lambda notes: graph_remedy(torch, step)),
+        ("torch_compile_reduce_overhead", lambda notes: compile_remedy(torch, step, notes)),
+    ]
+    for name, build in builds:
+        if name in a.skip:
+            continue
+        if name.startswith("torch_compile") and not hasattr(torch, "compile"):
+            doc["remedies"].append(
+                {
+                    "name": name,
+                    "status": "not_applicable",
+                    "why": f"torch {torch.__version__} has no torch.compile (2.0+)",
+                }
+            )
+        else:
+            doc["remedies"].append(_remedy(torch, name, build, step, reference, k))
+        _write(out, doc)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
