@@ -8,7 +8,8 @@ Issue 23 asks for at most 2 s. The figure is wall time; the CPU time of this pro
 since on a shared machine the wall time also counts the time other processes held the cores. Where the
 time goes (CPU seconds of one read on the 2-core development VM, 2026-11-23): decoding the JSON 0.43
 (msgspec, workload/readers/kineto_events.py), sorting events into buckets 0.22, building the activities
-0.24, ranges/modules/outer ops 0.24, steps 0.04 (workload/readers/kineto.py), breakdown 0.20,
+0.24, ranges/modules/outer ops 0.24, steps 0.04 (workload/readers/kineto.py), breakdown 0.20 (0.75 since
+the idle causes of workload/idle.py, issue 36: one walk of the timeline, 0.5 of it),
 opportunities 0.09, freeing the decoded events and activities 0.30. tests/workload/test_read_golden.py
 proves the results equal those of the slower reader, and that the replicated trace scales counts exactly.
 On a GPU machine in one device call: bench/workload_read_next.sh (it checks that msgspec is importable).

@@ -7,10 +7,11 @@
 #   2. prefill: `workload run ...:make_prefill --steps 5 --warmup 5 --no-drill --save-trace` (a Kineto trace
 #      of prefill for tests/fixtures/workload, trimmed there with trim_trace.py), then `workload read` of its
 #      gzip copy (the gzip reader on a fresh trace; idle by cause, unexplained <= 5 %).
-# Worst case by the timeouts: 30 (imports) + 200 + 150 + 60 + 30 s. Outputs under $OUT (else
-# ./workload_remedies_next), at most 7 files: steps.log, imports.log, decode_remedies.json,
-# decode_remedies.txt (the text view, its remedies block last), prefill_run.json, prefill_trace.json.gz,
-# prefill_read.txt. The summary table is printed last.
+#   3. bench/workload_bench.py --mode read --runs 3: the 100,035-kernel read with the idle causes.
+# Worst case by the timeouts: 30 (imports) + 200 + 150 + 60 + 30 + 240 + 30 s. Outputs under $OUT (else
+# ./workload_remedies_next), 8 files: steps.log, imports.log, decode_remedies.json, decode_remedies.txt (the
+# text view, its remedies block last), prefill_run.json, prefill_trace.json.gz, prefill_read.txt,
+# read_bench.log. The summary table is printed last.
 # Usage from the repository root: bash bench/workload_remedies_next.sh
 set -u
 OUT=${OUT:-$PWD/workload_remedies_next}
@@ -43,6 +44,10 @@ if [ -f "$OUT/prefill_trace.json" ]; then
   kp_log "prefill read (gzip) rc=$?"
 fi
 rm -f "$OUT/prefill_run.log"
+
+# 3. the read speed with the idle causes (issue 23's line: <= 2 s for 100,035 kernels), 3 runs
+timeout -k 10 240 python3 bench/workload_bench.py --mode read --runs 3 > "$OUT/read_bench.log" 2>&1
+kp_log "read bench rc=$?: $(tail -1 "$OUT/read_bench.log")"
 
 # summary table (last)
 DECODE_WALL=$DECODE_WALL timeout 30 python3 - "$OUT" <<'EOF'
@@ -79,4 +84,8 @@ try:
     print(f"prefill: wall {p.get('wall_us')} µs, idle {p.get('idle_us')} µs, causes {causes}")
 except (OSError, ValueError, KeyError) as exc:
     print(f"prefill_run.json unreadable: {exc}")
+try:
+    print("read bench: " + (out / "read_bench.log").read_text().strip().splitlines()[-1])
+except (OSError, IndexError) as exc:
+    print(f"read_bench.log unreadable: {exc}")
 EOF
