@@ -3,6 +3,8 @@ spellings the tools print for them."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from kernelpilot.isa.demangle import demangle_all
@@ -126,3 +128,27 @@ def test_short_name_of_a_lambda_owned_by_a_template_function() -> None:
         "std::array<char*, 2ul> >(int, std::array<char*, 2ul>)"
     )
     assert short_name(pow_) == "vectorized_elementwise_kernel<pow_tensor_scalar_kernel_impl>"
+
+
+@pytest.mark.parametrize("trace", ["h100_decode_trace.json", "h100_train_trace.json"])
+def test_short_names_are_unique_within_a_result(trace: str):
+    """Issue 36: two kernels shared `elementwise_kernel<MulFunctor>` in the text view; the distinguishing
+    template arguments now follow the shared name."""
+    from kernelpilot.workload.core import read_workload
+    from kernelpilot.workload.models import WorkloadReadRequest
+
+    path = Path(__file__).resolve().parent.parent / "fixtures" / "workload" / trace
+    r = read_workload(WorkloadReadRequest(path=str(path)))
+    shorts = [k.short_name for k in r.kernels]
+    assert len(set(shorts)) == len(shorts)
+    muls = sorted(s for s in shorts if s.startswith("elementwise_kernel<MulFunctor>"))
+    assert len(muls) >= 2 and all(s.endswith("]") for s in muls)
+    assert "elementwise_kernel<MulFunctor> [4, BFloat16]" in shorts or trace != "h100_decode_trace.json"
+
+
+def test_unique_short_names_fall_back_to_a_number():
+    from kernelpilot.workload.names import unique_short_names
+
+    assert unique_short_names(["a::k<int>", "b::k<int>"]) == ["k<int> [a]", "k<int> [b]"]
+    assert unique_short_names(["x::k<int>", "k<int>"]) == ["k<int> [x]", "k<int> [#2]"]
+    assert unique_short_names(["a", "b"]) == ["a", "b"]

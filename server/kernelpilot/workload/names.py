@@ -346,11 +346,17 @@ def _drop_deepest_template(text: str) -> str:
 _TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|\d+")
 
 
+def _differences(tokens: list[list[str]]) -> list[str]:
+    """Per token list: its first words/numbers that some other list lacks, joined."""
+    common = set.intersection(*(set(t) for t in tokens))
+    return [", ".join(list(dict.fromkeys(x for x in t if x not in common))[:4]) for t in tokens]
+
+
 def unique_short_names(names: list[str], width: int = 60) -> list[str]:
     """`short_name` of each name, made unique within the list: names that share one get the template
     arguments that tell them apart appended (`elementwise_kernel<MulFunctor> [4, BFloat16]`): the words and
-    numbers of each full name that some other name of the group lacks, in order; `#k` only where the
-    names differ in nothing but order."""
+    numbers of each full name that some other name of the group lacks, in order (namespaces only when
+    nothing else tells them apart); `#k` only where the names differ in nothing but order."""
     shorts = [short_name(n, width) for n in names]
     groups: dict[str, list[int]] = {}
     for i, s in enumerate(shorts):
@@ -358,13 +364,12 @@ def unique_short_names(names: list[str], width: int = 60) -> list[str]:
     for short, idx in groups.items():
         if len(idx) < 2:
             continue
-        tokens = [_TOKEN.findall(_strip_namespaces(name_keys(names[i]).no_params)) for i in idx]
-        sets = [set(t) for t in tokens]
-        common = set.intersection(*sets)
+        texts = [name_keys(names[i]).no_params for i in idx]
+        tags = _differences([_TOKEN.findall(_strip_namespaces(x)) for x in texts])
+        if len(set(tags)) < len(tags) or not all(tags):  # told apart by their namespaces only
+            tags = _differences([_TOKEN.findall(x) for x in texts])
         seen: set[str] = set()
-        for k, (i, toks) in enumerate(zip(idx, tokens, strict=True)):
-            diff = list(dict.fromkeys(x for x in toks if x not in common))[:4]
-            tag = ", ".join(diff)
+        for k, (i, tag) in enumerate(zip(idx, tags, strict=True)):
             if not tag or tag in seen:
                 tag = f"{tag} #{k + 1}" if tag else f"#{k + 1}"
             seen.add(tag)
