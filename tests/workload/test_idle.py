@@ -148,3 +148,13 @@ def test_training_copies_name_direction_bytes_and_op():
     assert copy.us_per_step > 0 and "Memcpy DtoD (Device -> Device), 4,194,304 B" in copy.evidence[0]
     assert "from autograd::engine::evaluate_function" in copy.evidence[0]
     assert causes["cpu_op"].us_per_step > 0 and causes["cpu_op"].evidence
+
+
+def test_html_report_has_the_idle_causes():
+    from kernelpilot.workload.views import render_html
+
+    r = read_workload(WorkloadReadRequest(path=str(WL / "h100_train_trace.json")))
+    html = render_html(r)
+    table = html[html.index('<table id="idle">') : html.index("</table>", html.index('<table id="idle">'))]
+    assert "<td>launch-bound</td>" in table and "Memcpy DtoD (Device -&gt; Device), 4,194,304 B" in table
+    assert 'id="remedies"' not in html  # no remedies were tried on a read trace

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from html import escape
 
-from kernelpilot.workload.models import WorkloadResult, drill_cell, isa_cell, step_lines
+from kernelpilot.workload.models import CAUSE_WORDS, WorkloadResult, drill_cell, isa_cell, step_lines
 
 
 def _bars_svg(r: WorkloadResult, rows: int = 20) -> str:
@@ -83,5 +83,6 @@ def render_html(r: WorkloadResult) -> str:
         bars_svg=_bars_svg(r),
         cumulative_svg=_cumulative_svg(r),
         drill=drill_cell,
+        cause_words=CAUSE_WORDS,
         isa=isa_cell,
     )
