@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from kernelpilot.experiments import ops
+from kernelpilot.experiments.api import ExpUpgradeRequest
 from kernelpilot.experiments.backends import open_store
 from kernelpilot.experiments.errors import (
     StoreConnectionError,
@@ -110,6 +112,17 @@ def test_migrates_v1_fixture_without_loss(tmp_path: Path) -> None:
     assert raw.execute("SELECT version FROM schema_version").fetchone()[0] == 1
     raw.close()
 
+    old_bytes = db.read_bytes()
+    with pytest.raises(StoreVersionError, match="exp upgrade"):  # a read never migrates (issue 34)
+        open_store(str(db))
+    assert db.read_bytes() == old_bytes and not list(tmp_path.glob("old.db?*"))
+    up = ops.upgrade(ExpUpgradeRequest(db=str(db)))
+    assert (up.from_version, up.to_version, up.backup) == (1, 2, str(tmp_path / "old.db.v1.bak"))
+    kept = sqlite3.connect(tmp_path / "old.db.v1.bak")
+    assert kept.execute("SELECT version FROM schema_version").fetchone()[0] == 1
+    assert kept.execute("SELECT COUNT(*) FROM experiments").fetchone()[0] == len(v1_docs)
+    kept.close()
+    assert ops.upgrade(ExpUpgradeRequest(db=str(db))).from_version is None  # already current: no-op
     store = open_store(str(db))
     try:
         assert store.schema_version() == 2
@@ -237,3 +250,32 @@ def test_experiments_package_has_no_import_cycle() -> None:
     assert "sqlite_store" in graph["backends"] and "store" in graph["sqlite_store"]
     assert not graph["store"] & {"sqlite_store", "pg_store", "sqlstore", "backends"}
     list(graphlib.TopologicalSorter(graph).static_order())  # raises CycleError on a cycle
+
+
+def _open_fresh(db: str, worker: int) -> None:
+    s = open_store(db, busy_timeout_s=60)
+    try:
+        s.create([_rec(worker)])
+    finally:
+        s.close()
+
+
+@pytest.mark.parametrize("attempt", range(3))
+def test_sixteen_processes_open_one_fresh_store(tmp_path: Path, attempt: int) -> None:
+    """16 processes open the same not-yet-existing file at once (issue 34: `database is locked` at `PRAGMA
+    journal_mode = WAL`); every one must create its record and the store end whole."""
+    import multiprocessing
+
+    db = str(tmp_path / f"fresh{attempt}.db")
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_open_fresh, args=(db, w)) for w in range(16)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(timeout=240)
+    assert [p.exitcode for p in procs] == [0] * 16
+    s = open_store(db)
+    try:
+        assert s.count(RecordFilter()) == 16 and s.schema_version() == 2
+    finally:
+        s.close()

@@ -14,6 +14,7 @@ from kernelpilot.experiments.api import (
     ExpSimilarRequest,
     ExpTopRequest,
     ExpUpdateRequest,
+    ExpUpgradeRequest,
     FailuresResult,
     ImportResult,
     IngestResult,
@@ -22,6 +23,7 @@ from kernelpilot.experiments.api import (
     RecordResult,
     SimilarResult,
     TopResult,
+    UpgradeResult,
 )
 
 _OPS = "kernelpilot.experiments.ops"
@@ -147,6 +149,21 @@ CAPABILITIES = [
         positional=("path",),
         read_only=False,
         destructive=True,
+    ),
+    Capability(
+        tool="exp_upgrade",
+        command=("exp", "upgrade"),
+        summary="Migrate an older experiment store to the current schema, keeping a copy of the old file.",
+        description=(
+            "Other exp commands refuse a store of an older schema and leave it untouched; this one copies it "
+            "to <file>.v<N>.bak beside it (SQLite's backup API), then migrates it in one transaction and "
+            "names the copy. A store already at the current schema is left as it is."
+        ),
+        request=ExpUpgradeRequest,
+        result=UpgradeResult,
+        target=f"{_OPS}:upgrade",
+        read_only=False,
+        idempotent=True,
     ),
     Capability(
         tool="exp_export",

@@ -315,3 +315,26 @@ class IngestResult(Result):
     def render_text(self) -> str:
         head = f"ingested {len(self.created)} new, {len(self.existing)} already present"
         return head + "\n" + render.table(self.records)
+
+
+class ExpUpgradeRequest(_DbRequest):
+    """Migrate an older-schema SQLite store to the current schema, keeping a copy of the old file."""
+
+
+class UpgradeResult(Result):
+    db: str
+    from_version: int | None = Field(
+        description="Schema version before (None: the store was already current)."
+    )
+    to_version: int = Field(description="Schema version now.")
+    backup: str | None = Field(
+        description="Copy of the old file, beside it (None when nothing was migrated)."
+    )
+
+    def render_text(self) -> str:
+        if self.from_version is None:
+            return f"{self.db} is already at schema version {self.to_version}: nothing to do"
+        return (
+            f"upgraded {self.db} from schema version {self.from_version} to {self.to_version}; "
+            f"the old file is kept as {self.backup}"
+        )

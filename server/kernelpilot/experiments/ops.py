@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -26,6 +25,7 @@ from kernelpilot.experiments.api import (
     ExpSimilarRequest,
     ExpTopRequest,
     ExpUpdateRequest,
+    ExpUpgradeRequest,
     FailuresResult,
     ImportResult,
     IngestResult,
@@ -35,11 +35,13 @@ from kernelpilot.experiments.api import (
     SimilarMatch,
     SimilarResult,
     TopResult,
+    UpgradeResult,
     _Filters,
 )
 from kernelpilot.experiments.backends import open_store
 from kernelpilot.experiments.record import FAILURE_STATUSES, ExperimentRecord, Status
 from kernelpilot.experiments.store import RecordFilter, Store, record_error
+from kernelpilot.foundation import readers
 from kernelpilot.foundation.atomic import write_text_atomic
 from kernelpilot.foundation.errors import FormatError, InputFileError, InvalidArgumentError
 
@@ -51,6 +53,21 @@ def _store(db: str | None) -> Iterator[Store]:
     store = open_store(db)
     try:
         yield store
+    finally:
+        store.close()
+
+
+def upgrade(req: ExpUpgradeRequest) -> UpgradeResult:
+    """The one place an older store is migrated: `SQLiteStore(upgrade=True)` copies it beside itself first."""
+    store = open_store(req.db, upgrade=True)
+    try:
+        backup = getattr(store, "backup", None)  # SQLite only; PostgreSQL migrates on the server
+        return UpgradeResult(
+            db=store.url,
+            from_version=getattr(store, "upgraded_from", None),
+            to_version=store.schema_version(),
+            backup=str(backup) if backup else None,
+        )
     finally:
         store.close()
 
@@ -232,26 +249,11 @@ def failures(req: ExpFailuresRequest) -> FailuresResult:
 def read_jsonl_records(path: Path) -> list[ExperimentRecord]:
     """Every record of a JSONL file, validated; errors name the line and the field."""
     out: list[ExperimentRecord] = []
-    try:
-        fh = open(path, encoding="utf-8", newline="\n")  # noqa: SIM115 - closed by the with below
-    except OSError as exc:
-        raise InputFileError(f"cannot read {path}: {exc.strerror}", "give an existing JSONL file") from exc
-    with fh:
-        try:
-            for n, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    data = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise FormatError(
-                        f"{path}:{n}: not JSON ({exc.msg})", "one JSON record per line"
-                    ) from exc
-                if not isinstance(data, dict):
-                    raise FormatError(f"{path}:{n}: a record must be a JSON object", "one record per line")
-                out.append(_validate(data, f"{path}:{n}"))
-        except UnicodeDecodeError as exc:
-            raise FormatError(f"{path}: not UTF-8 text", "export with kernelpilot exp export") from exc
+    text = readers.read_text(path, "JSONL file")
+    for n, data in readers.iter_jsonl(text, str(path), hint="export with kernelpilot exp export"):
+        if not isinstance(data, dict):
+            raise FormatError(f"{path}:{n}: a record must be a JSON object", "one record per line")
+        out.append(_validate(data, f"{path}:{n}"))
     return out
 
 
@@ -306,18 +308,11 @@ def ingest(req: ExpIngestRequest) -> IngestResult:
 
     path = Path(req.path)
     root = Path(req.workspace) if req.workspace else Path.cwd()
+    text = readers.read_text(path, "eval result or ledger")  # first: a link loop or device is refused here
     try:
         rel = os.path.relpath(path.resolve(), root.resolve())
-    except ValueError:
+    except (ValueError, RuntimeError, OSError):  # another drive; a loop in the workspace path
         rel = str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputFileError(
-            f"cannot read {req.path}: {exc.strerror}", "give an eval result.json or ledger"
-        ) from exc
-    except UnicodeDecodeError as exc:
-        raise FormatError(f"{req.path}: not UTF-8 text", "give an eval result.json or ledger.jsonl") from exc
     items: list[tuple[Any, str, str]] = []  # (object, where, link)
     is_ledger = path.suffix == ".jsonl" or req.line is not None
     if is_ledger:
@@ -328,20 +323,10 @@ def ingest(req: ExpIngestRequest) -> IngestResult:
                 raise InputFileError(
                     f"{req.path} has no line {n} with a record", f"it has {len(lines)} lines"
                 )
-            try:
-                obj = json.loads(lines[n - 1])
-            except json.JSONDecodeError as exc:
-                raise FormatError(
-                    f"{req.path}:{n}: not JSON ({exc.msg})", "one eval object per line"
-                ) from exc
+            obj = readers.loads_json(lines[n - 1], req.path, line=n, hint="one eval object per line")
             items.append((obj, f"{req.path}:{n}", f"{rel}#L{n}"))
     else:
-        try:
-            obj = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise FormatError(
-                f"{req.path}: not JSON ({exc.msg} at line {exc.lineno})", "give result.json"
-            ) from exc
+        obj = readers.loads_json(text, req.path, hint="give result.json")
         items.append((obj, req.path, rel))
     records = [
         record_from_eval(

@@ -5,7 +5,9 @@
 - Writers take the lock up front (`BEGIN IMMEDIATE`) and wait up to the busy timeout; past it,
   `StoreLockedError`.
 - `schema_version` holds the version; `MIGRATIONS[v]` upgrades v-1 -> v inside one transaction. A
-  fresh file runs every migration from 1, so the upgrade path is exercised on every new store.
+  fresh file runs every migration from 1, so the upgrade path is exercised on every new store. A user's
+  older store is never migrated by the way (a read would change it): opening refuses it untouched, and
+  `kernelpilot exp upgrade` (`upgrade=True`) copies it beside itself first, then migrates.
 - Text search uses FTS5 when this SQLite has it (checked when the schema is created), else LIKE
   with its wildcards escaped.
 """
@@ -16,6 +18,7 @@ import contextlib
 import json
 import os
 import sqlite3
+import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -198,10 +201,14 @@ def fts5_available() -> bool:
 class SQLiteStore(SQLStore):
     """The experiment store in one SQLite file."""
 
-    def __init__(self, path: Path, *, busy_timeout_s: float | None = None) -> None:
+    def __init__(self, path: Path, *, busy_timeout_s: float | None = None, upgrade: bool = False) -> None:
+        """Open the store; an older schema is refused (left untouched) unless `upgrade`, which first
+        copies the file to `<name>.v<N>.bak` (`backup`) and then migrates it."""
         self.path = path
         self.url = str(path)
         self.busy_timeout_s = busy_timeout_default() if busy_timeout_s is None else busy_timeout_s
+        self.upgraded_from: int | None = None
+        self.backup: Path | None = None
         self._check_header()
         path.parent.mkdir(parents=True, exist_ok=True)
         with self._errors("open"):
@@ -211,22 +218,72 @@ class SQLiteStore(SQLStore):
         try:
             with self._errors("open"):
                 self.conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_s * 1000)}")
-            # read-only checks first: a foreign or newer file must not even get its journal mode changed
-            self._check_not_newer(self._read_version())
-            with self._errors("open"):
-                self.conn.execute("PRAGMA journal_mode = WAL")
-                self.conn.execute("PRAGMA synchronous = NORMAL")
-            self._migrate()
-            with self._errors("open"):
-                self.has_fts = bool(
-                    self.conn.execute(
-                        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'records_fts'"
-                    ).fetchone()
-                )
+            self._open_schema(upgrade)
         except BaseException:
             self.conn.close()
             raise
         self.dialect = sqlbuild.Dialect(ph="?", time=iso, text_all=self._text_all)
+
+    def _open_schema(self, upgrade: bool) -> None:
+        """Journal mode, schema and FTS check, retried while another process holds the lock.
+
+        Why retried: many processes opening one fresh file at once race for the exclusive lock that
+        `PRAGMA journal_mode = WAL` and the first migration take, and SQLite may answer SQLITE_BUSY there
+        without waiting on the busy handler (issue 34: 1 run in 9 of `test_concurrent_writers` on a loaded
+        2-core machine). Each step re-reads the state, so a retry after another process won is a no-op.
+        """
+        deadline = time.monotonic() + max(self.busy_timeout_s, 1.0)
+        pause = 0.001
+        while True:
+            try:
+                self._open_schema_once(upgrade)
+                return
+            except StoreLockedError:
+                if time.monotonic() + pause > deadline:
+                    raise
+            time.sleep(pause)  # back off: another opener holds the lock for a few milliseconds
+            pause = min(pause * 2, 0.05)
+
+    def _open_schema_once(self, upgrade: bool) -> None:
+        # read-only checks first: a foreign, newer or older file must not even get its journal mode changed
+        version = self._read_version()
+        self._check_not_newer(version)
+        if version is not None and version < CURRENT_VERSION and self.upgraded_from is None:
+            if not upgrade:
+                raise StoreVersionError(
+                    f"experiment store {self.path} has schema version {version} (this kernelpilot reads "
+                    f"{CURRENT_VERSION}); it was left untouched",
+                    f"run `kernelpilot exp upgrade --db {self.path}` (it keeps a copy of the old file "
+                    "beside it)",
+                )
+            self.backup = self._copy_beside(version)
+            self.upgraded_from = version
+        with self._errors("open"):
+            if self.conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+                self.conn.execute("PRAGMA journal_mode = WAL")
+            self.conn.execute("PRAGMA synchronous = NORMAL")
+        self._migrate()
+        with self._errors("open"):
+            self.has_fts = bool(
+                self.conn.execute(
+                    "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'records_fts'"
+                ).fetchone()
+            )
+
+    def _copy_beside(self, version: int) -> Path:
+        """A consistent copy of the old store (SQLite's backup API), `<name>.v<N>.bak`, never overwritten."""
+        target = self.path.with_name(f"{self.path.name}.v{version}.bak")
+        n = 1
+        while target.exists():
+            n += 1
+            target = self.path.with_name(f"{self.path.name}.v{version}.{n}.bak")
+        with self._errors("copy before upgrade"):
+            dst = sqlite3.connect(str(target))
+            try:
+                self.conn.backup(dst)
+            finally:
+                dst.close()
+        return target
 
     # ---- plumbing ----
     def _check_header(self) -> None:

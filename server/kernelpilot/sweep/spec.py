@@ -9,17 +9,16 @@ from __future__ import annotations
 
 import hashlib
 import inspect
-import json
 import math
 import re
 import string
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
+from kernelpilot.foundation import readers
 from kernelpilot.foundation.errors import KernelpilotError
 from kernelpilot.foundation.models import compact_json
 from kernelpilot.sweep.errors import LedgerError, SweepSpecError, UnknownVariantError
@@ -44,14 +43,10 @@ def _validation_text(exc: ValidationError) -> str:
 
 
 def read_spec(path: Path) -> SweepSpec:
-    if not path.is_file():
-        raise SweepSpecError(f"sweep spec {str(path)!r} not found", "give the path of the sweep TOML file")
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SweepSpecError(f"cannot read sweep spec {path}: {exc}", "check the file") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise SweepSpecError(f"sweep spec {path} is not valid TOML: {exc}", "fix the TOML syntax") from exc
+    try:  # the guarded reader: file kind and size, depth, 64-bit integers, finite floats only
+        data = readers.read_toml(path, "sweep spec")
+    except KernelpilotError as exc:
+        raise SweepSpecError(exc.message, exc.hint or "fix the TOML syntax") from exc
     try:
         spec = SweepSpec.model_validate(data)
     except ValidationError as exc:
@@ -77,23 +72,21 @@ def _shape_key(obj: dict[str, Any]) -> str:
 
 def read_ledger(path: Path) -> list[Shape]:
     """Every shape of a JSONL ledger; a bad line is a `LedgerError` naming the file and line."""
-    if not path.is_file():
-        raise LedgerError(f"shape ledger {str(path)!r} not found", "give `ledger` relative to the spec file")
     shapes: list[Shape] = []
     seen: dict[str, int] = {}
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise LedgerError(f"cannot read shape ledger {path}: {exc}", "check the file") from exc
+        text = readers.read_text(path, "shape ledger")
+    except KernelpilotError as exc:
+        raise LedgerError(exc.message, "give `ledger` relative to the spec file") from exc
     for lineno, raw in enumerate(text.splitlines(), start=1):
         if not raw.strip():
             continue
         where = f"{path.name}:{lineno}"
         try:
-            obj = json.loads(raw)
-        except json.JSONDecodeError as exc:
+            obj = readers.loads_json(raw, path.name, line=lineno)
+        except readers.ReaderError as exc:
             raise LedgerError(
-                f"{where} is not JSON ({exc.msg} at column {exc.colno})",
+                exc.message,
                 "write one JSON object per line, e.g. "
                 '{"model": "llama3-8b", "stage": "prefill", "dtype": "bf16", "m": 4096}',
             ) from exc

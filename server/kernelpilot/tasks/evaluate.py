@@ -121,8 +121,8 @@ def _is_task_file(path: Path) -> bool:
     if path.name != "task.json" or path.parent == path.parent.parent:
         return False
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        doc = read_json(path, "task file")  # the guarded reader: a nested or huge file is not a task file
+    except KernelpilotError:
         return False
     return isinstance(doc, dict) and {"eval_command", "allowed_files", "metric"} <= set(doc)
 

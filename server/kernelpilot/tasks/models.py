@@ -83,11 +83,12 @@ class Task(BaseModel):
         "baseline commit's (tasks.paired).",
     )
     allowed_files: list[str]
-    runs: int = 10
-    warmup: int = 1
-    cv_threshold: float = DEFAULT_CV_THRESHOLD
-    min_effect: float = 0.01
-    timeout_s: float = 600.0
+    # the ranges `CreateTaskRequest` enforces, held on read too: a hand-edited task.json gets no more
+    runs: int = Field(10, ge=2, le=10000)
+    warmup: int = Field(1, ge=0, le=1000)
+    cv_threshold: float = Field(DEFAULT_CV_THRESHOLD, gt=0, allow_inf_nan=False)
+    min_effect: float = Field(0.01, ge=0, allow_inf_nan=False)
+    timeout_s: float = Field(600.0, gt=0, le=7 * 86400, allow_inf_nan=False)
     environment: TaskEnvironment = Field(default_factory=TaskEnvironment)
     contract: Contract | None = Field(
         None,
@@ -215,12 +216,24 @@ class CreateTaskRequest(Request):
     runs: int = Field(10, ge=2, le=10000, description="Measured runs per eval.")
     warmup: int = Field(1, ge=0, le=1000, description="Untimed runs before measuring.")
     cv_threshold: float = Field(
-        DEFAULT_CV_THRESHOLD, gt=0, description="Stable when CV <= this (0.02 = 2 percent)."
+        DEFAULT_CV_THRESHOLD,
+        gt=0,
+        allow_inf_nan=False,
+        description="Stable when CV <= this (0.02 = 2 percent).",
     )
     min_effect: float = Field(
-        0.01, ge=0, description="Smallest speed-up fraction called improved/regressed (0.01 = 1 percent)."
+        0.01,
+        ge=0,
+        allow_inf_nan=False,
+        description="Smallest speed-up fraction called improved/regressed (0.01 = 1 percent).",
     )
-    timeout_s: float = Field(600.0, gt=0, description="Per-command timeout; kills its process group.")
+    timeout_s: float = Field(
+        600.0,
+        gt=0,
+        le=7 * 86400,
+        allow_inf_nan=False,
+        description="Per-command timeout; kills its process group.",
+    )
     env: list[str] = Field(default_factory=list, description="KEY=VALUE set for every command; repeatable.")
     strip_env: list[str] = Field(
         default_factory=list, description="Extra variable names (or PREFIX*) to strip; repeatable."
@@ -388,19 +401,26 @@ class LedgerResult(Result):
             sm = clk.get("sm_mhz_median") if isinstance(clk, dict) else None
             cells = [
                 f"{str(e.get('created', ''))[:26]:<26}",
-                f"{e.get('status', '?'):<19}",
+                f"{e.get('status', '?')!s:<19}",
                 f"{_num(sp, '{:.3f}x'):>8}",
-                f"{(f'{ci[0]:.3f}-{ci[1]:.3f}' if ci else '-'):>17}",
+                f"{_ci(ci):>17}",
                 f"{e.get('method') or '-'!s:<8}",
                 f"{_num(ratio, '{:.4f}'):>7}",
                 f"{e.get('pairs') or '-'!s:>5}",
                 f"{_num(sm, '{:.0f}'):>9}",
                 f"{str(e.get('commit') or '-')[:12]:<12}",
-                ",".join(e.get("changed_files", [])),
+                ",".join(str(f) for f in files) if isinstance(files := e.get("changed_files"), list) else "",
             ]
             lines.append(" ".join(cells))
         return "\n".join(lines)
 
 
 def _num(value: Any, fmt: str) -> str:
-    return fmt.format(value) if isinstance(value, (int, float)) else "-"
+    """A ledger entry's number, or '-': entries are the file's own dicts (a hand edit may hold anything)."""
+    return fmt.format(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else "-"
+
+
+def _ci(ci: Any) -> str:
+    if isinstance(ci, list) and len(ci) == 2 and all(_num(v, "") == "" for v in ci):
+        return f"{ci[0]:.3f}-{ci[1]:.3f}"
+    return "-"

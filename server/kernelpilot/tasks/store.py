@@ -13,8 +13,9 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kernelpilot.foundation import readers
 from kernelpilot.foundation.atomic import write_text_atomic
-from kernelpilot.foundation.errors import FormatError, InputFileError, StoreError
+from kernelpilot.foundation.errors import InputFileError, StoreError
 from kernelpilot.foundation.models import compact_json
 
 if TYPE_CHECKING:
@@ -27,12 +28,8 @@ def atomic_write_json(path: Path, data: Any) -> None:
 
 
 def read_json(path: Path, what: str) -> Any:
-    if not path.is_file():
-        raise InputFileError(f"{what} {path} not found", "check the path")
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise FormatError(f"{what} {path} is not valid JSON: {exc}", "restore or recreate it") from exc
+    """A task file through the guarded JSON reader (file kind, size, depth, numbers, surrogates)."""
+    return readers.read_json(path, what, hint="restore or recreate it")
 
 
 def read_task(task_json: Path) -> Task:
@@ -45,8 +42,11 @@ def read_task(task_json: Path) -> Task:
     try:
         return Task.model_validate(read_json(task_json, "task file"))
     except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(p) for p in err["loc"]) or "<root>"
         raise InputFileError(
-            f"{task_json} is not a valid task.json: {exc.errors()[0]['msg']}", "recreate it"
+            f"{task_json} is not a valid task.json: field {field!r}: {err['msg']}",
+            "fix that field (`kernelpilot task create` enforces the same ranges) or recreate the task",
         ) from exc
 
 
@@ -79,17 +79,17 @@ def read_jsonl(path: Path) -> tuple[list[dict[str, Any]], list[int]]:
     """Records of a JSONL file and the 1-based numbers of lines that are not JSON objects."""
     records: list[dict[str, Any]] = []
     bad: list[int] = []
-    with open(path, encoding="utf-8", errors="replace") as fh:
-        for n, raw in enumerate(fh, 1):
-            if not raw.strip():
-                continue
-            try:
-                obj = json.loads(raw)
-            except json.JSONDecodeError:
-                bad.append(n)
-                continue
-            if isinstance(obj, dict):
-                records.append(obj)
-            else:
-                bad.append(n)
+    text = readers.read_bytes(path, "ledger").decode("utf-8", errors="replace")
+    for n, raw in enumerate(text.split("\n"), 1):
+        if not raw.strip():
+            continue
+        try:
+            obj = readers.loads_json(raw, str(path), line=n)
+        except readers.ReaderError:  # a torn or hand-broken line is counted, the rest still read
+            bad.append(n)
+            continue
+        if isinstance(obj, dict):
+            records.append(obj)
+        else:
+            bad.append(n)
     return records, bad

@@ -146,7 +146,8 @@ def _chains(trace: Trace, cats: Mapping[str, str]) -> dict[tuple[str, ...], list
     runs: dict[tuple[str, ...], list[list[Activity]]] = defaultdict(list)
     by_lane: dict[tuple[int, Any], list[Activity]] = defaultdict(list)
     for a in trace.activities:
-        by_lane[(a.step, a.stream)].append(a)
+        stream = a.stream if isinstance(a.stream, int | str) else None  # any JSON a trace gives: hashable
+        by_lane[(a.step, stream)].append(a)
     fusable = {name for name, cat in cats.items() if cat in FUSABLE}
     for acts in by_lane.values():
         acts.sort(key=_START)
@@ -182,10 +183,16 @@ def _input_bytes(dims: Any, types: Any) -> int | None:
     """Bytes of the first tensor input of the ATen op that launched a kernel, from its recorded shapes."""
     if not (isinstance(dims, list) and isinstance(types, list) and dims and types):
         return None
-    size = _ELEMENT_BYTES.get(str(types[0]))
+    size = _ELEMENT_BYTES.get(types[0]) if isinstance(types[0], str) else None
     if size is None or not isinstance(dims[0], list) or not dims[0]:
         return None
-    return size * math.prod(int(d) for d in dims[0])
+    # a hand-edited or foreign trace may hold any JSON here: only whole sizes a tensor can have count
+    if not all(type(d) is int and 0 <= d < _MAX_DIM for d in dims[0]):
+        return None
+    return size * math.prod(dims[0])
+
+
+_MAX_DIM = 2**48  # no tensor dimension is larger (and the product of a few stays exact)
 
 
 def _reread_bytes(

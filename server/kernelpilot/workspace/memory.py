@@ -8,13 +8,13 @@ partial restart can check out the kernel of any recorded version.
 from __future__ import annotations
 
 import copy
-import json
 import re
 from pathlib import Path
 from typing import Any
 
+from kernelpilot.foundation import readers
 from kernelpilot.foundation.atomic import create_json_exclusive, write_json_atomic
-from kernelpilot.foundation.errors import InputFileError, InvalidArgumentError, StateError
+from kernelpilot.foundation.errors import InputFileError, InvalidArgumentError, KernelpilotError, StateError
 from kernelpilot.workspace import gitops, ratios
 from kernelpilot.workspace.core import Workspace, locate, now_iso
 from kernelpilot.workspace.errors import DirtyTreeError, MemorySchemaError, MemoryVersionError
@@ -74,19 +74,12 @@ def load_record(ws: Workspace, version: int) -> dict[str, Any]:
 
 def _load_file(ws: Workspace, path: Path, version: int) -> dict[str, Any]:
     name = rel(ws, path)
-    try:
-        data = json.loads(path.read_bytes().decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise MemorySchemaError(
-            f"{name} is not UTF-8 text (byte {exc.start})", "restore it with git checkout", file=name
-        ) from exc
-    except json.JSONDecodeError as exc:
-        raise MemorySchemaError(
-            f"{name} is not valid JSON: {exc.msg} at line {exc.lineno}",
-            "restore it with git checkout",
-            file=name,
-        ) from exc
+    try:  # the guarded reader: a folder, link loop or device, deep nesting, 1e999, lone surrogates
+        data = readers.loads_json(readers.read_text(path, "memory file"), name)
+    except KernelpilotError as exc:
+        raise MemorySchemaError(exc.message, "restore it with git checkout", file=name) from exc
     record = validate_record(data, name)
+    _whole_numbers(record, name)
     if record["version"] != version:
         raise MemorySchemaError(
             f"{name}: field 'version' is {record['version']} but the file name says v{version}",
@@ -95,6 +88,24 @@ def _load_file(ws: Workspace, path: Path, version: int) -> dict[str, Any]:
             file=name,
         )
     return record
+
+
+def _whole_numbers(record: dict[str, Any], name: str) -> None:
+    """The schema's integers written as 1e308 or 2.0 pass JSON Schema (a float with no fraction is an
+    integer there) but not the models built from them: refuse them at the read, naming the field."""
+    perf = record.get("performance")
+    for path, value in (
+        ("version", record.get("version")),
+        ("parent", record.get("parent")),
+        ("performance.samples", perf.get("samples") if isinstance(perf, dict) else None),
+    ):
+        if isinstance(value, float):
+            raise MemorySchemaError(
+                f"{name}: field '{path}' is {value!r}, not a whole number",
+                "write it as an integer (e.g. 3)",
+                field_path=path,
+                file=name,
+            )
 
 
 def load_all(ws: Workspace) -> list[dict[str, Any]]:
@@ -146,14 +157,10 @@ def _read_eval_file(req: MemoryCreateRequest, ws: Workspace) -> tuple[Path, dict
     if not path.is_absolute() and not path.exists():
         path = ws.path / path
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
+        data = readers.read_json(path, "--eval-result")
+    except KernelpilotError as exc:
         raise InputFileError(
-            f"--eval-result {req.eval_result!r} does not exist", "give a result.json path"
-        ) from exc
-    except (OSError, json.JSONDecodeError) as exc:
-        raise InputFileError(
-            f"--eval-result {req.eval_result!r} is not readable JSON: {exc}", "re-run eval"
+            f"--eval-result {req.eval_result!r} is not readable JSON: {exc.message}", "re-run eval"
         ) from exc
     is_result = isinstance(data, dict) and data.get("schema_version") == 1 and "status" in data
     is_baseline = isinstance(data, dict) and data.get("schema_version") == 1 and "task_hash" in data
