@@ -111,8 +111,10 @@ def _add_field(parser: argparse.ArgumentParser, cap: Capability, name: str, fiel
             help=help_text,
         )
         return
+    bare = {"nargs": "?", "const": cap.bare[name]} if name in cap.bare and not listy else {}
     parser.add_argument(
         *flags,
+        **bare,
         dest=name,
         action="append" if listy else "store",
         choices=choices,

@@ -29,6 +29,9 @@ class Capability:
       and returns an instance of `result`.
     - `positional`: request fields given positionally on the command line, in order.
     - `short`: per-field short CLI flags, e.g. `{"kernel": "-k"}`.
+    - `bare`: options the command line also takes without a value, and the value a bare one stands for
+      (`{"html": ""}`: `--html` alone is `--html ''`, the default file), so a switch that became
+      `--html FILE` keeps working in existing scripts.
     - `toolset`: the MCP toolset serving the tool (see `TOOLSETS`); empty means the declaring module's name.
       The CLI always has every capability; MCP serves `core` plus the toolsets a host selects.
     - Tool annotations (MCP hints, see docs/reference.md "Tool annotations"): `read_only` (never writes
@@ -47,6 +50,7 @@ class Capability:
     target: str
     positional: tuple[str, ...] = ()
     short: dict[str, str] = field(default_factory=dict)
+    bare: dict[str, str] = field(default_factory=dict)
     read_only: bool = True
     destructive: bool = False
     idempotent: bool | None = None

@@ -69,5 +69,7 @@ def sweep_report(req: SweepReportRequest) -> SweepReportResult:
         summary = records.summarize(sweep, cells, store.url)
     finally:
         store.close()
-    html = write_html(summary, req.out or f"{req.id}.html") if req.html or req.out else None
+    wanted = req.html not in (None, False) or req.out is not None
+    named = req.html if isinstance(req.html, str) and req.html else req.out
+    html = write_html(summary, named or f"{req.id}.html") if wanted else None
     return SweepReportResult(summary=summary, html=html)
