@@ -115,3 +115,20 @@ def test_the_long_results_are_cut_and_say_so(label: str, tmp_path: Path) -> None
     assert len(json.dumps(full, separators=(",", ":"))) > 3 * BUDGET_CHARS
     assert _rows_reachable(data) >= 1 or "raw_metrics" in " ".join(data["truncated"])
     assert len(dotted(full, call.rows)) >= len(dotted(data, call.rows)) >= 1
+
+
+def test_errors_name_the_tool_arguments_not_the_cli_options() -> None:
+    """A core error says `--batch` / `give --m` (the CLI's words); over MCP it names the arguments."""
+
+    async def main() -> tuple[str, str]:
+        async with Client(build_server()) as client:
+            bmm = await client.call_tool(
+                "roofline", {"gpu": "h100-sxm5", "op": "bmm", "m": 64, "n": 64, "k": 64}
+            )
+            gemm = await client.call_tool("roofline", {"gpu": "h100-sxm5", "op": "gemm", "m": 64, "n": 64})
+            assert bmm.is_error and gemm.is_error
+            return bmm.content[0].text, gemm.content[0].text
+
+    bmm, gemm = anyio.run(main)
+    assert "`batch`" in bmm and "--batch" not in bmm, bmm
+    assert "`k`" in gemm and "--k" not in gemm, gemm
