@@ -68,6 +68,40 @@ def test_two_variants_twelve_shapes_two_workers_recorded_once_then_resumed(sweep
     assert again.new_cells == 0 and again.skipped_cells == 24
     assert len(_cells(db_url, sid)) == 24
     assert again.summary.cells == first.summary.cells
+    assert again.timeline is None  # nothing ran
+
+
+def test_the_run_timeline_accounts_for_every_cell_and_workers_load_modules_once(
+    sweep_dir: Path, tmp_path: Path
+):
+    """Issue 37: each cell's phases are recorded; the factory modules were loaded by the worker warm-up, so
+    no cell pays a load; the timeline's per-worker rows add up to the cells and their busy time; cells were
+    submitted longest first and written in batches (one transaction per batch, at most one per cell)."""
+    db = str(tmp_path / "exp.db")
+    res = run_sweep(SweepRunRequest(spec=str(sweep_dir / "sweep.toml"), db=db, device="cpu", workers=2))
+    tl = res.timeline
+    assert tl is not None and res.new_cells == 24
+    cells = _cells(db, res.summary.sweep_id)
+    phases = [c.raw_result["phases_s"] for c in cells]
+    assert all(p["load_s"] == 0.0 for p in phases)  # loaded once per worker, before the cells
+    assert all(p["timing_s"] > 0 and p["ended_unix"] > p["started_unix"] for p in phases)
+    assert all(
+        p["timing_s"] + p["build_s"] + p["check_s"] <= p["ended_unix"] - p["started_unix"] for p in phases
+    )
+    assert len(tl.workers) == 2 and sum(w.cells for w in tl.workers) == 24
+    by_pid: dict[int, float] = {}
+    for c in cells:
+        p = c.raw_result["phases_s"]
+        pid = c.raw_result["worker"]["pid"]
+        by_pid[pid] = by_pid.get(pid, 0.0) + p["ended_unix"] - p["started_unix"]
+    assert sorted(w.busy_s for w in tl.workers) == pytest.approx(sorted(by_pid.values()))
+    for w in tl.workers:
+        assert 0 < w.busy_share <= 1 and w.busy_s / tl.cells_phase_s == pytest.approx(w.busy_share)
+        assert w.head_s + w.busy_s + w.gaps_s + w.tail_s == pytest.approx(tl.cells_phase_s, abs=0.05)
+    assert 1 <= tl.record_batches <= 24 and tl.median_overhead_s is not None
+    assert tl.order.startswith("longest first by shape size")
+    text = res.render_text()
+    assert f"cells phase {tl.cells_phase_s:.1f} s on 2 worker(s)" in text and text.count(" busy ") >= 3
 
 
 def test_worker_killed_mid_cell_its_cell_reruns_and_every_cell_lands_once(
@@ -263,8 +297,9 @@ def test_command_variant_is_alternated_with_the_baseline_command_and_judged_by_t
     sweep_dir: Path, tmp_path: Path
 ):
     """The same command in two variants, its metric drifting 2 % per run: timed paired (A,B,B,A then
-    B,A,A,B) the ratio is exactly 1 and the cell is parity; the unpaired reading (the baseline cell's samples
-    taken before) would have called it a loss. A 0.8x command is a win of 1.25x from the ratio alone."""
+    B,A,A,B) the ratio is exactly 1 and the cell is parity; the unpaired reading (the baseline cell's samples,
+    taken after: the paired cell times both sides, so it is submitted first, sweep.order) would have called
+    it a win. A 0.8x command is a win of 1.25x from the ratio alone."""
     spec = _drift_spec(sweep_dir, "lower", {"base": 1.0, "same": 1.0})
     db = str(tmp_path / "exp.db")
     res = run_sweep(SweepRunRequest(spec=str(spec), db=db, device="cpu", workers=1))
@@ -275,19 +310,19 @@ def test_command_variant_is_alternated_with_the_baseline_command_and_judged_by_t
     assert pc is not None and pc["pairs"] == 2 and pc["ratios"] == pytest.approx([1.0, 1.0], abs=1e-12)
     assert same["verdict"] == "parity" and same["speedup"] == pytest.approx(1.0, abs=1e-12)
     assert cells["same"].score == pytest.approx(1.0, abs=1e-12)
-    # the runs alternated A,B,B,A then B,A,A,B after the baseline cell's own 4 runs
+    # the paired cell (the longer one) ran first, alternating A,B,B,A then B,A,A,B; then the baseline's 4 runs
     order = (sweep_dir / "order.log").read_text().split()
-    assert order == ["base"] * 4 + ["base", "same", "same", "base", "same", "base", "base", "same"]
-    # both sides' samples are recorded; the baseline's paired samples are later (higher) than its own cell's
+    assert order == ["base", "same", "same", "base", "same", "base", "base", "same"] + ["base"] * 4
+    # both sides' samples are recorded; the baseline's own cell came later (higher) than the paired runs
     assert len(same["timing"]["samples_us"]) == 4 and len(pc["baseline_samples"]) == 4
-    assert pc["baseline_samples"] == [108.0, 114.0, 118.0, 120.0]
-    assert same["timing"]["samples_us"] == [110.0, 112.0, 116.0, 122.0]
-    assert statistics.median(same["timing"]["samples_us"]) > max(base["timing"]["samples_us"])
-    from kernelpilot.sweep import stats  # what the unpaired judge says of the same samples: a loss
+    assert pc["baseline_samples"] == [100.0, 106.0, 110.0, 112.0]
+    assert same["timing"]["samples_us"] == [102.0, 104.0, 108.0, 114.0]
+    assert base["timing"]["samples_us"] == [116.0, 118.0, 120.0, 122.0]
+    from kernelpilot.sweep import stats  # what the unpaired judge says of the same samples: a win
 
     b_s, c_s = base["timing"]["samples_us"], same["timing"]["samples_us"]
     unpaired = statistics.median(b_s) / statistics.median(c_s)
-    assert stats.verdict(unpaired, stats.cell_ci(b_s, c_s, "lower"), True, 0.02) == "loss"
+    assert stats.verdict(unpaired, stats.cell_ci(b_s, c_s, "lower"), True, 0.02) == "win"
     assert "paired with the baseline (ABBA/BAAB, 2 pairs)" in same["timing"]["note"]
 
 

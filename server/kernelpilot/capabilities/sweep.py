@@ -16,10 +16,14 @@ CAPABILITIES = [
             "the baseline, a JSONL shape ledger (model, stage, dtype, fields, optional weight), the GPU wiki "
             "id for roofline %, and the timing mode (cold/warm). Cells run as Dask tasks: one worker per "
             "visible GPU by default, --workers N --device cpu, or --scheduler tcp://host:8786 for an "
-            "existing cluster. Each cell is recorded once in the experiment database (child of the sweep "
-            "record) as it finishes; an incorrect cell is never timed; a re-run skips recorded cells. "
-            "Returns the per-shape table and, per variant, the weighted geomean speed-up with its bootstrap "
-            "CI, wins/parity/losses, the worst shapes and the spec's stop conditions."
+            "existing cluster. Workers load the modules, torch and the CUDA context once, before the cells; "
+            "cells are submitted longest first (roofline floor, else shape size) so the workers finish "
+            "together. Each cell is recorded once in the experiment database (child of the sweep record; "
+            "the cells that have arrived are written in one transaction); an incorrect cell is never timed; "
+            "a re-run skips recorded cells. Returns the per-shape table and, per variant, the weighted "
+            "geomean speed-up with its bootstrap CI, wins/parity/losses, the worst shapes and the spec's "
+            "stop conditions, and the run's timeline: the cells phase, each worker's busy share (head, "
+            "gaps, tail) and per-cell medians of wait, set-up, timing, result hand-off and record write."
         ),
         request=SweepRunRequest,
         result=SweepRunResult,
@@ -32,15 +36,16 @@ CAPABILITIES = [
     Capability(
         tool="sweep_report",
         command=("sweep", "report"),
-        summary="Show a recorded sweep: per-shape table, geomean speed-ups, worst shapes; --html dashboard.",
+        summary="Show a recorded sweep: per-shape table, geomean speed-ups, worst shapes; HTML dashboard.",
         description=(
             "Read a sweep and its cells back from the experiment database (ids from `sweep run` or "
-            "`exp list --tag sweep`). With --html, write a self-contained dashboard: kernel x shape heat "
-            "map, speed-up per shape with CIs, roofline % scatter from cited peaks, worst shapes first."
+            "`exp list --tag sweep`). With --html FILE, write a self-contained dashboard: kernel x shape "
+            "heat map, speed-up per shape with CIs, roofline % scatter from cited peaks, worst shapes first."
         ),
         request=SweepReportRequest,
         result=SweepReportResult,
         target="kernelpilot.sweep.report:sweep_report",
+        bare={"html": ""},
         positional=("id",),
         read_only=False,
     ),

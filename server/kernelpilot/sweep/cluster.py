@@ -8,6 +8,11 @@
 - `--device cpu` (or no GPU): `--workers N` single-threaded worker processes.
 Local clusters listen on 127.0.0.1 only. A worker process that dies is restarted by its nanny and the
 scheduler re-runs the cell it held (Dask's `allowed-failures`).
+
+One cell at a time per GPU: local GPU workers run one thread each. On an existing cluster whose every
+worker declares a `GPU` resource (`dask worker --resources GPU=1`), each cell asks for one, so a worker
+with several threads still times one cell at a time on its GPU; local clusters do not ask (resource
+restrictions turn off the scheduler's queue, which hands each free worker the next longest cell).
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import contextlib
 import logging
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kernelpilot.foundation.errors import DeviceUnavailableError, InvalidArgumentError
@@ -31,6 +36,22 @@ class Cluster:
     description: str
     workers: int
     device: str  # "gpu" or "cpu"
+    resources: dict[str, float] | None = None  # what each cell asks of its worker (None: nothing)
+    notes: list[str] = field(default_factory=list)
+
+
+def _existing_workers(client: Any, device: str) -> tuple[dict[str, float] | None, list[str]]:
+    """(resources each cell asks for, notes) for an existing cluster's workers."""
+    workers = client.scheduler_info().get("workers", {})
+    if workers and all((w.get("resources") or {}).get("GPU", 0) >= 1 for w in workers.values()):
+        return {"GPU": 1}, []
+    shared = sorted(a for a, w in workers.items() if int(w.get("nthreads", 1) or 1) > 1)
+    if device != "cpu" and shared:
+        return None, [
+            f"{len(shared)} worker(s) run several threads and declare no GPU resource: cells may share a "
+            "GPU (start them with --nthreads 1, or --resources GPU=1)"
+        ]
+    return None, []
 
 
 def _need_distributed() -> Any:
@@ -111,7 +132,9 @@ def open_cluster(
                         "start workers: `dask worker " + scheduler + " --nthreads 1`",
                     ) from exc
                 n = len(client.scheduler_info().get("workers", {}))
-            yield Cluster(client, f"Dask scheduler {scheduler}", n, "cpu" if device == "cpu" else "gpu")
+            kind = "cpu" if device == "cpu" else "gpu"
+            resources, notes = _existing_workers(client, kind)
+            yield Cluster(client, f"Dask scheduler {scheduler}", n, kind, resources, notes)
         finally:
             client.close()
         return

@@ -160,6 +160,17 @@ class CellTiming(BaseModel):
     )
 
 
+class CellPhases(BaseModel):
+    """Where one cell's time went on its worker (seconds; `*_unix` are the worker's wall clock)."""
+
+    started_unix: float = 0.0
+    ended_unix: float = 0.0
+    load_s: float = Field(0.0, description="Loading the variant's modules (0 once this worker has them).")
+    build_s: float = Field(0.0, description="The factory call(s) building the launch closures and inputs.")
+    check_s: float = Field(0.0, description="The correctness run against the reference, and the compare.")
+    timing_s: float = Field(0.0, description="Inside the timing engine: warm-up, calibration, timed runs.")
+
+
 class CellOutcome(BaseModel):
     """What a worker returns for one cell."""
 
@@ -177,6 +188,8 @@ class CellOutcome(BaseModel):
     visible_devices: str | None = None
     device_name: str | None = None
     wall_s: float = 0.0
+    worker: str = Field("", description="The Dask worker's address (its timeline row).")
+    phases: CellPhases = Field(default_factory=CellPhases)
 
 
 # ---------------- results ----------------
@@ -276,7 +289,11 @@ class SweepSummary(Result):
         for c in self.cells:
             by_shape.setdefault(c.shape_key, {})[c.variant] = c
             labels[c.shape_key] = (c.line, c.label)
-        out.append("per shape (median; speed-up vs baseline; verdict):")
+        out.append(
+            "per shape (median; speed-up vs baseline; verdict). A 'paired' speed-up is the median of "
+            "per-pair ratios timed together with the baseline at that shape, so it need not equal the "
+            "ratio of the two medians shown:"
+        )
         for key, (line, label) in sorted(labels.items(), key=lambda kv: kv[1][0]):
             parts = []
             for v in self.variants:
@@ -287,6 +304,7 @@ class SweepSummary(Result):
                     parts.append(f"{v}: {cell.verdict}")
                 else:
                     sp = "" if cell.speedup is None or cell.verdict == "baseline" else f" {cell.speedup:.2f}x"
+                    sp += " paired" if sp and cell.paired_ratios else ""
                     on = f" (GPU {cell.gpu})" if cell.gpu else ""
                     parts.append(f"{v}: {cell.median:.4g} {cell.unit}{sp} {cell.verdict}{on}")
             out.append(f"  L{line} {label}: " + "; ".join(parts))
@@ -313,6 +331,69 @@ class SweepSummary(Result):
             out.append(f"roofline: {self.roofline_note}")
         out.extend(f"  {c}" for c in self.citations)
         return "\n".join(out)
+
+
+class WorkerShare(BaseModel):
+    """One worker's part of the cells phase: how much of it the worker spent inside cells."""
+
+    worker: str
+    cells: int
+    busy_s: float = Field(description="Sum of its cells' wall times.")
+    busy_share: float = Field(description="busy_s / the cells phase (1.0: never idle).")
+    head_s: float = Field(description="From the first submit to its first cell's start (start-up, dispatch).")
+    gaps_s: float = Field(description="Idle time between its cells (dispatch round trips).")
+    tail_s: float = Field(description="From its last cell's end to the end of the cells phase.")
+
+
+class RunTimeline(BaseModel):
+    """Where a sweep run's cells phase went: per worker busy share, per cell medians of each step."""
+
+    cells_phase_s: float = Field(description="First submit to the last cell recorded.")
+    warm_s: float = Field(
+        0.0, description="Worker warm-up before the phase (imports, CUDA context, profiler), all workers."
+    )
+    busy_share: float = Field(description="Mean of the workers' busy shares.")
+    workers: list[WorkerShare] = Field(default_factory=list)
+    order: str = Field("", description="How cells were ordered for submission.")
+    median_wait_s: float = Field(0.0, description="Submit to start on a worker (queueing behind others).")
+    median_setup_s: float = Field(0.0, description="Load + build + check: the cell's set-up.")
+    median_load_s: float = 0.0
+    median_build_s: float = 0.0
+    median_check_s: float = 0.0
+    median_timing_s: float = Field(0.0, description="Inside the timing engine.")
+    median_result_s: float = Field(0.0, description="Cell end on the worker to its result in the driver.")
+    median_record_s: float = Field(0.0, description="Result in the driver to its record written (batched).")
+    median_overhead_s: float | None = Field(
+        None,
+        description="Per cell, the time it held its worker (end of the previous cell on that worker to its "
+        "own end) minus its time inside the timing engine: dispatch, set-up, result hand-off.",
+    )
+    record_batches: int = Field(0, description="Store transactions the driver wrote the cells in.")
+    notes: list[str] = Field(default_factory=list)
+
+    def render_lines(self) -> list[str]:
+        ms = 1000.0
+        out = [
+            f"cells phase {self.cells_phase_s:.1f} s on {len(self.workers)} worker(s), busy "
+            f"{self.busy_share:.0%} (worker warm-up before it {self.warm_s:.1f} s; order: {self.order})",
+            f"  per cell (median): wait {self.median_wait_s:.2f} s, set-up {self.median_setup_s * ms:.0f} ms "
+            f"(load {self.median_load_s * ms:.0f}, build {self.median_build_s * ms:.0f}, check "
+            f"{self.median_check_s * ms:.0f}), timing {self.median_timing_s:.3f} s, result "
+            f"{self.median_result_s * ms:.0f} ms, record {self.median_record_s * ms:.0f} ms "
+            f"({self.record_batches} batch(es))"
+            + (
+                ""
+                if self.median_overhead_s is None
+                else f"; overhead beside the timing {self.median_overhead_s * ms:.0f} ms"
+            ),
+        ]
+        out.extend(
+            f"  {w.worker}: {w.cells} cells, busy {w.busy_share:.0%} ({w.busy_s:.1f} s), head "
+            f"{w.head_s:.2f} s, gaps {w.gaps_s:.2f} s, tail {w.tail_s:.2f} s"
+            for w in self.workers
+        )
+        out.extend(f"  note: {n}" for n in self.notes)
+        return out
 
 
 class SweepRunRequest(Request):
@@ -346,14 +427,18 @@ class SweepRunResult(Result):
     workers: int
     wall_s: float
     html: str | None = None
+    timeline: RunTimeline | None = Field(
+        None, description="Where the cells phase went (None when no cell ran)."
+    )
 
     def render_text(self) -> str:
         head = (
             f"ran {self.new_cells} new cell(s), skipped {self.skipped_cells} already recorded, on "
             f"{self.cluster} ({self.workers} worker(s)) in {self.wall_s:.1f} s"
         )
+        timeline = "" if self.timeline is None else "\n" + "\n".join(self.timeline.render_lines())
         tail = f"\ndashboard: {self.html}" if self.html else ""
-        return head + "\n" + self.summary.render_text() + tail
+        return head + "\n" + self.summary.render_text() + timeline + tail
 
 
 class SweepReportRequest(Request):
@@ -361,8 +446,12 @@ class SweepReportRequest(Request):
 
     id: str = Field(description="Sweep id (as `sweep run` printed it; `exp list --tag sweep` lists them).")
     db: str | None = Field(None, description=DB_HELP)
-    html: bool = Field(False, description="Write the self-contained HTML dashboard.")
-    out: str | None = Field(None, description="Dashboard file (default: ./<sweep id>.html).")
+    html: str | bool | None = Field(
+        None,
+        description="Also write the self-contained HTML dashboard to this file ('' or true: "
+        "./<sweep id>.html; on the command line a bare --html means that).",
+    )
+    out: str | None = Field(None, description="Older spelling of html FILE (kept for existing scripts).")
 
 
 class SweepReportResult(Result):
