@@ -178,10 +178,12 @@ def main() -> None:
     slowest: dict[str, float] = dict.fromkeys(names, 0.0)
     examples: dict[str, list[str]] = {n: [] for n in names}
     t0 = time.monotonic()
+    stopped = False
     with ProcessPoolExecutor(args.jobs, mp_context=get_context("fork"), initializer=_warm) as pool:
         futs = [pool.submit(run_case, n, args.seed, i) for i in range(args.cases) for n in names]
         for k, fut in enumerate(as_completed(futs), 1):
-            if args.max_seconds and time.monotonic() - t0 > args.max_seconds:
+            if args.max_seconds and not stopped and time.monotonic() - t0 > args.max_seconds:
+                stopped = True
                 for f in futs:
                     f.cancel()  # cases are interleaved by surface: each surface stops at about the same count
             if fut.cancelled():
