@@ -32,6 +32,16 @@ BLOCKS = 16  # ABBA blocks per comparison: 64 samples, a few seconds for a milli
 SAMPLE_S = 0.025  # about this much wall time per sample (k steps)
 # dtype -> (rtol, atol) for outputs of a compiled step (fused kernels round differently)
 TOLERANCE = {"bfloat16": (1.6e-2, 1e-2), "float16": (1e-3, 1e-3), "float32": (1.3e-6, 1e-5)}
+REASON_CHARS = 700  # a failed remedy's `why` is at most this long (a lowering error's repr can be megabytes)
+# lines of a compiler's message that say how to get more output rather than what went wrong
+_BOILERPLATE = (
+    "Set TORCHDYNAMO_VERBOSE",
+    "For even more developer context",
+    "You can suppress this exception",
+    "torch._dynamo.config.suppress_errors",
+    "import torch._dynamo",
+    "Set TORCH_LOGS",
+)
 
 
 def snapshot(torch: Any, out: Any) -> Any:
@@ -73,6 +83,66 @@ def outputs_match(torch: Any, a: Any, b: Any, exact: bool) -> tuple[bool, float 
             return False, None, "keys"
         return outputs_match(torch, [a[k] for k in a], [b[k] for k in a], exact)
     return bool(a == b), None, "=="
+
+
+def exception_chain(exc: BaseException) -> list[BaseException]:
+    """`exc` and what caused it, outermost first: `inner_exception` (torch._dynamo's BackendCompilerFailed and
+    torch._inductor's InductorError keep the real error there and raise `from None`), else `__cause__`,
+    else `__context__` (also when suppressed: the suppressed one is still what went wrong)."""
+    chain, seen = [exc], {id(exc)}
+    while len(chain) < 32:
+        cur = chain[-1]
+        inner = getattr(cur, "inner_exception", None)
+        nxt = inner if isinstance(inner, BaseException) else (cur.__cause__ or cur.__context__)
+        if nxt is None or id(nxt) in seen:
+            break
+        chain.append(nxt)
+        seen.add(id(nxt))
+    return chain
+
+
+def _message_lines(exc: BaseException) -> list[str]:
+    lines = [ln.strip() for ln in str(exc).splitlines()]
+    return [ln for ln in lines if ln and not ln.startswith(_BOILERPLATE)]
+
+
+def _bound(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    head = limit * 2 // 5
+    return f"{text[:head]} … {text[-(limit - head - 3) :]}"
+
+
+def failure_reason(exc: BaseException, limit: int = REASON_CHARS) -> str:
+    """Why a remedy could not apply, at most `limit` characters: the chain's types (outermost first), then the
+    innermost error's type and message: its first line and its last lines (a compiler puts the error last,
+    after the graph or the command it ran), without the lines that only say how to get more output."""
+    chain = exception_chain(exc)
+    inner = chain[-1]
+    lines = _message_lines(inner)
+    if len(chain) > 1 and lines and lines[0].startswith(f"{type(inner).__name__}:"):
+        lines[0] = lines[0].split(":", 1)[1].strip()  # a wrapper's message that repeats the inner type
+    msg = " | ".join(lines if len(lines) <= 5 else [lines[0], "…", *lines[-4:]])
+    outer = " → ".join(type(e).__name__ for e in chain[:-1])
+    first = _message_lines(exc)[:1]
+    if len(chain) > 1 and first and len(first[0]) <= 60:  # e.g. "backend='inductor' raised:"
+        outer = outer.replace(type(exc).__name__, f"{type(exc).__name__} ({first[0]})", 1)
+    text = f"{type(inner).__name__}: {msg}" if msg else type(inner).__name__
+    return _bound(f"{outer} → {text}" if outer else text, limit)
+
+
+def raised_at(exc: BaseException) -> str | None:
+    """`file:line in function` of the innermost error's last frame (where the compiler gave up), or None."""
+    import traceback
+
+    tb = exception_chain(exc)[-1].__traceback__
+    frames = traceback.extract_tb(tb) if tb is not None else []
+    if not frames:
+        return None
+    f = frames[-1]
+    parts = Path(f.filename).parts
+    where = "/".join(parts[-3:]) if len(parts) > 3 else f.filename
+    return f"{where}:{f.lineno} in {f.name}"
 
 
 def step_period_us(step: Callable[[], Any], sync: Callable[[], None], k: int) -> float:
@@ -193,9 +263,9 @@ def _remedy(
         torch.cuda.synchronize()
     except Exception as exc:  # the user's step under capture or compile: why it could not apply
         res["status"] = "not_applicable"
-        res["why"] = (
-            f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ''}"
-        )
+        res["why"] = failure_reason(exc)
+        if (where := raised_at(exc)) is not None:
+            notes.append(f"the innermost error was raised at {where}")
         return res
     ok, diff, how = outputs_match(torch, reference, out, exact=True)
     if not ok:  # a library may pick another algorithm under capture or compile: equal within the dtype's
@@ -208,7 +278,7 @@ def _remedy(
     try:
         res.update(paired_timing(eager, remedy, torch.cuda.synchronize, k))
     except Exception as exc:  # a replay or compiled call failing while timed
-        res["why"] = f"timing failed: {type(exc).__name__}: {exc}"
+        res["why"] = f"timing failed: {failure_reason(exc)}"
         return res
     res["status"] = "measured"
     return res
