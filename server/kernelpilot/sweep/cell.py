@@ -15,6 +15,7 @@ import contextlib
 import importlib
 import os
 import socket
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -147,7 +148,12 @@ def _check(v: VariantSpec, closures: list[Any], shape: Shape, root: Path, out: C
             expected = _call(ref, shape)()
         except Exception as exc:
             raise _Crash(f"correctness run raised {type(exc).__name__}: {exc}") from exc
-        ok, out.max_abs_err, out.max_rel_err, out.check_note = compare(got, expected, v.atol, v.rtol)
+        try:
+            ok, out.max_abs_err, out.max_rel_err, out.check_note = compare(got, expected, v.atol, v.rtol)
+        except Exception as exc:  # an output numpy/torch cannot compare (odd type, device error): crashed
+            raise _Crash(
+                f"comparing the output with the reference raised {type(exc).__name__}: {exc}"
+            ) from exc
     out.correct = ok
     if not ok:
         out.state = "incorrect"
@@ -260,11 +266,12 @@ class _Crash(Exception):
 
 def _worker_address() -> str:
     """The Dask worker running this task ('' outside one: a cell called directly)."""
+    distributed = sys.modules.get("distributed")  # a worker has it; importing it here would cost 1-2 s
+    if distributed is None:
+        return ""
     try:
-        from distributed import get_worker
-
-        return str(get_worker().address)
-    except (ImportError, ValueError):  # no distributed, or not inside a worker: no address to report
+        return str(distributed.get_worker().address)
+    except ValueError:  # not inside a worker: no address to report
         return ""
 
 
@@ -298,8 +305,9 @@ def warm_worker(payload: dict[str, Any]) -> dict[str, Any]:
     t0 = time.perf_counter()
     note: list[str] = []
     root = Path(payload["root"])
-    import kernelpilot.sweep.timing_adapter
-    import kernelpilot.timing.stats  # noqa: F401  (every cell needs them: imported once, before the cells)
+    # what time_cell / time_cell_paired / time_command import on first use: once here, before the cells
+    for mod in ("callables", "compare", "paired", "stats", "core", "commands", "clocks"):
+        importlib.import_module(f"kernelpilot.timing.{mod}")
 
     for target in payload.get("targets", []):
         try:
