@@ -54,8 +54,9 @@ INSTRUCTIONS = (
     "or cited. Hardware specs come only from gpu-wiki citations "
     "(`<metric>: <value> <unit> <- <path>:L<line>`); never invent a spec: a missing one is UNKNOWN. "
     "Start with `doctor` to see what this machine can do. Only the core tools are listed at first: call "
-    "`toolsets_enable` (no arguments lists the toolsets) to add the isa, profile, workspace, tasks, "
-    "measure or experiments tools before a step that needs them."
+    "`toolsets_enable` (no arguments lists the toolsets) to add the workload (start there for a model "
+    "step or a trace), isa, profile, workspace, tasks, measure, experiments or sweep tools before a step "
+    "that needs them. A long answer is cut to its top rows; `full_result_path` names the whole result."
 )
 
 # Tools the MCP adapter serves beside the capabilities (they steer the server itself; no CLI command).
