@@ -1,7 +1,7 @@
-"""Issue 32's acceptance run for the instruction-issue floor, on one GPU (H100/H200; about 3 minutes).
+"""Issue 32's acceptance run for the instruction-issue floor, on one GPU (H100/H200; about 2 minutes).
 
-For each kernel of bench/issue_bound_kernels.py (MoE top-k gating, a warp-shuffle row log-sum-exp, a fused
-qk-RMSNorm + RoPE), every step on its own (one failing keeps the others):
+For each kernel of bench/issue_bound_kernels.py (MoE top-k gating, a row log-sum-exp + entropy, a bitonic
+row sort, a fused qk-RMSNorm + RoPE), every step on its own (one failing keeps the others):
 1. launch it once through Triton and save the code object Triton compiled (`<name>.cubin`);
 2. check it against a torch reference (ids of the gating as a tie-tolerant set);
 3. time it with `kernelpilot time` (cold: L2 flushed, and warm; 100 runs each);
@@ -253,7 +253,7 @@ def table(rows: list[dict[str, Any]]) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", type=Path, default=Path("issue_bound_out"))
-    ap.add_argument("--only", default="", help="comma-separated kernels: gating,row_lse,rope")
+    ap.add_argument("--only", default="", help="comma-separated kernels: gating,row_lse,row_sort,rope")
     ap.add_argument("--launch", help=argparse.SUPPRESS)
     ap.add_argument("--reps", type=int, default=3, help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -273,7 +273,7 @@ def main() -> int:
     ncu = shutil.which("ncu")
     extras = known_extras(ncu, chip) if ncu else []
     print(f"per-pipe counters added to the full set: {len(extras)} ({chip})", flush=True)
-    names = [n for n in (a.only.split(",") if a.only else ["gating", "row_lse", "rope"]) if n]
+    names = [n for n in (a.only.split(",") if a.only else list(_kernels().SPECS)) if n]
     rows: list[dict[str, Any]] = []
     for name in names:
         row: dict[str, Any] = {"name": name}

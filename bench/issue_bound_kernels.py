@@ -1,17 +1,21 @@
-"""Three issue-bound Triton kernels for bench/issue_bound.py (issue 32: the instruction-issue floor).
+"""Four Triton kernels for bench/issue_bound.py (issue 32: the instruction-issue floor).
 
 Each is straight-line code (no loops: `tl.static_range` unrolls), so the static count of the code object
 (`kernelpilot isa mix`) times the warps launched is what a warp issues, and ncu's counters can be set
-beside it. Compiled for sm_90 with Triton 3.6 on a CPU host (Triton's own ptxas, `triton.compile` with
-`GPUTarget("cuda", 90, 32)`), their SASS gives (per warp pass; floors on the H100 SXM5 wiki rates):
-- `topk_gating_kernel` ROWS=8, 1 warp: 3782 instr (alu 2767, shuffle 688): 65536 rows -> issue 29.6 µs,
-  alu pipe 43.4 µs (binds), memory 6.3 µs;
-- `row_lse_kernel` C=32, ROWS=32, 4 warps: 522 instr (shuffle 80): 1M rows -> issue 65.5 µs (binds),
-  shuffle 40 µs, memory 21.3 µs;
-- `qknorm_rope_kernel` TOK=1, 4 warps: 1479 instr: 8192 tokens x 32 heads x 128 -> issue 46.4 µs (binds),
-  memory 40 µs.
+beside it. Compiled for sm_90 by Triton 3.6 on a CPU host (`python bench/issue_bound_offline.py`: Triton's
+own ptxas, `GPUTarget("cuda", 90, 32)`, pointers and sizes marked 16-divisible as the launcher does; this
+reproduced the first H100 run's cubins instruction for instruction), floors on the H100 SXM5 wiki rates:
+- `topk_gating_kernel` ROWS=8, 1 warp: 2903 instr per warp (alu 2227): 65536 rows -> alu pipe 34.9 µs
+  (binds), memory 6.3 µs (issue-bound);
+- `row_logsumexp_entropy_kernel` C=32, ROWS=16, 4 warps: 139 instr: 1M rows -> issue 34.9 µs (binds),
+  memory 22.5 µs (issue-bound, 1.55x);
+- `row_sort_kernel` C=64, ROWS=16, 4 warps (bitonic `tl.sort`: shuffles and compare-selects): 678 instr:
+  256K rows -> issue 42.5 µs (binds; alu 41.3), memory 20.0 µs (issue-bound, 2.1x);
+- `qknorm_rope_kernel` TOK=1, 4 warps: 759 instr: 8192 tokens x 32 heads x 128 -> issue 23.8 µs, memory
+  40.1 µs (memory-bound: the example where the floor picks memory).
 The `make_*` factories are `kernelpilot time` specs (bench/issue_bound_kernels.py:make_gating); `SPECS`
-holds each kernel's launch, inputs and torch reference for the driver.
+holds each kernel's launch, inputs and torch reference for the driver; `OFFLINE` the signatures and
+constants for the offline compile (no torch, no GPU).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import triton
 import triton.language as tl
 
 LOG2_BASE = math.log2(10000.0)
+GATING_ROWS, LSE_ROWS, SORT_ROWS, ROPE_TOK = 65536, 1 << 20, 1 << 18, 8192
 
 
 @triton.jit
@@ -56,15 +61,35 @@ def topk_gating_kernel(
 
 
 @triton.jit
-def row_lse_kernel(x_ptr, out_ptr, n_rows, C: tl.constexpr, ROWS: tl.constexpr):
-    """log-sum-exp of each row of C bf16 values: two warp-shuffle reductions per row (max, then sum)."""
+def row_logsumexp_entropy_kernel(x_ptr, lse_ptr, ent_ptr, n_rows, C: tl.constexpr, ROWS: tl.constexpr):
+    """log-sum-exp and entropy of the softmax of each row of C bf16 values (a sampler's or a calibration
+    metric's per-row statistics): one max and two sum shuffle reductions per row; entropy
+    H = lse - sum(p x) = log(s) - sum(e d) / s with d = x - max, e = exp(d), s = sum(e)."""
     rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
     cols = tl.arange(0, C)
     rmask = rows < n_rows
     x = tl.load(x_ptr + rows[:, None] * C + cols[None, :], mask=rmask[:, None], other=0.0).to(tl.float32)
     m = tl.max(x, axis=1)
-    s = tl.sum(tl.exp(x - m[:, None]), axis=1)
-    tl.store(out_ptr + rows, m + tl.log(s), mask=rmask)
+    d = x - m[:, None]
+    e = tl.exp(d)
+    s = tl.sum(e, axis=1)
+    t = tl.sum(e * d, axis=1)
+    ls = tl.log(s)
+    tl.store(lse_ptr + rows, m + ls, mask=rmask)
+    tl.store(ent_ptr + rows, ls - t / s, mask=rmask)
+
+
+@triton.jit
+def row_sort_kernel(x_ptr, out_ptr, n_rows, C: tl.constexpr, ROWS: tl.constexpr):
+    """Each row of C bf16 values sorted ascending (per-row ranking before a top-p cut, a sorted bucket):
+    `tl.sort` is a bitonic network, log2(C)(log2(C)+1)/2 compare-exchange stages of xor shuffles and
+    compare-selects; bytes are one read and one write of the rows."""
+    rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
+    cols = tl.arange(0, C)
+    rmask = rows < n_rows
+    off = rows[:, None] * C + cols[None, :]
+    x = tl.load(x_ptr + off, mask=rmask[:, None], other=0.0)
+    tl.store(out_ptr + off, tl.sort(x, dim=1), mask=rmask[:, None])
 
 
 @triton.jit
@@ -137,8 +162,14 @@ class Spec:
         return self.kernel[(self.grid,)](*self.args, **self.consts, num_warps=self.num_warps)
 
 
+def _spec(name: str, args: tuple[Any, ...], check: Any) -> Spec:
+    """The launch constants, grid, warps and roofline op of OFFLINE[name], with this run's tensors."""
+    kernel, _sig, consts, warps, grid, op = OFFLINE[name]
+    return Spec(kernel.__name__, kernel, grid, warps, op, args, consts, check)
+
+
 def _gating() -> Spec:
-    rows, e, k, per = 65536, 128, 8, 8
+    rows, e, k = GATING_ROWS, 128, 8
     torch.manual_seed(0)
     logits = torch.randn(rows, e, device="cuda", dtype=torch.bfloat16)
     w = torch.empty(rows, k, device="cuda", dtype=torch.float32)
@@ -158,33 +189,44 @@ def _gating() -> Spec:
             f"ids same logits {same_vals}, unique {unique}, max |dw| {err:.2e}",
         )
 
-    return Spec(
-        "topk_gating_kernel", topk_gating_kernel, rows // per, 1,
-        {"op": "topk", "rows": rows, "cols": e, "k": k, "dtype": "bf16", "out_dtype": "fp32"},
-        (logits, w, ids, rows), {"E": e, "K": k, "ROWS": per}, check,
-    )  # fmt: skip
+    return _spec("gating", (logits, w, ids, rows), check)
 
 
 def _row_lse() -> Spec:
-    rows, c, per = 1 << 20, 32, 32
+    rows, c = LSE_ROWS, 32
     torch.manual_seed(1)
     x = torch.randn(rows, c, device="cuda", dtype=torch.bfloat16)
-    out = torch.empty(rows, device="cuda", dtype=torch.float32)
+    lse = torch.empty(rows, device="cuda", dtype=torch.float32)
+    ent = torch.empty(rows, device="cuda", dtype=torch.float32)
 
     def check() -> tuple[bool, str]:
-        ref = torch.logsumexp(x.float(), -1)
-        err = (out - ref).abs().max().item()
-        return torch.allclose(out, ref, atol=1e-3, rtol=1e-4), f"max |d| {err:.2e}"
+        xf = x.float()
+        ref_lse = torch.logsumexp(xf, -1)
+        logp = torch.log_softmax(xf, -1)
+        ref_ent = -(logp.exp() * logp).sum(-1)
+        e1, e2 = (lse - ref_lse).abs().max().item(), (ent - ref_ent).abs().max().item()
+        ok = torch.allclose(lse, ref_lse, atol=1e-3, rtol=1e-4) and torch.allclose(ent, ref_ent, atol=1e-3)
+        return ok, f"max |d lse| {e1:.2e}, max |d entropy| {e2:.2e}"
 
-    return Spec(
-        "row_lse_kernel", row_lse_kernel, rows // per, 4,
-        {"op": "reduction", "rows": rows, "cols": c, "dtype": "bf16", "out_dtype": "fp32"},
-        (x, out, rows), {"C": c, "ROWS": per}, check,
-    )  # fmt: skip
+    return _spec("row_lse", (x, lse, ent, rows), check)
+
+
+def _row_sort() -> Spec:
+    rows, c = SORT_ROWS, 64
+    torch.manual_seed(3)
+    x = torch.randn(rows, c, device="cuda", dtype=torch.bfloat16)
+    out = torch.empty_like(x)
+
+    def check() -> tuple[bool, str]:
+        ref = torch.sort(x, dim=-1).values
+        bad = (out != ref).any(-1).sum().item()
+        return bad == 0, f"rows differing from torch.sort: {bad} of {rows}"
+
+    return _spec("row_sort", (x, out, rows), check)
 
 
 def _rope() -> Spec:
-    tok, h, d = 8192, 32, 128
+    tok, h, d = ROPE_TOK, 32, 128
     torch.manual_seed(2)
     x = torch.randn(tok, h, d, device="cuda", dtype=torch.bfloat16)
     wt = (1.0 + 0.1 * torch.randn(d, device="cuda")).to(torch.bfloat16)
@@ -202,14 +244,41 @@ def _rope() -> Spec:
         err = (out.float() - ref).abs().max().item()
         return torch.allclose(out.float(), ref, atol=3e-2, rtol=2e-2), f"max |d| {err:.2e}"
 
-    return Spec(
-        "qknorm_rope_kernel", qknorm_rope_kernel, tok, 4,
-        {"op": "elementwise", "numel": tok * h * d, "inputs": 1, "outputs": 1, "dtype": "bf16"},
-        (x, wt, pos, out, tok), {"H": h, "D": d, "TOK": 1, "LOG2_BASE": LOG2_BASE, "EPS": 1e-6}, check,
-    )  # fmt: skip
+    return _spec("rope", (x, wt, pos, out, tok), check)
 
 
-SPECS = {"gating": _gating, "row_lse": _row_lse, "rope": _rope}
+SPECS = {"gating": _gating, "row_lse": _row_lse, "row_sort": _row_sort, "rope": _rope}
+
+# name -> (kernel, Triton signature of the runtime arguments, constexprs, num_warps, grid, roofline op): what
+# the SPECS factories launch (via _spec) and what bench/issue_bound_offline.py compiles without a GPU
+OFFLINE: dict[str, tuple[Any, dict[str, str], dict[str, Any], int, int, dict[str, Any]]] = {
+    "gating": (
+        topk_gating_kernel,
+        {"logits_ptr": "*bf16", "w_ptr": "*fp32", "ids_ptr": "*i32", "n_rows": "i32"},
+        {"E": 128, "K": 8, "ROWS": 8}, 1, GATING_ROWS // 8,
+        {"op": "topk", "rows": GATING_ROWS, "cols": 128, "k": 8, "dtype": "bf16", "out_dtype": "fp32"},
+    ),
+    "row_lse": (
+        row_logsumexp_entropy_kernel,
+        {"x_ptr": "*bf16", "lse_ptr": "*fp32", "ent_ptr": "*fp32", "n_rows": "i32"},
+        {"C": 32, "ROWS": 16}, 4, LSE_ROWS // 16,
+        # two fp32 results per row: the reduction op counts one, so the bytes are given directly
+        {"flops": 6.0 * LSE_ROWS * 32, "bytes_moved": LSE_ROWS * (2 * 32 + 8), "dtype": "bf16",
+         "out_dtype": "fp32"},
+    ),
+    "row_sort": (
+        row_sort_kernel,
+        {"x_ptr": "*bf16", "out_ptr": "*bf16", "n_rows": "i32"},
+        {"C": 64, "ROWS": 16}, 4, SORT_ROWS // 16,
+        {"op": "elementwise", "numel": SORT_ROWS * 64, "inputs": 1, "outputs": 1, "dtype": "bf16"},
+    ),
+    "rope": (
+        qknorm_rope_kernel,
+        {"x_ptr": "*bf16", "w_ptr": "*bf16", "pos_ptr": "*i32", "out_ptr": "*bf16", "n_tok": "i32"},
+        {"H": 32, "D": 128, "TOK": 1, "LOG2_BASE": LOG2_BASE, "EPS": 1e-6}, 4, ROPE_TOK,
+        {"op": "elementwise", "numel": ROPE_TOK * 32 * 128, "inputs": 1, "outputs": 1, "dtype": "bf16"},
+    ),
+}  # fmt: skip
 
 
 def _closure(name: str) -> Any:
@@ -224,6 +293,10 @@ def make_gating() -> Any:
 
 def make_row_lse() -> Any:
     return _closure("row_lse")
+
+
+def make_row_sort() -> Any:
+    return _closure("row_sort")
 
 
 def make_rope() -> Any:
