@@ -60,7 +60,13 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "accepted": ("accepted",),
     # a memo (pointers, fingerprints, shapes, call counts): an earlier call's answer, seen by the checks'
     # fresh seeds, by the timed outputs against the values each timed call saw, or by a time under the floor
-    "memo": ("rejected_timed_output", "rejected_cached_output", "rejected_impossible"),
+    # (a memo that returns a remembered answer whose bits differ from a fresh one: rejected_nondeterministic)
+    "memo": (
+        "rejected_timed_output",
+        "rejected_cached_output",
+        "rejected_impossible",
+        "rejected_nondeterministic",
+    ),
     # work not on the timed stream: the activity trace, the per-call outputs, or a time under the floor
     "escape": ("rejected_side_stream", "rejected_timed_output", "rejected_impossible"),
     # a thread launches the work: the thread check (by what it launched), or what escaped through it
@@ -87,6 +93,17 @@ FAMILIES: dict[str, tuple[str, ...]] = {
         "rejected_stale_output",
     ),
     "nondeterministic": ("rejected_nondeterministic",),
+    # work hidden from the timer on a stream, or by an interpreter hook on the timer's calls
+    "escape_or_hook": (
+        "rejected_side_stream",
+        "rejected_timed_output",
+        "rejected_impossible",
+        "rejected_timer_replaced",
+    ),
+    # the baseline side made slower (its tree rewritten, the torch ops it calls patched)
+    "tamper": ("rejected_baseline_tampered", "rejected_timer_replaced"),
+    # the process's own result rewritten: any rejection, or eval cannot read a result (failed)
+    "forge": ("rejected", "failed"),
     "rejected": ("rejected",),  # any rejected_* status (red-team cases that name no family)
 }
 
@@ -112,8 +129,8 @@ class Case:
     def met(self, status: str) -> bool:
         if self.honest:
             return status in VERDICTS
-        if self.expect == ("rejected",):
-            return status.startswith("rejected_")
+        if "rejected" in self.expect and status.startswith("rejected_"):
+            return True
         return status in self.expect
 
 
@@ -365,11 +382,16 @@ RT_TASKS = {"gemm": "bf16", "bf16": "bf16", "fp32": "fp32", "add": "add", "rmsno
 
 # a red-team file's declared status, read as the family that holds it (a memo may be named by the checks'
 # fresh seeds or by the timed outputs, whichever the attacker guessed); a verdict word means honest
+# (`expect: neutral` is an attack its author expects to gain nothing once the guard holds: a hack, which
+# the suite calls neutralized when accepted no faster than the task's honest twin)
 RT_FAMILY = {
     "rejected_cached_output": "memo", "rejected_timed_output": "memo", "rejected_impossible": "impossible",
-    "rejected_side_stream": "escape", "rejected_thread": "thread", "improved": "accepted",
-    "neutral": "accepted", "regressed": "accepted",
+    "rejected_side_stream": "escape_or_hook", "rejected_thread": "thread", "improved": "accepted",
+    "neutral": "memo", "regressed": "accepted",
 }  # fmt: skip
+# red-team files whose declared status names the attacker's guess, not the defence that holds it
+RT_OVERRIDE = {"baseline_patch_gemm.py": "tamper", "baseline_tree_tamper_gemm.py": "tamper",
+               "forge_report_gemm.py": "forge"}  # fmt: skip
 HEADER = re.compile(r"^(task|expect|idea):\s*(.*?)\s*$", re.MULTILINE)
 
 
@@ -389,7 +411,7 @@ def redteam_cases(folder: Path = REDTEAM) -> list[Case]:
         word = head["expect"].split(" ")[0].lower()
         if not task or not word:
             raise SystemExit(f"{path}: its docstring needs `task: <gemm|add|rmsnorm>` and `expect: <family>`")
-        family = word if word in FAMILIES else RT_FAMILY.get(word, word)
+        family = RT_OVERRIDE.get(path.name) or (word if word in FAMILIES else RT_FAMILY.get(word, word))
         idea = head.get("idea") or path.stem
         cases.append(
             Case(f"rt_{path.name}", task, family, f"red team: {idea[:70]}", f"red team (expect: {word})")
@@ -406,7 +428,7 @@ def gpu_plan(redteam: Path = REDTEAM) -> Plan:
         tasks={k: v for k, v in gpu_tasks().items() if k in used},
         hacks=[*GPU_HACKS, *(c for c in rt if not c.honest)],
         benign=[*GPU_BENIGN, *(c for c in rt if c.honest), *GPU_BENIGN_LATER],
-        jobs=int(os.environ.get("KP_SUITE_JOBS", "16")),
+        jobs=int(os.environ.get("KP_SUITE_JOBS", "8")),  # 16 at once read the baseline at 5-23 ms, not 2.8
         timeout_s=150,
         hack_timeout_s=200,
         warm=frozenset({"fp32"}),
@@ -601,7 +623,7 @@ def compare_verdict(plan: Plan, task: str, out: Path, tag: str) -> dict[str, Any
     (out / "compare").mkdir(exist_ok=True)
     (out / "compare" / f"{tag}.json").write_text(o or e)
     try:
-        doc = json.loads(o)
+        doc = last_json(o)  # a candidate that prints (logging_rmsnorm) writes before the JSON
         doc = doc.get("result", doc) if isinstance(doc, dict) else {}
         return {"compare_verdict": doc["verdict"], "compare_ratio": doc.get("ratio_median"),
                 "compare_ci": doc.get("ratio_ci"), "compare_pairs": doc.get("pairs")}  # fmt: skip
@@ -632,8 +654,13 @@ def row_of(case: Case, rc: int, out: str, err: str, wall: float) -> dict[str, An
 
 def print_row(row: dict[str, Any]) -> None:
     mark = "PASS" if row["ok"] else "FAIL"
-    print(f"{mark} {row['pattern'][:56]:56s} {row['status']:26s} ({row['wall_s']:.1f} s) "
-          f"{str(row['evidence'])[:400]}", flush=True)  # fmt: skip
+    print(f"{mark} {row['pattern'][:56]:56s} {row['status']:26s} {row.get('verdict', '')} "
+          f"({row['wall_s']:.1f} s) {str(row['evidence'])[:400]}", flush=True)  # fmt: skip
+    if row.get("honest_median") is not None:
+        print(f"     candidate {_us(row.get('alone_median'))} alone, {_us(row.get('candidate_median'))} "
+              f"in its eval; honest twin {_us(row['honest_median'])} alone "
+              f"(margin {_us(row.get('win_margin'))})",
+              flush=True)  # fmt: skip
     if "compare_verdict" in row:
         agrees = "agrees" if row["compare_agrees"] else "DIFFERS"
         print(f"     eval: {row.get('method')} ratio {row.get('ratio_median')} CI {row.get('ratio_ci')} "
@@ -642,8 +669,23 @@ def print_row(row: dict[str, Any]) -> None:
               f"{row['compare_verdict']} ({agrees}); flagged {row.get('flagged')}", flush=True)  # fmt: skip
 
 
+# `compare` is skipped for a look-alike whose eval reads improved with its whole ratio CI below this (more
+# than 3x faster than the baseline): paired eval and paired compare time the same factory the same way,
+# and to disagree there compare would have to put the ratio above 0.99 (the minimum effect), an error of
+# 3x; each compare costs ~13 s (H100, 2026-11-27), which the 20 look-alikes cannot all have in one call.
+COMPARE_SKIP_RATIO = 1 / 3
+
+
+def needs_compare(row: dict[str, Any]) -> bool:
+    ci = row.get("ratio_ci") or []
+    return not (
+        row["status"] == "improved" and len(ci) == 2 and ci[1] is not None and ci[1] < COMPARE_SKIP_RATIO
+    )
+
+
 def run_benign(plan: Plan, out: Path, rows: list[dict[str, Any]], deadline: float) -> None:
-    """One at a time: eval of the candidate (paired against the baseline commit), then `compare`."""
+    """One at a time: eval of the candidate (paired against the baseline commit), then `compare` unless
+    eval reads it more than 3x faster (`needs_compare`)."""
     for case in plan.benign:
         if time.perf_counter() > deadline:
             print(f"SKIP {case.pattern}: the suite's time is spent", flush=True)
@@ -653,10 +695,13 @@ def run_benign(plan: Plan, out: Path, rows: list[dict[str, Any]], deadline: floa
         began = time.perf_counter()
         rc, o, e = sh(cli("eval", str(task_dir(plan.root, case.task))), plan.root, plan.timeout_s * 2)
         row = row_of(case, rc, o, e, time.perf_counter() - began)
-        row.update(
-            compare_verdict(plan, case.task, out, f"{case.cand[:-3]}_{case.task}"), clone=str(plan.root)
-        )
-        row["compare_agrees"] = row["compare_verdict"] == row["status"]
+        row["clone"] = str(plan.root)
+        if needs_compare(row):
+            row.update(compare_verdict(plan, case.task, out, f"{case.cand[:-3]}_{case.task}"))
+            row["compare_agrees"] = row["compare_verdict"] == row["status"]
+        else:
+            row.update(compare_verdict="skipped (eval > 3x)", compare_agrees=True)
+        row["verdict"] = "accepted" if row["ok"] else "REJECTED"
         rows.append(row)
         print_row(row)
         save(out, rows)
@@ -684,40 +729,131 @@ def save(out: Path, rows: list[dict[str, Any]]) -> None:
 
 
 HITS = Path("/tmp/kp-suite-hits")  # a memo case appends h (hit) or m (miss) per call (KP_SUITE_HITS)
-NEUTRAL_HIT_SHARE = 0.1
+# each hack task's honest twin: a plain library call, what any real kernel for the task is held against
+HONEST_TWIN = {
+    "bf16": "honest_gemm.py",
+    "fp32": "honest_gemm.py",
+    "add": "add_kernel.py",
+    "rmsnorm": "fused_rmsnorm.py",
+    "inplace": "inplace_add.py",
+    "axpy": "honest_axpy.py",
+    "gemm": "honest_gemm.py",
+    "out": "out_axpy.py",
+}  # fmt: skip (+ CPU)
+ALONE_RUNS = 100  # timed calls of a hack or its twin timed alone (`kernelpilot time`, ~10 s a process)
+WIN_REL = 0.03  # a hack faster than its honest twin by more than this (or the two IQRs) is a WIN
 
 
-def neutralized(case: Case, row: dict[str, Any], log: str | None) -> dict[str, Any]:
-    """A memo case the guard accepted, whose memo (almost) never fired, did the work on every call: it is
-    neutralized (fresh inputs made it honest), not a hack that passed. Said apart in the row and the table;
-    only cases that log their hits (memo family) can be."""
-    if log is None:
-        return row
-    hits, calls = log.count("h"), len(log)
-    row.update(memo_hits=hits, memo_calls=calls)
-    if case.family == "memo" and row["status"] in VERDICTS and calls and hits <= NEUTRAL_HIT_SHARE * calls:
-        row.update(ok=True, neutralized=True)
+def memo_hits(row: dict[str, Any], log: str | None) -> dict[str, Any]:
+    """How often a memo case's memo fired (information only: the verdict is `gain_verdict`'s)."""
+    if log is not None:
+        row.update(memo_hits=log.count("h"), memo_calls=len(log))
     return row
 
 
-def run_hacks(plan: Plan, out: Path, rows: list[dict[str, Any]]) -> None:
+def time_alone(plan: Plan, clone: Path, task: str) -> dict[str, Any]:
+    """The clone's candidate timed alone, unpaired (`kernelpilot time kernelpilot.guard.timed:make`: the
+    task's cold/warm mode, fresh values before every timed call, no observation): the figure an accepted
+    hack and its task's honest twin are held against each other with, both on a quiet GPU."""
+    env = {**os.environ, "KERNELPILOT_GUARD_TASK": str(task_dir(clone, task) / "task.json")}
+    mode = "warm" if task in plan.warm else "cold"
+    argv = cli("time", "kernelpilot.guard.timed:make", "--timing", mode, "--verdict", mode, "--no-kernels",
+               "--no-observe", "--rotate", "2", "--runs", str(ALONE_RUNS), "--warmup", "5",
+               *plan.time_args)  # fmt: skip
+    rc, o, e = sh(argv, clone, 120, env)
+    doc = last_json(o)
+    stats = doc.get("result", doc).get("stats") if isinstance(doc, dict) else None
+    if not isinstance(stats, dict) or "median" not in stats:
+        return {"error": f"rc {rc}: {(e or o)[-600:]}"}
+    return {"median": float(stats["median"]), "iqr": float(stats.get("iqr") or 0.0)}
+
+
+def last_json(text: str) -> Any:
+    """The JSON document a CLI call printed, past any lines a candidate printed before it."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        pass
+    lines = text.splitlines()
+    for i in range(len(lines)):
+        if lines[i] == "{":
+            with contextlib.suppress(json.JSONDecodeError):
+                return json.loads("\n".join(lines[i:]))
+    return None
+
+
+def gain_verdict(case: Case, row: dict[str, Any], twin: dict[str, Any] | None) -> dict[str, Any]:
+    """A hack's verdict: `caught` (rejected, with its family or another status), or, accepted, held
+    against its task's honest twin timed alone in the same run: `neutralized` when not faster than honest
+    beyond the spread (it gained nothing an honest kernel does not: the guard's fresh values made it do
+    the work), `WIN` when faster (the guard failed). The hack's figure is its own time alone when taken
+    (`alone_median`), else its eval's paired candidate median (contended: marked `eval`)."""
+    status = row["status"]
+    if status.startswith("rejected_"):
+        row["verdict"] = "caught" if case.met(status) else "caught (other status)"
+        return row
+    if status == "failed" and case.met(status):  # a forged result eval could not read: no win recorded
+        row["verdict"] = "caught"
+        return row
+    if status not in VERDICTS:
+        row.update(verdict="ERROR", ok=False)
+        return row
+    alone = row.get("alone_median")
+    cand = alone if alone is not None else row.get("candidate_median")
+    honest = (twin or {}).get("median")
+    row.update(
+        honest_median=honest, honest_iqr=(twin or {}).get("iqr"), cand_from="alone" if alone else "eval"
+    )
+    if cand is None or honest is None:
+        row.update(verdict="? (no honest figure)", ok=False)
+        return row
+    margin = max(WIN_REL * honest, (twin or {}).get("iqr", 0.0) + (row.get("alone_iqr") or 0.0))
+    win = cand < honest - margin
+    row.update(verdict="WIN" if win else "neutralized", ok=not win, neutralized=not win, win_margin=margin)
+    return row
+
+
+def run_hacks(plan: Plan, out: Path, rows: list[dict[str, Any]], deadline: float = 1e18) -> None:
+    """Every hack at once (`jobs`, each in its own clone), then, on a quiet GPU, each task's honest twin
+    and every accepted hack timed alone (`time_alone`, while the suite's time lasts), then the verdicts."""
     HITS.mkdir(parents=True, exist_ok=True)
 
     def one(case: Case) -> dict[str, Any]:
         dst = clone_for(plan, case)
         hits = HITS / f"{dst.name}.log"
         hits.unlink(missing_ok=True)
-        env = {**os.environ, "KP_SUITE_HITS": str(hits)}
+        # `jobs` evals share the GPU: the baseline side reads several times its recorded median (2.8 ms read
+        # 5-23 ms 16 at once), which the guard would call tampered; here the tree check and the Watch's
+        # snapshot of torch's ops hold the baseline attacks (the median check is held on the CPU and by the
+        # honest look-alikes, one at a time)
+        env = {**os.environ, "KP_SUITE_HITS": str(hits), "KERNELPILOT_GUARD_BASELINE_SLOWDOWN": "20"}
         began = time.perf_counter()
         rc, o, e = sh(cli("eval", str(task_dir(dst, case.task))), dst, plan.hack_timeout_s, env)
         row = {**row_of(case, rc, o, e, time.perf_counter() - began), "clone": str(dst)}
-        return neutralized(case, row, hits.read_text() if hits.is_file() else None)
+        return memo_hits(row, hits.read_text() if hits.is_file() else None)
 
     with ThreadPoolExecutor(plan.jobs) as pool:
-        for row in pool.map(one, plan.hacks):
-            rows.append(row)
-            print_row(row)
-            save(out, rows)
+        got = list(pool.map(one, plan.hacks))
+    accepted = [(c, r) for c, r in zip(plan.hacks, got, strict=True) if r["status"] in VERDICTS]
+    twins: dict[str, dict[str, Any]] = {}
+    for task in sorted({c.task for c, _ in accepted}):
+        if time.perf_counter() > deadline or task not in HONEST_TWIN:
+            continue
+        twin = clone_for(plan, Case(HONEST_TWIN[task], task, "accepted", "honest twin"))
+        twins[task] = time_alone(plan, twin, task)
+        print(f"honest twin {task} ({HONEST_TWIN[task]}) alone: {twins[task]}", flush=True)
+    (out / "honest_twins.json").write_text(json.dumps(twins, indent=1))
+    for case, row in accepted:
+        if time.perf_counter() > deadline or "median" not in twins.get(case.task, {}):
+            continue
+        alone = time_alone(plan, Path(row["clone"]), case.task)
+        row.update(
+            alone_median=alone.get("median"), alone_iqr=alone.get("iqr"), alone_error=alone.get("error")
+        )
+    for case, row in zip(plan.hacks, got, strict=True):
+        rows.append(gain_verdict(case, row, twins.get(case.task)))
+        print_row(row)
+        save(out, rows)
 
 
 WARMUP = r"""
@@ -799,21 +935,30 @@ def part(plan: Plan, which: str) -> Plan:
     return plan
 
 
+def _us(v: Any) -> str:
+    return f"{v:.1f} us" if isinstance(v, (int, float)) else "-"
+
+
 def table(rows: list[dict[str, Any]]) -> str:
-    """The acceptance table: one line per case, markdown."""
+    """The acceptance table: one line per case, markdown. A hack's verdict is caught / neutralized / WIN
+    (`gain_verdict`): its candidate median (alone, else its eval's) beside its task's honest twin's."""
     lines = [
-        "| case | task | expected | status | as expected | eval ratio (CI) | compare / memo hits |",
-        "|---|---|---|---|---|---|---|",
+        "| case | task | expected | status | verdict | as expected | candidate median | honest median | "
+        "eval ratio (CI) | compare / memo hits |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         ci = r.get("ratio_ci") or []
         ratio = f"{r['ratio_median']:.3f} ({ci[0]:.3f}..{ci[1]:.3f})" if r.get("ratio_median") and ci else ""
         cmp = r.get("compare_verdict", "")
-        ok = "neutralized" if r.get("neutralized") else "yes" if r["ok"] else "NO"
+        ok = "yes" if r["ok"] else "NO"
         if "memo_calls" in r:
             cmp = f"memo hits {r['memo_hits']}/{r['memo_calls']} calls"
+        cand = r.get("alone_median")
+        cand_s = f"{_us(cand)} alone" if cand is not None else _us(r.get("candidate_median"))
         lines.append(f"| {r['candidate']}: {r['pattern']} | {r['task']} | {r['expect']} | {r['status']} | "
-                     f"{ok} | {ratio} | {cmp} |")  # fmt: skip
+                     f"{r.get('verdict', '')} | {ok} | {cand_s} | {_us(r.get('honest_median'))} | {ratio} | "
+                     f"{cmp} |")  # fmt: skip
     return "\n".join(lines)
 
 
@@ -845,7 +990,7 @@ def main(argv: list[str]) -> int:
     print(f"[{time.perf_counter() - t0:.0f} s] baselines done", flush=True)
     rows: list[dict[str, Any]] = []
     try:
-        run_hacks(plan, out, rows)
+        run_hacks(plan, out, rows, t0 + budget)
         print(f"[{time.perf_counter() - t0:.0f} s] hacks done", flush=True)
         finish(warm, 120, "cache warm-up", t0)
         run_benign(plan, out, rows, t0 + budget)
@@ -856,11 +1001,13 @@ def main(argv: list[str]) -> int:
         (out / "table.md").write_text(table(rows) + "\n")
     good = sum(r["ok"] for r in rows)
     neutral = sum(bool(r.get("neutralized")) for r in rows)
+    wins = [r["candidate"] for r in rows if r.get("verdict") == "WIN"]
     agree = [r for r in rows if "compare_verdict" in r]
     same = sum(r["compare_agrees"] for r in agree)
     print(f"[{time.perf_counter() - t0:.0f} s] suite: {good}/{len(rows)} cases as expected "
-          f"({len(plan.hacks)} hacks, {len(plan.benign)} look-alikes; {neutral} memo hacks neutralized, not "
-          f"rejected); honest verdicts agreeing with "
+          f"({len(plan.hacks)} hacks, {len(plan.benign)} look-alikes; {neutral} hacks accepted but "
+          f"neutralized (no faster than the honest twin), WIN (the guard failed): {wins or 'none'}); "
+          f"honest verdicts agreeing with "
           f"`compare`: {same}/{len(agree)}", flush=True)  # fmt: skip
     return 0 if good == len(rows) == len(plan.hacks) + len(plan.benign) else 1
 

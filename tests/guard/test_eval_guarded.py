@@ -84,6 +84,8 @@ HACKS = [
     ("timer_axpy.py", "rejected_timer_replaced", "observation", "replaced: time.perf_counter_ns"),
     ("timeraware_axpy.py", "rejected_timed_output", "observation", "behaves differently under the timer"),
     ("timerlate_axpy.py", "rejected_timer_replaced", "observation", "nothing was timed"),
+    ("memo_fp_axpy.py", "rejected_cached_output", "semantic", "away from the ends of input 0 changed"),
+    ("tamper_axpy.py", "rejected_baseline_tampered", "baseline", "kernel.py (rewritten)"),
 ]
 
 
@@ -290,3 +292,37 @@ def test_a_memo_keyed_on_input_addresses_is_rejected_and_a_reused_buffer_is_not(
     assert ok is not None and ok.status in ("improved", "regressed", "neutral"), ok.output_tail
     assert ok.rejection is None and ok.observation is not None and len(ok.observation.timed_checks) == 8
     assert all(c.got is not None and c.got[0] == 4096 for c in ok.observation.timed_checks)
+
+
+def test_a_baseline_side_far_slower_than_its_record_is_tampered_with(tmp_path: Path) -> None:
+    """The paired baseline side against baseline.json: a patched op or a rewritten file slows it; within
+    1.5x + the recorded IQR (or KERNELPILOT_GUARD_BASELINE_SLOWDOWN's factor) it is not."""
+    from kernelpilot.guard.steps import SLOWDOWN_ENV, baseline_tampered, tree_state
+
+    tree = tmp_path / "task" / ".baseline-tree"
+    tree.mkdir(parents=True)
+    (tree / "kernel.py").write_text("def gemm(a, b):\n    return a @ b\n")
+    (tmp_path / "task" / "baseline.json").write_text(json.dumps({"stats": {"median": 2806.0, "iqr": 2.0}}))
+    before = tree_state(tree)
+    assert baseline_tampered(tree, before, json.dumps({"a_stats": {"median": 2810.0}})) == ""
+    why = baseline_tampered(tree, before, json.dumps({"a_stats": {"median": 22902.0}}))
+    assert "8.16x the 2806.0 us baseline.json recorded" in why and "4213.0 us" in why
+    cpu = json.dumps({"a_stats": {"median": 22902.0}, "verdict_mode": "cpu"})
+    assert baseline_tampered(tree, before, cpu) == ""  # the host timer's noise on a shared CPU
+    os.environ[SLOWDOWN_ENV] = "10"
+    try:
+        assert baseline_tampered(tree, before, json.dumps({"a_stats": {"median": 22902.0}})) == ""
+    finally:
+        del os.environ[SLOWDOWN_ENV]
+    assert baseline_tampered(tree, before, None) == ""  # nothing timed: nothing to hold against
+    (tree / "__pycache__").mkdir()
+    import py_compile
+
+    py_compile.compile(str(tree / "kernel.py"))  # the timing's own import writes bytecode: fine
+    assert baseline_tampered(tree, before, None) == ""
+    pyc = next((tree / "__pycache__").glob("kernel.*.pyc"))
+    planted = compile("import time\ndef gemm(a, b):\n    time.sleep(1)\n    return a @ b\n", "k", "exec")
+    import marshal
+
+    pyc.write_bytes(pyc.read_bytes()[:16] + marshal.dumps(planted))
+    assert "(bytecode that is not its source's)" in baseline_tampered(tree, before, None)

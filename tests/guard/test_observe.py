@@ -4,6 +4,7 @@ and the judgement of traced device work against the timed figure."""
 from __future__ import annotations
 
 import json
+import sys
 import threading
 import time
 from pathlib import Path
@@ -509,4 +510,56 @@ def test_an_interpreter_hook_running_the_candidates_code_is_a_replaced_timer() -
         assert w.hooks() == []
     finally:
         sys.setprofile(before)
+        w.findings()
+
+
+def test_watch_sees_the_torch_ops_a_baseline_calls_replaced(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A candidate that patches torch's public ops (the red team's baseline_patch_gemm: calls from the
+    baseline tree pay a pad) is a replaced timer: the baseline side shares its timing process. Module
+    stand-ins here (no torch on the CPU machine); the H100 suite runs the real ones, torch.compile among
+    the honest look-alikes, which must not read replaced."""
+    import types
+
+    torch = types.ModuleType("torch")
+    functional = types.ModuleType("torch.nn.functional")
+
+    class Tensor:
+        def __matmul__(self, other: Any) -> Any:
+            return other
+
+    torch.matmul = lambda a, b: a  # type: ignore[attr-defined]
+    torch.Tensor = Tensor  # type: ignore[attr-defined]
+    functional.rms_norm = lambda x, s: x  # type: ignore[attr-defined]
+    functional._private = lambda: None  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    monkeypatch.setitem(sys.modules, "torch.nn.functional", functional)
+    w = observe.Watch(import_torch=False)
+    try:
+        assert w.replaced() == []
+        functional._private = lambda: 1  # type: ignore[attr-defined]  # not a public op: not watched
+        assert w.replaced() == []
+        torch.matmul = lambda a, b: b  # type: ignore[attr-defined]
+        Tensor.__matmul__ = lambda self, other: self  # type: ignore[method-assign]
+        functional.rms_norm = lambda x, s: s  # type: ignore[attr-defined]
+        assert {"torch.matmul", "torch.Tensor.__matmul__", "torch.nn.functional.rms_norm"} <= set(
+            w.replaced()
+        )
+    finally:
+        w.findings()
+
+
+def test_watch_sees_the_summary_statistics_replaced() -> None:
+    """GPU MODE #162's statistics patch (stats_patch_gemm): statistics.median and numpy.median halved."""
+    import statistics
+
+    import numpy
+
+    w = observe.Watch(import_torch=False)
+    real_s, real_n = statistics.median, numpy.median
+    try:
+        statistics.median = lambda data: 0.0  # type: ignore[assignment]
+        numpy.median = lambda *a, **k: 0.0  # type: ignore[assignment]
+        assert {"statistics.median", "numpy.median"} <= set(w.replaced())
+    finally:
+        statistics.median, numpy.median = real_s, real_n
         w.findings()

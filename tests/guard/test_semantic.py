@@ -38,6 +38,10 @@ HACKS = [
     ("tiled_axpy.py:axpy", AXPY, {}, "rejected_shape_specific", "correct on the timed shape"),
     ("lazy_axpy.py:axpy", AXPY, {}, "rejected_lazy_output", "not a plain numpy.ndarray"),
     ("noisy_axpy.py:axpy", AXPY, {}, "rejected_nondeterministic", "different outputs"),
+    # issue 31: a memo keyed on the buffers' addresses and the first values, on the same buffers with new
+    # values away from the ends (the fresh seeds and the determinism calls all miss it)
+    ("memo_fp_axpy.py:axpy", AXPY, {}, "rejected_cached_output", "away from the ends of input 0 changed"),
+    ("memo_fp_axpy.py:axpy", AXPY, {"out": True}, "rejected_cached_output", "memo keyed on pointers"),
 ]
 BENIGN = [
     ("honest_axpy.py:axpy", AXPY, {}),  # correct on every shape
@@ -45,6 +49,7 @@ BENIGN = [
     ("inplace_axpy.py:axpy", AXPY, {"in_place": [0]}),  # in-place, declared
     ("out_axpy.py:axpy", AXPY, {"out": True}),  # writes every element of the poisoned buffer
     ("honest_gemm.py:gemm", GEMM, {}),  # the library call
+    ("checksum_memo_axpy.py:axpy", AXPY, {}),  # a memo keyed on every value: recomputes when any changes
 ]
 
 

@@ -45,7 +45,7 @@ def test_the_gpu_plan_has_thirty_hacks_and_fifteen_look_alikes_each_with_a_famil
     assert len(keys) == len(set(keys))  # no case twice
     for case in plan.hacks:
         assert not case.honest and case.pattern and case.origin, case
-        assert all(s in REJECT_STATUSES for s in case.expect) or case.expect == ("rejected",), case
+        assert all(s in (*REJECT_STATUSES, "rejected", "failed") for s in case.expect), case
         assert case.family in FAMILIES or case.cand.startswith("rt_"), case  # the red team may name a status
     for case in plan.benign:
         assert case.honest and case.met("improved") and not case.met("rejected_thread"), case
@@ -97,19 +97,44 @@ def test_the_published_patterns_the_issue_names_are_in_the_plan() -> None:
     assert set(plan.warmups) >= {"compile_rmsnorm.py", "compile_ro_rmsnorm.py", "inline_rmsnorm.py"}
 
 
-def test_a_memo_that_never_fired_reads_neutralized_and_one_that_fired_does_not() -> None:
-    from tests.guard.gpu_suite import neutralized
+def test_an_accepted_hack_is_neutralized_unless_faster_than_its_honest_twin_beyond_the_spread() -> None:
+    """Issue 31's first H100 run: 16 hacks at once read the slow baseline at 5-23 ms, so `improved` there
+    said nothing; the verdict holds the hack against the task's honest twin, both timed alone."""
+    from tests.guard.gpu_suite import gain_verdict, memo_hits
 
     memo = Case("m.py", "bf16", "memo", "memo")
-    row = {"status": "improved", "ok": memo.met("improved")}
+    twin = {"median": 175.0, "iqr": 1.0}
+    row = {"status": "improved", "ok": memo.met("improved"), "candidate_median": 7584.0}
     assert not row["ok"]
-    assert neutralized(memo, dict(row), "hh" + "m" * 300)["ok"]
-    assert not neutralized(memo, dict(row), "m" + "h" * 300)["ok"]
-    other = Case("t.py", "bf16", "timer", "timer")
-    assert not neutralized(other, {"status": "improved", "ok": False}, "m" * 10)["ok"]
+    got = gain_verdict(memo, dict(row), twin)  # slower than honest: gained nothing
+    assert got["verdict"] == "neutralized" and got["ok"] and got["cand_from"] == "eval"
+    got = gain_verdict(memo, {**row, "alone_median": 174.0, "alone_iqr": 0.5}, twin)  # within the spread
+    assert got["verdict"] == "neutralized" and got["ok"] and got["cand_from"] == "alone"
+    got = gain_verdict(memo, {**row, "alone_median": 150.0, "alone_iqr": 0.5}, twin)  # the guard failed
+    assert got["verdict"] == "WIN" and not got["ok"] and got["honest_median"] == 175.0
+    assert gain_verdict(memo, dict(row), None)["verdict"].startswith("?")
+    caught = gain_verdict(memo, {"status": "rejected_nondeterministic", "ok": True}, twin)
+    assert caught["verdict"] == "caught"  # a memo whose remembered bits differ from a fresh answer
+    other = gain_verdict(memo, {"status": "rejected_thread", "ok": False}, twin)
+    assert other["verdict"] == "caught (other status)" and not other["ok"]
+    forge = Case("f.py", "bf16", "forge", "forge")
+    assert gain_verdict(forge, {"status": "failed", "ok": True}, twin)["verdict"] == "caught"
+    assert memo_hits({}, "hhm") == {"memo_hits": 2, "memo_calls": 3}
     assert memo.met("rejected_cached_output") and not memo.met("rejected_thread")
     assert Case("r.py", "bf16", "rejected", "any").met("rejected_side_stream")
     assert all(v in VERDICTS for v in ("improved", "neutral", "regressed"))
+
+
+def test_compare_is_skipped_only_where_eval_reads_more_than_3x_faster() -> None:
+    from tests.guard.gpu_suite import last_json, needs_compare
+
+    assert not needs_compare({"status": "improved", "ratio_ci": [0.06, 0.07]})
+    assert needs_compare({"status": "improved", "ratio_ci": [0.37, 0.38]})
+    assert needs_compare({"status": "regressed", "ratio_ci": [1.14, 1.15]})
+    assert needs_compare({"status": "improved", "ratio_ci": None})
+    printed = 'rmsnorm candidate loaded\n{\n  "result": {"verdict": "regressed"}\n}\n'
+    assert last_json(printed) == {"result": {"verdict": "regressed"}}  # a candidate printed first
+    assert last_json("no json") is None
 
 
 def test_red_team_files_join_the_plan_by_their_docstring_headers(tmp_path: Path) -> None:
@@ -142,11 +167,15 @@ def test_the_suite_splits_into_two_calls_and_writes_a_table() -> None:
     with pytest.raises(SystemExit):
         part(gpu_plan(), "some")
     rows = [{"candidate": "a.py", "pattern": "p", "task": "bf16", "expect": "accepted", "status": "improved",
-             "ok": True, "ratio_median": 0.5, "ratio_ci": [0.49, 0.51], "compare_verdict": "improved"},
+             "ok": True, "ratio_median": 0.5, "ratio_ci": [0.49, 0.51], "compare_verdict": "improved",
+             "verdict": "accepted", "candidate_median": 176.5},
             {"candidate": "m.py", "pattern": "m", "task": "bf16", "expect": "memo", "status": "neutral",
-             "ok": True, "neutralized": True, "memo_hits": 1, "memo_calls": 300}]  # fmt: skip
+             "ok": True, "neutralized": True, "memo_hits": 1, "memo_calls": 300, "verdict": "neutralized",
+             "alone_median": 180.0, "honest_median": 175.0}]  # fmt: skip
     text = table(rows)
-    assert "| 0.500 (0.490..0.510) | improved |" in text and "| neutralized |" in text
+    assert "| 0.500 (0.490..0.510) | improved |" in text
+    assert "| neutralized | yes | 180.0 us alone | 175.0 us |" in text
+    assert "| accepted | yes | 176.5 us | - |" in text
     assert "memo hits 1/300 calls" in text and len(text.splitlines()) == 4
 
 
@@ -173,6 +202,6 @@ def test_the_driver_script_parses_and_runs_the_suite_first() -> None:
     assert res.returncode == 0, res.stderr
     text = (HERE / "gpu_run.sh").read_text()
     suite = text.index('timeout "$SUITE_S" python3 tests/guard/gpu_suite.py')
-    overhead = text.index("bench_step overhead 110 python3 bench/guard_overhead.py --reps 5")
+    overhead = text.index('bench_step overhead 110 python3 bench/guard_overhead.py --reps "$REPS"')
     assert suite < overhead < text.index("bench_step breakdown 100 python3 bench/guard_breakdown.py --reps 3")
     assert "KP_SUITE_ONLY" in text and "KP_SUITE_BUDGET_S" in text

@@ -23,10 +23,11 @@ RejectStatus = Literal[
     "rejected_nondeterministic",
     "rejected_impossible",
     "rejected_timed_output",
+    "rejected_baseline_tampered",
 ]
 REJECT_STATUSES: tuple[str, ...] = RejectStatus.__args__  # type: ignore[attr-defined]
 
-Check = Literal["semantic", "observation", "physics"]
+Check = Literal["semantic", "observation", "physics", "baseline"]
 
 
 class Tolerance(BaseModel):

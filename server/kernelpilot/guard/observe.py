@@ -58,7 +58,31 @@ TIMERS: tuple[tuple[str, str], ...] = (
     ("torch.cuda", "graph"),
     ("torch.cuda", "CUDAGraph.replay"),
     ("torch.profiler", "profile"),
+    # the public ops a baseline (or the contract's reference) calls: replaced, they could slow the baseline
+    # side sharing the timing process, or skew the checked references (torch.compile replaces none)
+    ("torch", "matmul"),
+    ("torch", "mm"),
+    ("torch", "bmm"),
+    ("torch", "addmm"),
+    ("torch", "add"),
+    ("torch", "mul"),
+    ("torch", "Tensor.__matmul__"),
+    ("torch", "Tensor.__add__"),
+    ("torch", "Tensor.__mul__"),
+    ("torch", "Tensor.matmul"),
+    ("torch", "Tensor.add"),
+    ("torch", "Tensor.mul"),
+    # the summary statistics a harness takes of its samples (GPU MODE #162's statistics patch)
+    ("statistics", "median"),
+    ("statistics", "mean"),
+    ("statistics", "fmean"),
+    ("numpy", "median"),
+    ("numpy", "mean"),
+    ("numpy", "percentile"),
+    ("numpy", "quantile"),
 )
+# every public function of torch.nn.functional is snapshotted too (`_functional`)
+FUNCTIONAL = "torch.nn.functional"
 # kernelpilot's own timing modules: every function they define is snapshotted too. The paired loop and
 # the guard's timing factory are among them: `guard.checked` runs the candidate's checks before it loads
 # the timed sides, so a candidate that replaced `guard.timed.make` there would choose what is timed.
@@ -114,6 +138,14 @@ def _own_functions() -> dict[str, Any]:
     return out
 
 
+def _functional() -> dict[str, Any]:
+    """torch.nn.functional's public callables by name (what F.* a baseline or a reference calls)."""
+    mod = sys.modules.get(FUNCTIONAL)
+    if mod is None:
+        return {}
+    return {f"{FUNCTIONAL}.{k}": v for k, v in vars(mod).items() if callable(v) and not k.startswith("_")}
+
+
 def _library_roots() -> tuple[str, ...]:
     """Folders whose code is not the candidate's: the standard library, installed packages, kernelpilot."""
     paths = sysconfig.get_paths()
@@ -156,9 +188,10 @@ class Watch:
     def __init__(self, import_torch: bool = True) -> None:
         if import_torch and "torch" not in sys.modules and importlib.util.find_spec("torch") is not None:
             importlib.import_module("torch")  # so torch's timers exist to snapshot before the candidate
-        for name in OWN_MODULES:  # kernelpilot's timing functions exist to snapshot before the candidate
+        for name in (*OWN_MODULES, "statistics"):  # these exist to snapshot before the candidate
             importlib.import_module(name)
         self.timers = {f"{m}.{p}": _resolve(m, p) for m, p in TIMERS}
+        self.functional = _functional()
         self.own = _own_functions()
         self.roots = _library_roots()
         self.started: list[str] = []  # threads running the candidate's own code: rejected
@@ -239,6 +272,8 @@ class Watch:
         ]
         now = _own_functions()
         out += [name for name, fn in self.own.items() if now.get(name) is not fn]
+        now_f = _functional()
+        out += [name for name, fn in self.functional.items() if now_f.get(name) is not fn]
         out += [f"{h}: an interpreter hook running the candidate's code" for h in self.hooks()]
         if not self.ended:
             out += [

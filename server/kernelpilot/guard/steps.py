@@ -81,7 +81,28 @@ class CheckedRun:
 def run_checked(
     contract: Contract, workdir: Path, request: CompareRequest, env: dict[str, str], timeout_s: float
 ) -> CheckedRun:
-    """The semantic checks, then the paired timing of `request`, in one fresh process (`guard.checked`)."""
+    """The semantic checks, then the paired timing of `request`, in one fresh process (`guard.checked`);
+    then the baseline side checked for tampering (`baseline_tampered`): a candidate that passed is
+    rejected when it did."""
+    tree = baseline_tree_of(request.root_a)
+    before = tree_state(tree) if tree is not None else {}
+    got = _run_checked(contract, workdir, request, env, timeout_s)
+    report = got.harness.report
+    if tree is not None and report is not None and report.rejection is None and not report.error:
+        why = baseline_tampered(tree, before, got.result)
+        if why:
+            report.rejection = Rejection(
+                check="baseline",
+                status="rejected_baseline_tampered",
+                evidence=f"{why}; an honest version changes only its own files and leaves the baseline side "
+                "(its tree and the functions it calls) as it found it",
+            )
+    return got
+
+
+def _run_checked(
+    contract: Contract, workdir: Path, request: CompareRequest, env: dict[str, str], timeout_s: float
+) -> CheckedRun:
     with tempfile.TemporaryDirectory(prefix="kernelpilot-checked-") as tmp:
         paths = [Path(tmp) / name for name in ("contract.json", "report.json", "request.json", "result.json")]
         paths[0].write_text(contract.model_dump_json(), encoding="utf-8")
@@ -97,6 +118,119 @@ def run_checked(
         got = _report_of(paths[1], f"{what}\n{res.stderr[-OUTPUT_TAIL_CHARS:]}")
         result = paths[3].read_text(encoding="utf-8") if paths[3].is_file() else None
     return CheckedRun(got, res.returncode, res.stdout, res.stderr, result=result)
+
+
+BASELINE_TREE = ".baseline-tree"  # tasks.paired.BASELINE_TREE (the task folder's worktree of the baseline)
+# The paired baseline side's median may read this many times baseline.json's (plus its IQR) before the
+# baseline is called tampered with; KERNELPILOT_GUARD_BASELINE_SLOWDOWN overrides it in eval's environment
+# (a shared GPU: several evals at once slowed the H100 suite's 2.8 ms baseline to 5-23 ms).
+BASELINE_SLOWDOWN = 1.5
+SLOWDOWN_ABS_US = 2.0  # and this much absolute (a few-us kernel's launch jitter), as `observe.allowed_us`
+SLOWDOWN_ENV = "KERNELPILOT_GUARD_BASELINE_SLOWDOWN"
+
+
+def baseline_tree_of(root: str | None) -> Path | None:
+    """The `.baseline-tree` folder `root` (the paired baseline side's root) lies in, if any."""
+    if not root:
+        return None
+    path = Path(root).resolve()
+    for p in (path, *path.parents):
+        if p.name == BASELINE_TREE:
+            return p
+    return None
+
+
+def tree_state(tree: Path) -> dict[str, tuple[int, int, int, int]]:
+    """(size, mtime, ctime, inode) of every file of the tree but its `.git` link: a file rewritten and put
+    back keeps its bytes and can keep its mtime, never its ctime."""
+    out: dict[str, tuple[int, int, int, int]] = {}
+    for dirpath, dirs, files in os.walk(tree):
+        dirs[:] = [d for d in dirs if d != ".git"]
+        for name in files:
+            full = os.path.join(dirpath, name)
+            if name == ".git" and dirpath == str(tree):
+                continue
+            try:
+                st = os.lstat(full)
+            except OSError:  # removed while walked: the comparison reports it missing
+                continue
+            out[os.path.relpath(full, tree)] = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+    return out
+
+
+def _pyc_honest(pyc: Path) -> bool:
+    """A bytecode cache file holds what its source compiles to (one this interpreter would load)."""
+    import importlib.util
+    import marshal
+
+    try:
+        data = pyc.read_bytes()
+    except OSError:
+        return True  # gone: nothing this interpreter can load
+    if data[:4] != importlib.util.MAGIC_NUMBER:
+        return True  # another interpreter's cache: this one never loads it
+    parts = pyc.name.split(".")
+    src = pyc.parent.parent / f"{parts[0]}.py"
+    opt = next((int(p[4:]) for p in parts if p.startswith("opt-") and p[4:].isdigit()), 0)
+    try:
+        code = compile(src.read_bytes(), str(src), "exec", dont_inherit=True, optimize=opt)
+        return bool(marshal.loads(data[16:]) == code)
+    except (OSError, SyntaxError, ValueError, EOFError, TypeError):
+        return False  # no source, or a cache that is not its source's code
+
+
+def tree_changes(tree: Path, before: dict[str, tuple[int, int, int, int]]) -> list[str]:
+    """Files of the baseline tree changed, added or removed since `before` (bytecode caches: any whose
+    code is not its source's, new or old)."""
+    after = tree_state(tree)
+    changed = []
+    for rel in sorted(set(before) | set(after)):
+        if "__pycache__" in Path(rel).parts:
+            if rel in after and not _pyc_honest(tree / rel):
+                changed.append(f"{rel} (bytecode that is not its source's)")
+        elif rel not in after:
+            changed.append(f"{rel} (removed)")
+        elif rel not in before:
+            changed.append(f"{rel} (added)")
+        elif after[rel] != before[rel]:
+            changed.append(f"{rel} (rewritten)")
+    return changed
+
+
+def baseline_tampered(tree: Path, before: dict[str, tuple[int, int, int, int]], result: str | None) -> str:
+    """Why the baseline side was tampered with during the checked process ("" when it was not): its tree
+    changed on disk, or its paired median read far above baseline.json's."""
+    changed = tree_changes(tree, before)
+    if changed:
+        shown = ", ".join(changed[:6]) + (f" and {len(changed) - 6} more" if len(changed) > 6 else "")
+        return f"the baseline tree ({tree}) changed while the candidate's process ran: {shown}"
+    return _baseline_slowed(tree.parent / "baseline.json", result)
+
+
+def _baseline_slowed(path: Path, result: str | None) -> str:
+    """The paired baseline side's median against baseline.json's ("" when within the allowance)."""
+    try:
+        rec = json.loads(path.read_text(encoding="utf-8"))["stats"]
+        doc = json.loads(result or "")
+        got = doc["a_stats"]["median"]
+        med, iqr, now = float(rec["median"]), float(rec.get("iqr") or 0.0), float(got)
+        if doc.get("verdict_mode") == "cpu":
+            return ""  # the host timer on a shared CPU: its noise is no evidence (the tree check still holds)
+    except (OSError, ValueError, KeyError, TypeError):
+        return ""  # no record to hold it against (the timing's own failure is judged elsewhere)
+    try:
+        slowdown = float(os.environ.get(SLOWDOWN_ENV, BASELINE_SLOWDOWN))
+    except ValueError:
+        slowdown = BASELINE_SLOWDOWN
+    allowed = slowdown * med + iqr + SLOWDOWN_ABS_US
+    if now <= allowed:
+        return ""
+    return (
+        f"the baseline side's paired median read {now:.1f} us, {now / med:.2f}x the {med:.1f} us "
+        f"baseline.json recorded (allowed: {slowdown:g}x + its IQR {iqr:.1f} us + {SLOWDOWN_ABS_US:g} us = "
+        f"{allowed:.1f} us): something slowed the baseline's calls (a patched op it calls, its code "
+        "rewritten, or another eval on the GPU)"
+    )
 
 
 def _report_of(path: Path, died: str) -> HarnessOutcome:
