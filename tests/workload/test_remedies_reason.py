@@ -116,3 +116,35 @@ def test_the_child_reports_the_reason_and_where_it_was_raised():
 def test_the_bound_holds_for_any_limit(limit: int):
     exc = _compile_failure(RuntimeError("\n".join(f"line {i} " + "y" * 300 for i in range(20))))
     assert len(failure_reason(exc, limit=limit)) <= limit
+
+
+def test_the_parent_keeps_the_childs_stderr_when_a_remedy_failed(monkeypatch: pytest.MonkeyPatch, tmp_path):
+    """`run_remedies` with the child replaced by what it writes on a GPU where compile failed: the reason from
+    the JSON, and the end of what torch logged on stderr as a note."""
+    import json
+
+    from kernelpilot.host import toolchain
+    from kernelpilot.workload.models import CaptureTarget
+    from kernelpilot.workload.remedies import STDERR_CHARS, run_remedies
+
+    def fake_run(argv, timeout_s, cwd, env, check):
+        out = argv[argv.index("--out") + 1]
+        why = failure_reason(_compile_failure(RuntimeError("no working C compiler found")))
+        doc = {
+            "remedies": [{"name": "torch_compile_reduce_overhead", "status": "not_applicable", "why": why}]
+        }
+        with open(out, "w") as f:
+            json.dump(doc, f)
+        return toolchain.RunResult(
+            tuple(argv), 0, "", "W1127 inductor log\n" + "x" * 2000 + " gcc: not found\n", 1.0
+        )
+
+    monkeypatch.setattr(toolchain, "run", fake_run)
+    rep = run_remedies(CaptureTarget(spec="step.py:make", workdir=str(tmp_path)), 100.0, 60.0)
+    comp = next(r for r in rep.remedies if r.name == "torch_compile_reduce_overhead")
+    assert comp.why is not None and comp.why.endswith("RuntimeError: no working C compiler found")
+    (note,) = [n for n in rep.notes if n.startswith("the remedies child's stderr ends: ")]
+    assert (
+        note.endswith(" gcc: not found")
+        and len(note) <= len("the remedies child's stderr ends: ") + STDERR_CHARS
+    )

@@ -35,6 +35,7 @@ METHOD = (
     "a 95 % bootstrap interval, the ratio remedy/eager by timing.stats.paired_ratio_ci"
 )
 NAMES = ("cuda_graph", "torch_compile_reduce_overhead")
+STDERR_CHARS = 600  # of the child's stderr kept in the notes when a remedy failed
 
 
 def why_not(res: WorkloadResult, spec: str | None) -> str | None:
@@ -102,8 +103,10 @@ def run_remedies(target: CaptureTarget, estimate: float | None, timeout_s: float
             str(out),
         ]
         ended: str | None = None
+        stderr = ""
         try:
             res = run(argv, timeout_s=timeout_s, cwd=target.workdir, env=runner_env(), check=False)
+            stderr = res.stderr.strip()
             if res.returncode != 0:
                 tail = (res.stderr.strip() or res.stdout.strip())[-600:]
                 kind = {EXIT_NO_GPU: "no GPU", EXIT_USER: "the step failed"}.get(res.returncode, "it failed")
@@ -119,6 +122,9 @@ def run_remedies(target: CaptureTarget, estimate: float | None, timeout_s: float
     report = parse(doc, estimate, time.perf_counter() - t0, ended)
     if ended:
         report.notes.append(ended)
+    elif stderr and any(r.status in ("not_applicable", "failed") for r in report.remedies):
+        # what torch logged while a remedy failed (inductor writes its error there too), the end of it
+        report.notes.append(f"the remedies child's stderr ends: {stderr[-STDERR_CHARS:]}")
     return report
 
 
