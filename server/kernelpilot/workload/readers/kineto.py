@@ -208,8 +208,18 @@ def _activities(b: _Buckets, inputs: Callable[[Any], Any]) -> list[Activity]:
     out: list[Activity] = []
     for ev in b.device:
         name = "?" if ev.name is UNSET else str(ev.name)
-        name = names.setdefault(name, name)
-        act = Activity(name, float(ev.ts), float(ev.dur or 0.0), _DEVICE[ev.cat])
+        if name not in names:
+            _check_name(name)
+            names[name] = name
+        name = names[name]
+        ts, dur = float(ev.ts), float(ev.dur or 0.0)
+        if not (0.0 <= dur < _INF and -_INF < ts < _INF):  # NaN fails every comparison
+            raise TraceFormatError(
+                f"a {ev.cat} event {name[:80]!r} at ts {ts} has duration {dur}: a device activity's "
+                "duration is a finite number >= 0",
+                "give the trace torch.profiler wrote, unedited",
+            )
+        act = Activity(name, ts, dur, _DEVICE[ev.cat])
         out.append(act)
         args = ev.args
         if args is None:
@@ -218,7 +228,8 @@ def _activities(b: _Buckets, inputs: Callable[[Any], Any]) -> list[Activity]:
         grid, block = args.grid, args.block
         act.grid = None if grid is UNSET else grid  # checked once per kernel name (breakdown.dims)
         act.block = None if block is UNSET else block
-        act.stream = args.stream
+        stream = args.stream
+        act.stream = stream if type(stream) is int else None  # anything else is not a stream id
         rt = runtime.get(args.correlation)
         if rt is not None:
             act.launch_ts_us = float(rt.ts)
@@ -236,6 +247,18 @@ def _activities(b: _Buckets, inputs: Callable[[Any], Any]) -> list[Activity]:
                 act.shapes = inputs(oargs.input_dims)
                 act.input_types = inputs(oargs.input_type)
     return out
+
+
+_INF = float("inf")
+MAX_NAME_CHARS = 65_536  # a C++ template kernel name runs to a few thousand characters; not 200 MB
+
+
+def _check_name(name: str) -> None:
+    if len(name) > MAX_NAME_CHARS:
+        raise TraceFormatError(
+            f"a device event's name is {len(name):,} characters long (over {MAX_NAME_CHARS:,})",
+            "give the trace torch.profiler wrote, unedited",
+        )
 
 
 def _context(acts: list[Activity], b: _Buckets) -> list[Interval]:
@@ -302,11 +325,15 @@ def read_kineto(path: Path, steps: int | None = None, skip_steps: int = 0) -> Tr
     decoded = decode_trace(path)
     try:
         return _read(decoded, path, steps, skip_steps)
+    except TraceFormatError as exc:  # an event that cannot be true: named with the file
+        raise TraceFormatError(f"{path}: {exc.message}", exc.hint) from exc
     except (
         TypeError,
         ValueError,
         AttributeError,
         KeyError,
+        OverflowError,  # a 400-digit `ts` or `dur` (msgspec keeps big integers exact) to float
+        RecursionError,  # op inputs nested deeper than the decoder goes
     ) as exc:  # foreign data: a field of the wrong type
         raise TraceFormatError(
             f"{path}: an event has a field of an unexpected type or lacks one ({type(exc).__name__}: {exc})",

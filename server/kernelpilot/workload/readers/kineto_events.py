@@ -14,6 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from kernelpilot.foundation.errors import KernelpilotError
+from kernelpilot.foundation.readers import read_bytes
 from kernelpilot.workload.errors import TraceFormatError
 from kernelpilot.workload.readers.gzipped import maybe_gunzip
 
@@ -21,6 +23,8 @@ try:
     import msgspec
 except ImportError:  # a declared dependency; a bare copy of the tree decodes with json (slower, same result)
     msgspec = None  # type: ignore[assignment]
+
+MAX_TRACE_BYTES = 16 * 2**30  # decoded whole in memory: past this a trace needs a machine of its own
 
 # what a Kineto kernel event records about its launch (CUPTI's kernel record), kept per kernel name
 LAUNCH_KEYS = ("registers per thread", "shared memory", "grid", "block", "blocks per SM", "warps per SM")
@@ -114,6 +118,15 @@ def _raw_inputs() -> Callable[[Any], Any]:
 def _decode_msgspec(text: bytes, source: str) -> Decoded:
     try:
         doc = _DECODER.decode(text)
+    except UnicodeDecodeError as exc:  # msgspec checks the UTF-8 of each string as it decodes it
+        raise TraceFormatError(
+            f"trace {source!r} is not UTF-8 text (byte {exc.start})", "give the trace torch.profiler wrote"
+        ) from exc
+    except RecursionError as exc:  # msgspec bounds its own nesting depth and raises this past it
+        raise TraceFormatError(
+            f"trace {source!r} is nested too deeply to be a Chrome trace",
+            "give the trace torch.profiler wrote",
+        ) from exc
     except msgspec.ValidationError as exc:
         raise _foreign(source, str(exc)) from exc
     except msgspec.DecodeError as exc:
@@ -172,6 +185,10 @@ class _JsonObject(dict[str, Any]):
 def _decode_json(text: bytes, source: str) -> Decoded:
     try:
         doc = json.loads(text, object_hook=_JsonObject)
+    except RecursionError as exc:
+        raise TraceFormatError(
+            f"trace {source!r} is nested too deeply", "give the trace torch.profiler wrote"
+        ) from exc
     except json.JSONDecodeError as exc:
         where = "ends early (truncated)" if exc.pos >= len(text) - 2 else f"is not JSON at byte {exc.pos}"
         raise TraceFormatError(
@@ -187,13 +204,16 @@ def _decode_json(text: bytes, source: str) -> Decoded:
 
 def decode_trace(path: Path) -> Decoded:
     """Read and decode the file; a truncated, non-JSON or foreign file is a typed error naming why."""
+    # read, not mmap: a file truncated while a mapped copy is decoded faults (SIGBUS) and would take
+    # the MCP server down with it; the copy costs about 0.1 s on a 250 MB trace. The guarded read refuses
+    # a folder, FIFO, device (a link to /dev/zero) or link loop before reading a byte.
     try:
-        # read, not mmap: a file truncated while a mapped copy is decoded faults (SIGBUS) and would take
-        # the MCP server down with it; the copy costs about 0.1 s on a 250 MB trace
-        text = path.read_bytes()
-    except OSError as exc:
-        raise TraceFormatError(f"cannot read trace {str(path)!r}: {exc}", "check the path") from exc
+        text = read_bytes(path, "trace", MAX_TRACE_BYTES)
+    except KernelpilotError as exc:
+        raise TraceFormatError(exc.message, exc.hint) from exc
     text = maybe_gunzip(text, str(path))  # tensorboard_trace_handler(use_gzip=True) writes .json.gz
+    if text.startswith(b"\xef\xbb\xbf"):  # a UTF-8 BOM (an editor's save): the JSON starts after it
+        text = text[3:]
     if msgspec is None:
         return _decode_json(text, str(path))
     return _decode_msgspec(text, str(path))

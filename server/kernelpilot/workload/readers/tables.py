@@ -10,14 +10,15 @@ cuda_gpu_trace` (Start (ns), Duration (ns), Name, GrdX..., BlkX...) and `--repor
 
 from __future__ import annotations
 
-import csv
-import io
 from pathlib import Path
 
+from kernelpilot.foundation.errors import KernelpilotError
+from kernelpilot.foundation.readers import ReaderError, count, finite, read_bytes, read_csv_table
 from kernelpilot.workload.errors import TraceFormatError
 from kernelpilot.workload.readers.gzipped import maybe_gunzip
 from kernelpilot.workload.readers.trace import Activity, Aggregate, Trace
 
+MAX_TRACE_BYTES = 4 * 2**30  # a CSV table read whole: past this, a tool's table is not what was given
 _ROCPROF_NOTE = "rocprofv3 kernel trace: kernels only (no host calls, ops or ranges)"
 
 
@@ -37,53 +38,59 @@ def sniff(text: str) -> str | None:
     return None
 
 
+MAX_NAME_CHARS = 65_536  # a C++ template kernel name runs to a few thousand; a longer one is not a name
+
+
 def _rows(text: str, source: str, need: tuple[str, ...]) -> list[dict[str, str]]:
-    lines = text.splitlines()
-    start = next((i for i, ln in enumerate(lines) if all(n in ln for n in need)), None)
-    if start is None:
-        raise TraceFormatError(
-            f"{source}: no header with {', '.join(need)}", "give the tool's CSV as written"
-        )
+    """The table's rows (dialect detected by `foundation.readers.read_csv_table`); each remembers its line."""
     try:
-        rows = list(csv.DictReader(io.StringIO("\n".join(lines[start:]))))
-    except csv.Error as exc:
-        raise TraceFormatError(f"{source}: broken CSV: {exc}", "record the file again") from exc
-    full = [r for r in rows if None not in r.values() and None not in r]
-    if len(full) < len(rows):
-        raise TraceFormatError(
-            f"{source}: {len(rows) - len(full)} row(s) have fewer or more cells than the header (truncated?)",
-            "record the file again and let the tool finish writing",
-        )
-    if not full:
+        table = read_csv_table(text, source, need)
+    except ReaderError as exc:
+        raise TraceFormatError(exc.message, exc.hint) from exc
+    if not table.rows:
         raise TraceFormatError(
             f"{source}: the table has a header but no rows", "the capture recorded nothing"
         )
-    return full
+    for row, line in zip(table.rows, table.lines, strict=True):
+        row[_LINE] = str(line)
+        for key in ("Name", "Kernel_Name"):
+            if len(row.get(key, "")) > MAX_NAME_CHARS:
+                raise TraceFormatError(
+                    f"{source}:{line}: a {key} of {len(row[key]):,} characters (over {MAX_NAME_CHARS:,})",
+                    "give the tool's CSV as written",
+                )
+    return table.rows
 
 
-def _num(row: dict[str, str], key: str, source: str) -> float:
-    cell = row.get(key, "").replace(",", "").strip()
+_LINE = "\0line"  # the file line of a row, kept beside its cells (no CSV column has this name)
+
+
+def _num(row: dict[str, str], key: str, source: str, minimum: float | None = 0.0) -> float:
+    """A finite number at least `minimum`: a NaN, infinite or negative duration or count cannot be true."""
     try:
-        return float(cell)
-    except ValueError as exc:
-        raise TraceFormatError(
-            f"{source}: {key} = {cell!r} is not a number", "record the file again"
-        ) from exc
+        return finite(row.get(key, ""), source, row.get(_LINE, ""), key, minimum=minimum)
+    except ReaderError as exc:
+        raise TraceFormatError(exc.message, exc.hint) from exc
+
+
+def _int(row: dict[str, str], key: str, source: str) -> int:
+    try:
+        return count(row.get(key, ""), source, row.get(_LINE, ""), key)
+    except ReaderError as exc:
+        raise TraceFormatError(exc.message, exc.hint) from exc
 
 
 def read_rocprof_trace(text: str, source: str, steps: int | None) -> Trace:
     rows = _rows(text, source, ("Kernel_Name", "Start_Timestamp", "End_Timestamp"))
     acts = []
     for r in rows:
-        s, e = int(_num(r, "Start_Timestamp", source)), int(_num(r, "End_Timestamp", source))
+        s, e = _int(r, "Start_Timestamp", source), _int(r, "End_Timestamp", source)
         if e < s:
             raise TraceFormatError(
-                f"{source}: a dispatch ends before it starts ({s} > {e})", "record it again"
+                f"{source}:{r[_LINE]}: a dispatch ends before it starts ({s} > {e})", "record it again"
             )
-        grid = [int(_num(r, f"Grid_Size_{d}", source)) for d in "XYZ"] if "Grid_Size_X" in r else None
-        block = (
-            [int(_num(r, f"Workgroup_Size_{d}", source)) for d in "XYZ"] if "Workgroup_Size_X" in r else None
-        )
+        grid = [_int(r, f"Grid_Size_{d}", source) for d in "XYZ"] if "Grid_Size_X" in r else None
+        block = [_int(r, f"Workgroup_Size_{d}", source) for d in "XYZ"] if "Workgroup_Size_X" in r else None
         acts.append(
             Activity(
                 name=r["Kernel_Name"], start_us=s / 1000.0, dur_us=(e - s) / 1000.0, grid=grid, block=block
@@ -114,7 +121,7 @@ def _aggregates(
     return [
         Aggregate(
             name=r["Name"],
-            calls=int(_num(r, calls, source)),
+            calls=_int(r, calls, source),
             total_us=_num(r, total, source) / 1000.0,
             min_us=_num(r, lo, source) / 1000.0,
             max_us=_num(r, hi, source) / 1000.0,
@@ -125,7 +132,7 @@ def _aggregates(
 
 
 def read_rocprof_stats(text: str, source: str, steps: int | None) -> Trace:
-    rows = _rows(text, source, ("Name", "Calls", "TotalDurationNs"))
+    rows = _rows(text, source, ("Name", "Calls", "TotalDurationNs", "MinNs", "MaxNs"))
     aggs = _aggregates(rows, source, calls="Calls", total="TotalDurationNs", lo="MinNs", hi="MaxNs")
     return Trace(
         "rocprof_stats",
@@ -143,12 +150,8 @@ def read_nsys_gpu_trace(text: str, source: str, steps: int | None) -> Trace:
     for r in rows:
         name = r["Name"]
         kind = "memcpy" if "[CUDA memcpy" in name else "memset" if "[CUDA memset" in name else "kernel"
-        grid = (
-            [int(_num(r, k, source)) for k in ("GrdX", "GrdY", "GrdZ")] if r.get("GrdX", "").strip() else None
-        )
-        block = (
-            [int(_num(r, k, source)) for k in ("BlkX", "BlkY", "BlkZ")] if r.get("BlkX", "").strip() else None
-        )
+        grid = [_int(r, k, source) for k in ("GrdX", "GrdY", "GrdZ")] if r.get("GrdX", "").strip() else None
+        block = [_int(r, k, source) for k in ("BlkX", "BlkY", "BlkZ")] if r.get("BlkX", "").strip() else None
         acts.append(
             Activity(
                 name,
@@ -169,7 +172,7 @@ def read_nsys_gpu_trace(text: str, source: str, steps: int | None) -> Trace:
 
 
 def read_nsys_kern_sum(text: str, source: str, steps: int | None) -> Trace:
-    rows = _rows(text, source, ("Total Time (ns)", "Instances", "Name"))
+    rows = _rows(text, source, ("Total Time (ns)", "Instances", "Name", "Med (ns)", "Min (ns)", "Max (ns)"))
     aggs = _aggregates(
         rows, source, calls="Instances", total="Total Time (ns)", lo="Min (ns)", hi="Max (ns)", med="Med (ns)"
     )
@@ -218,8 +221,12 @@ READERS = {
 
 
 def read_table(path: Path, fmt: str, steps: int | None) -> Trace:
-    data = maybe_gunzip(path.read_bytes(), str(path))  # gzip told by its magic bytes, not the suffix
-    text = data.decode("utf-8", "replace")
+    try:
+        data = read_bytes(path, "trace", MAX_TRACE_BYTES)
+    except KernelpilotError as exc:
+        raise TraceFormatError(exc.message, exc.hint) from exc
+    data = maybe_gunzip(data, str(path))  # gzip told by its magic bytes, not the suffix
+    text = data.decode("utf-8", "replace").removeprefix("\ufeff")
     if fmt == "auto":
         found = sniff(text)
         if found is None:
