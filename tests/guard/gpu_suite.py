@@ -6,13 +6,18 @@ wiring, the statuses and the report, not the acceptance figures).
 
 Builds a scratch git repository of the cases with one contract task per contract (each with its baseline
 candidate committed), refreshes the baselines one at a time, then:
-1. every hack at once (`jobs` evals in flight), each in its own clone (same commits, the task folder and
-   baseline copied in): a rejection does not depend on a quiet GPU; meanwhile the look-alikes that compile
-   (torch.compile, Triton, load_inline) are warmed into shared caches (`CACHES`), so their evals pay the
-   loading and not the compiling;
+1. the hacks, `jobs` (8) evals in flight, each in its own clone (same commits, the task folder and
+   baseline copied in): a rejection does not depend on a quiet GPU; then, alone on a quiet GPU, each
+   task's honest twin (`HONEST_TWIN`) and every accepted hack timed by `kernelpilot time` (`time_alone`):
+   a hack is `caught` (rejected), `neutralized` (accepted, no faster than the honest twin beyond the
+   spread: it gained nothing) or a `WIN` (faster: the guard failed; `gain_verdict`). An eval's own
+   `improved` says nothing there: its paired baseline is read under the other evals' load. Meanwhile the
+   look-alikes that compile (torch.compile, Triton, load_inline) are warmed into shared caches (`CACHES`);
 2. the honest look-alikes one at a time (their verdicts are timing verdicts: a quiet GPU): `eval` (paired
    against the baseline commit), then `kernelpilot compare` of the task's baseline against the candidate
-   (the same factory, paired, unguarded), so each row shows eval's verdict beside the one `compare` gives;
+   (the same factory, paired, unguarded), so each row shows eval's verdict beside the one `compare` gives,
+   except where eval reads it more than 3x faster (`needs_compare`: a disagreement would need a 3x timing
+   error, and 20 compares do not fit one device call);
 3. every eval into one experiment database and `exp failures` of it.
 A case's expectation is a status family: `accepted` (improved/neutral/regressed) or the rejections that
 name the pattern (several where the guard's judging order lets a second check fire first: docs/guard.md,
