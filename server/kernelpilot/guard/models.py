@@ -197,6 +197,11 @@ class ThreadSeen(BaseModel):
         "(rejected); library: judged by what it launches (`observe.judge_threads`)."
     )
     native_id: int | None = Field(None, description="The OS thread id (what the activity trace names).")
+    ident: int | None = Field(
+        None,
+        description="threading.get_ident() (the pthread id): CUPTI names a launching thread by its low 32 "
+        "bits (the H100 recording's pool thread: trace tid 1006630592 = 0x3bfff6c0).",
+    )
     via: Literal["threading", "_thread"] = "threading"
 
 

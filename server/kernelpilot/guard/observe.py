@@ -146,6 +146,17 @@ def _functional() -> dict[str, Any]:
     return {f"{FUNCTIONAL}.{k}": v for k, v in vars(mod).items() if callable(v) and not k.startswith("_")}
 
 
+def thread_names(threads: list[ThreadSeen]) -> dict[int, str]:
+    """Trace thread id -> the watched thread's name. The activity trace names a launching thread by its
+    OS id or by the low 32 bits of its pthread id (CUPTI's threadId), so both key the same name."""
+    names: dict[int, str] = {}
+    for t in threads:
+        for tid in (t.native_id, t.ident, t.ident & 0xFFFFFFFF if t.ident is not None else None):
+            if tid is not None:
+                names[tid] = t.name
+    return names
+
+
 def _library_roots() -> tuple[str, ...]:
     """Folders whose code is not the candidate's: the standard library, installed packages, kernelpilot."""
     paths = sysconfig.get_paths()
@@ -237,7 +248,7 @@ class Watch:
                 seen = self._record(f"_thread {getattr(function, '__qualname__', '?')}", function, via)
 
             def run(*a: Any, **k: Any) -> Any:
-                seen.native_id = threading.get_native_id()
+                seen.native_id, seen.ident = threading.get_native_id(), threading.get_ident()
                 return function(*a, **k)
 
             return raw(run, *args, **kwargs)
@@ -516,7 +527,7 @@ def observe(
         trace = traced(torch, annotated, cpu=True)
         obs = observation_from_trace(trace, calls)
         tids = [threading.get_native_id(), *_annotation_tids(trace)]
-        names = {t.native_id: t.name for t in threads if t.native_id is not None}
+        names = thread_names(threads)
         obs.attributed, obs.timing_tid, obs.foreign_launches = attribute_launches(trace, set(tids), names)
         obs.launching_threads = launching_threads(trace)
     obs.timed_outputs, obs.timed_checks, obs.fresh_note, obs.fresh_cost = (
