@@ -69,6 +69,13 @@ SASS_PIPES: dict[str, frozenset[str]] = {
             "SHR",
             "IMNMX",
             "FMNMX",
+            # Byte permute, predicate logic and the half2 compare: ncu's ALU pipe counter on the H100
+            # (tests/fixtures/roofline/issue_bound/row_sort_raw.csv) counts 614 ALU warp instructions per
+            # warp of row_sort_kernel, whose SASS has 330 of the opcodes above plus PRMT 154, HSETP2 89 and
+            # PLOP3 35 (= 608): they issue to the ALU pipe too.
+            "PRMT",
+            "PLOP3",
+            "HSETP2",
         }
     ),
     "shuffle": frozenset({"SHFL"}),
