@@ -33,19 +33,9 @@ from kernelpilot.guard.semantic import (
     out_numel,
     perturb_interior,
 )
+from kernelpilot.guard.timed import reference_f64
 
 SEED_STRIDE = 1000  # seeds of shape i are seed + i * SEED_STRIDE + j: every call gets its own values
-
-
-def _reference(loaded: cmod.Loaded, be: Backend, inputs: list[Any]) -> Any:
-    """The reference on float64 copies of the float inputs (higher precision than any declared dtype)."""
-    args = [be.f64(x) if be.is_float(x) else be.clone(x) for x in inputs]
-    try:
-        ref = loaded.reference(*args)
-    except Exception as exc:  # the contract's reference failed: a contract error, not the candidate's
-        raise ContractError(f"the contract reference raised {type(exc).__name__}: {exc}", "fix it") from exc
-    be.sync()
-    return ref
 
 
 def _call(loaded: cmod.Loaded, be: Backend, inputs: list[Any], out_buf: Any) -> Any:
@@ -79,7 +69,7 @@ class _Checker:
         if self.be is None:
             self.be = backend_for(inputs[0], self.loaded.device)
         be = self.be
-        ref = _reference(self.loaded, be, inputs)
+        ref = reference_f64(self.loaded, be, inputs)
         rdig = out_digest(be, ref)
         if rdig in run.refs:
             raise ContractError(
@@ -151,7 +141,7 @@ class _Checker:
         inputs = self.loaded.make(shape, seed)
         other = self.loaded.make(shape, seed + SEED_STRIDE // 2)
         out_buf = None
-        ref = _reference(self.loaded, be, inputs)
+        ref = reference_f64(self.loaded, be, inputs)
         if c.out:
             out_buf = be.empty(ref, self.dtype)
         prev = out_digest(be, _call(self.loaded, be, inputs, out_buf))
@@ -160,7 +150,7 @@ class _Checker:
         for i, x in enumerate(inputs):
             if i in c.in_place or not perturb_interior(be, x, other[i]):
                 continue
-            ref_before, ref = out_digest(be, ref), _reference(self.loaded, be, inputs)
+            ref_before, ref = out_digest(be, ref), reference_f64(self.loaded, be, inputs)
             if out_digest(be, ref) == ref_before:
                 continue  # the reference does not read those values: nothing to see
             sums = [be.digest(v) for v in inputs]
@@ -218,7 +208,7 @@ def _timed_refs(loaded: cmod.Loaded, be: Backend | None) -> list[list[float]]:
     if sel is not None and sel.values is None:
         return []  # ids alone are not compared under the timer (`selection.timed_view`)
     return [
-        be.fingerprint(timed_view(sel, _reference(loaded, be, loaded.make(shape, TIMING_SEED + i))))
+        be.fingerprint(timed_view(sel, reference_f64(loaded, be, loaded.make(shape, TIMING_SEED + i))))
         for i in range(TIMED_SETS)
     ]
 
