@@ -377,3 +377,12 @@ def test_cli_subprocess_sample(surface: Surface, tmp_path: Path) -> None:
 
 def test_fixture_seed_files_exist() -> None:
     assert (FUZZ / "contract.json").is_file() and (FUZZ / "nsys_kern_sum.csv").is_file()
+
+
+def test_a_task_workdir_no_os_can_hold_is_a_typed_error(tmp_path: Path) -> None:
+    """The CLI mutation run (bench/fuzz_surfaces.py, task_json case 961 of seed 34) found a 300,000-character
+    workdir crashing eval with ENAMETOOLONG from pathlib; it is the task file's error, typed."""
+    doc = json.loads(_seed("task_json"))
+    doc["workdir"] = "K" * 300_000
+    text = _typed("task_json", json.dumps(doc).encode(), tmp_path)
+    assert "not a usable path" in text and "workdir" in text

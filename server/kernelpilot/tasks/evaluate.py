@@ -58,8 +58,16 @@ def load_task(path_arg: str) -> tuple[Task, Path, Path]:
         raise InputFileError(f"task {path_arg!r}: no task.json found", "run `kernelpilot task create` first")
     task = read_task(task_json)
     task_dir = task_json.parent.resolve()
-    workdir = (task_dir / task.workdir).resolve()
-    if not workdir.is_dir():
+    try:  # a hand-edited workdir can be no path the OS can hold (ENAMETOOLONG, ELOOP, a NUL byte)
+        workdir = (task_dir / task.workdir).resolve()
+        present = workdir.is_dir()
+    except (OSError, ValueError) as exc:
+        raise InputFileError(
+            f"task workdir {task.workdir[:120]!r} (from task.json) is not a usable path: "
+            f"{exc.__class__.__name__}",
+            "set workdir to the repository root, relative to the task folder, or recreate the task",
+        ) from exc
+    if not present:
         raise InputFileError(f"task workdir {workdir} (from task.json) does not exist", "recreate the task")
     return task, task_dir, workdir
 
