@@ -95,17 +95,21 @@ def stop_verdict(
         if spec_ceiling and spec_target is not None
         else ""
     )
+    # what every verdict of this roof states, whatever its status
+    roof = dict(
+        bound=bound,
+        target_fraction=f,
+        ceiling=ceiling,
+        spec_ceiling=spec_ceiling,
+        work=work,
+        target_time_us=target,
+        spec_target_time_us=spec_target,
+    )
     if measured_time_us is None:
         return StopVerdict(
-            bound=bound,
+            **roof,
             status="UNKNOWN",
             lever=None,
-            target_fraction=f,
-            ceiling=ceiling,
-            spec_ceiling=spec_ceiling,
-            work=work,
-            target_time_us=target,
-            spec_target_time_us=spec_target,
             text=f"stop verdict UNKNOWN (no measured time): {bound}-bound target ≤ {_fmt_us(target)} "
             f"({what}){beside}",
         )
@@ -113,15 +117,9 @@ def stop_verdict(
     impossible = below_floor(measured_time_us, work / physical.per_s() * 1e6, bound)
     if impossible is not None:
         return StopVerdict(
-            bound=bound,
+            **roof,
             status="IMPOSSIBLE",
             lever=None,
-            target_fraction=f,
-            ceiling=ceiling,
-            spec_ceiling=spec_ceiling,
-            work=work,
-            target_time_us=target,
-            spec_target_time_us=spec_target,
             measured_time_us=measured_time_us,
             below_floor=impossible,
             text="stop verdict IMPOSSIBLE (not MET, not a percentage): "
@@ -143,15 +141,9 @@ def stop_verdict(
         + ("; lever: stop_or_fuse" if met else "")
     )
     return StopVerdict(
-        bound=bound,
+        **roof,
         status=status,
         lever="stop_or_fuse" if met else None,
-        target_fraction=f,
-        ceiling=ceiling,
-        spec_ceiling=spec_ceiling,
-        work=work,
-        target_time_us=target,
-        spec_target_time_us=spec_target,
         measured_time_us=measured_time_us,
         achieved=achieved,
         pct_of_ceiling=pct,
