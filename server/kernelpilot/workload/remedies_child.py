@@ -26,7 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from kernelpilot.workload.runner import EXIT_NO_GPU, EXIT_USER
+from kernelpilot.workload.runner import EXIT_NO_GPU, EXIT_USER, torch_with_gpu
 
 BLOCKS = 16  # ABBA blocks per comparison: 64 samples, a few seconds for a millisecond step
 SAMPLE_S = 0.025  # about this much wall time per sample (k steps)
@@ -324,13 +324,8 @@ def main(argv: list[str] | None = None) -> int:
     a = _args(argv)
     out = Path(a.out)
     doc: dict[str, Any] = {"remedies": [], "notes": []}
-    try:
-        import torch  # type: ignore[import-not-found,unused-ignore]  # the child exists to run torch
-    except ImportError:
-        print("kernelpilot-remedies: torch is not installed in this Python", file=sys.stderr)
-        return EXIT_NO_GPU
-    if not torch.cuda.is_available():
-        print("kernelpilot-remedies: torch sees no GPU (CUDA or ROCm)", file=sys.stderr)
+    torch = torch_with_gpu("kernelpilot-remedies")
+    if torch is None:
         return EXIT_NO_GPU
     try:
         step, reference, k = _setup(a, torch, doc)

@@ -127,21 +127,30 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     return ap.parse_args(argv)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run the capture; exit codes EXIT_NO_GPU / EXIT_USER say which typed error the parent raises."""
-    a = _args(argv)
+def torch_with_gpu(program: str) -> Any | None:
+    """torch, when it is installed and sees a GPU; else None, with why on stderr (the child then exits
+    EXIT_NO_GPU, which its parent turns into DeviceUnavailableError)."""
     try:
         import torch  # type: ignore[import-not-found,unused-ignore]  # the child exists to run torch
     except ImportError:
-        print("kernelpilot-runner: torch is not installed in this Python", file=sys.stderr)
+        print(f"{program}: torch is not installed in this Python", file=sys.stderr)
+        return None
+    if not torch.cuda.is_available():
+        print(f"{program}: torch sees no GPU (CUDA or ROCm)", file=sys.stderr)
+        return None
+    return torch
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the capture; exit codes EXIT_NO_GPU / EXIT_USER say which typed error the parent raises."""
+    a = _args(argv)
+    torch = torch_with_gpu("kernelpilot-runner")
+    if torch is None:
         return EXIT_NO_GPU
 
     from kernelpilot.foundation.errors import KernelpilotError
     from kernelpilot.timing.callables import build_closures, load_factory
 
-    if not torch.cuda.is_available():
-        print("kernelpilot-runner: torch sees no GPU (CUDA or ROCm)", file=sys.stderr)
-        return EXIT_NO_GPU
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     try:
