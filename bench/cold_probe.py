@@ -23,7 +23,6 @@ bench/cold_probe_next.sh). Prints a summary table last.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import math
 import os
@@ -43,15 +42,6 @@ sys.path.insert(0, str(HERE.parent / "server"))
 
 N_COLD = 256  # flushed launches per kernel and timer
 BATCH = 32  # items enqueued behind one hold
-UNITS_TO_US = {
-    "second": 1e6,
-    "nsecond": 1e-3,
-    "ns": 1e-3,
-    "usecond": 1.0,
-    "us": 1.0,
-    "msecond": 1e3,
-    "ms": 1e3,
-}
 
 
 def q(xs: list[float], p: float) -> float:
@@ -409,12 +399,9 @@ class Probe:
         self.data["ncu"]["wall_s"] = round(time.perf_counter() - t, 1)
         self.data["ncu"]["rc"] = p.returncode
         (self.out / "ncu.csv").write_text(p.stdout + "\n==== stderr\n" + p.stderr[-4000:])
-        rows = [ln for ln in p.stdout.splitlines() if ln.startswith('"')]
-        seq = []
-        for r in csv.DictReader(rows):
-            if r.get("Metric Name") == "gpu__time_duration.sum":
-                v = float(r["Metric Value"].replace(",", "")) * UNITS_TO_US[r["Metric Unit"]]
-                seq.append((r.get("Kernel Name", "?"), v))
+        from kernelpilot.timing.calibration import gpu_time_rows
+
+        seq = gpu_time_rows(p.stdout)
         blocks: list[list[tuple[str, float]]] = [[]]
         for nm, v in seq:
             if "kp_marker" in nm:

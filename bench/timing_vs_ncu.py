@@ -22,7 +22,6 @@ Usage (GPU machine with torch, triton, cupy, ncu):
 from __future__ import annotations
 
 import argparse
-import csv
 import importlib.util
 import json
 import os
@@ -163,15 +162,6 @@ KERNELS = {
     "mm_fp32": "gemm",
     "cuda_fma_5ms": "kp_fma_loop",
 }
-UNITS_TO_US = {
-    "nsecond": 1e-3,
-    "ns": 1e-3,
-    "usecond": 1.0,
-    "us": 1.0,
-    "msecond": 1e3,
-    "ms": 1e3,
-    "second": 1e6,
-}
 LAUNCHES = 15  # per kernel under ncu; the first 3 are dropped
 MARKER = "spin_kernel"  # torch.cuda._sleep's kernel: splits ncu's rows by kernel
 
@@ -182,13 +172,9 @@ def ncu_durations_us(csv_text: str) -> list[float]:
 
 def ncu_rows(csv_text: str) -> list[tuple[str, float]]:
     """(kernel name, gpu__time_duration µs) of every profiled launch, in order."""
-    rows = [ln for ln in csv_text.splitlines() if ln.startswith('"')]
-    out = []
-    for r in csv.DictReader(rows):
-        if r.get("Metric Name") == "gpu__time_duration.sum":
-            v = float(r["Metric Value"].replace(",", "")) * UNITS_TO_US[r["Metric Unit"]]
-            out.append((r.get("Kernel Name", "?"), v))
-    return out
+    from kernelpilot.timing.calibration import gpu_time_rows
+
+    return gpu_time_rows(csv_text)
 
 
 def ncu_cold(ncu: str, kern: Path, name: str, regex: str) -> list[float]:

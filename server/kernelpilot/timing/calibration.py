@@ -37,7 +37,6 @@ from kernelpilot.timing.models import ColdDerivation
 NO_CALIBRATION_ENV = "KERNELPILOT_NO_NCU_CALIBRATION"  # set: never run ncu to measure an offset
 CAL_LAUNCHES = 15  # launches of each calibration kernel under ncu; the first 3 are dropped
 CAL_MARKER = "spin_kernel"  # torch.cuda._sleep's kernel, launched between calibration kernels under ncu
-_UNITS_TO_US = {"nsecond": 1e-3, "ns": 1e-3, "usecond": 1.0, "us": 1.0, "msecond": 1e3, "ms": 1e3}
 
 
 @dataclass(frozen=True)
@@ -142,18 +141,31 @@ def calibration_closures(torch: Any) -> dict[str, Callable[[], Any]]:
     }
 
 
+def gpu_time_rows(csv_text: str) -> list[tuple[str, float]]:
+    """(kernel name, gpu__time_duration in µs) of every launch in ncu's --csv output, in launch order
+    (the units as ncu prints them, through `profile.units`)."""
+    from kernelpilot.profile.units import to_base
+
+    rows = [ln for ln in csv_text.splitlines() if ln.startswith('"')]
+    out = []
+    for r in csv.DictReader(rows):
+        if r.get("Metric Name") != "gpu__time_duration.sum":
+            continue
+        ns, base = to_base(r.get("Metric Value", ""), r.get("Metric Unit", ""))
+        if ns is not None and base == "ns":
+            out.append((r.get("Kernel Name", "?"), ns / 1e3))
+    return out
+
+
 def ncu_medians(csv_text: str, names: list[str], marker: str, launches: int) -> dict[str, float]:
     """Median gpu__time_duration (µs) per kernel from ncu's --csv output of a child that ran `launches`
     launches of each named closure in turn, each block followed by one `marker` kernel; first 3 dropped."""
-    rows = [ln for ln in csv_text.splitlines() if ln.startswith('"')]
     blocks: list[list[float]] = [[]]
-    for r in csv.DictReader(rows):
-        if r.get("Metric Name") != "gpu__time_duration.sum" or r.get("Metric Unit") not in _UNITS_TO_US:
-            continue
-        if marker in r.get("Kernel Name", ""):
+    for kernel, us in gpu_time_rows(csv_text):
+        if marker in kernel:
             blocks.append([])
             continue
-        blocks[-1].append(float(r["Metric Value"].replace(",", "")) * _UNITS_TO_US[r["Metric Unit"]])
+        blocks[-1].append(us)
     return {
         name: statistics.median(blk[3:])
         for name, blk in zip(names, blocks, strict=False)
