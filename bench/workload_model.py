@@ -5,7 +5,7 @@ many eager models do, which leaves fusion candidates), bf16, batch 8. Two step f
 protocol of `kernelpilot time` / `kernelpilot workload run`:
 
 - `make_decode`: one new token per sequence against a KV cache of 512 positions (the write position is fixed,
-  so every step does the same work);
+  so every step does the same work); under `torch.inference_mode`, or `grad_mode="no_grad"`;
 - `make_prefill`: 256 tokens per sequence, causal attention, filling the KV cache;
 - `make_decode_graph`: the decode step captured as a CUDA graph and replayed;
 - `make_train`: a training step (forward over 128 tokens without a cache, cross-entropy on the last token,
@@ -90,40 +90,47 @@ class Model(nn.Module):
         return self.head(self.norm(x[:, -1:]))
 
 
-def _setup() -> tuple[Model, list[Any]]:
+def _setup(device: str = "cuda") -> tuple[Model, list[Any]]:
     torch.manual_seed(0)
-    model = Model().to("cuda", torch.bfloat16).eval()
+    model = Model().to(device, torch.bfloat16).eval()
     shape = (BATCH, HEADS, CACHE, HIDDEN // HEADS)
     caches = [
         (
-            torch.zeros(shape, device="cuda", dtype=torch.bfloat16),
-            torch.zeros(shape, device="cuda", dtype=torch.bfloat16),
+            torch.zeros(shape, device=device, dtype=torch.bfloat16),
+            torch.zeros(shape, device=device, dtype=torch.bfloat16),
         )
         for _ in range(LAYERS)
     ]
     return model, caches
 
 
-def make_decode() -> Any:
-    """One decode step: 8 sequences, one token each, at cache position CACHE-1."""
-    model, caches = _setup()
-    tokens = torch.randint(0, VOCAB, (BATCH, 1), device="cuda")
+# How a step records no autograd: inference mode (the default, as many serving loops do) or no_grad, the
+# same kernels, which inductor compiles where it fails under inference mode (bench/compile_grad_mode.py)
+GRAD_MODES = {"inference": torch.inference_mode, "no_grad": torch.no_grad}
 
-    @torch.inference_mode()
+
+def make_decode(grad_mode: str = "inference", device: str = "cuda") -> Any:
+    """One decode step: 8 sequences, one token each, at cache position CACHE-1."""
+    model, caches = _setup(device)
+    tokens = torch.randint(0, VOCAB, (BATCH, 1), device=device)
+    no_autograd = GRAD_MODES[grad_mode]
+
     def step() -> torch.Tensor:
-        return model(tokens, caches, CACHE - 1)
+        with no_autograd():
+            return model(tokens, caches, CACHE - 1)
 
     return step
 
 
-def make_prefill() -> Any:
+def make_prefill(grad_mode: str = "inference", device: str = "cuda") -> Any:
     """One prefill step: 8 sequences of PREFILL tokens, causal attention, cache filled from 0."""
-    model, caches = _setup()
-    tokens = torch.randint(0, VOCAB, (BATCH, PREFILL), device="cuda")
+    model, caches = _setup(device)
+    tokens = torch.randint(0, VOCAB, (BATCH, PREFILL), device=device)
+    no_autograd = GRAD_MODES[grad_mode]
 
-    @torch.inference_mode()
     def step() -> torch.Tensor:
-        return model(tokens, caches, 0)
+        with no_autograd():
+            return model(tokens, caches, 0)
 
     return step
 

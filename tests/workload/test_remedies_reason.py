@@ -148,3 +148,43 @@ def test_the_parent_keeps_the_childs_stderr_when_a_remedy_failed(monkeypatch: py
         note.endswith(" gcc: not found")
         and len(note) <= len("the remedies child's stderr ends: ") + STDERR_CHARS
     )
+
+
+class _FakeTensor:
+    """A tensor as `runs_in_inference_mode` sees one: only `is_inference` (no torch here)."""
+
+    def __init__(self, inference: bool) -> None:
+        self.inference = inference
+
+    def is_inference(self) -> bool:
+        return self.inference
+
+
+def test_an_inference_tensor_anywhere_in_the_output_marks_the_step():
+    import types
+
+    from kernelpilot.workload.remedies_child import runs_in_inference_mode, tensors_of
+
+    torch = types.SimpleNamespace(Tensor=_FakeTensor)
+    plain, inference = _FakeTensor(False), _FakeTensor(True)
+    assert tensors_of(torch, {"a": [plain, (inference, 3)], "b": "text"}) == [plain, inference]
+    assert runs_in_inference_mode(torch, {"logits": plain, "cache": [(plain, inference)]})
+    assert not runs_in_inference_mode(torch, (plain, [plain], 1.0, None))
+    assert not runs_in_inference_mode(torch, None)
+
+
+def test_a_failed_compile_of_an_inference_mode_step_says_what_to_try():
+    """The hint goes after the reason and where it was raised, only when the remedy could not apply."""
+    from kernelpilot.workload.remedies_child import INFERENCE_MODE_HINT
+
+    def build(notes: list[str]):
+        raise _compile_failure(RuntimeError("Cannot set version_counter for inference tensor"))
+
+    res = _remedy(None, "torch_compile_reduce_overhead", build, lambda: None, None, 1, INFERENCE_MODE_HINT)
+    assert res["status"] == "not_applicable"
+    assert res["why"].endswith("RuntimeError: Cannot set version_counter for inference tensor")
+    assert res["notes"][0].startswith("the innermost error was raised at ")
+    assert res["notes"][-1] == INFERENCE_MODE_HINT
+    assert "torch.no_grad()" in INFERENCE_MODE_HINT and "pytorch/pytorch#169477" in INFERENCE_MODE_HINT
+    plain = _remedy(None, "torch_compile_reduce_overhead", build, lambda: None, None, 1)
+    assert INFERENCE_MODE_HINT not in plain["notes"]

@@ -41,6 +41,16 @@ _BOILERPLATE = (
     "torch._dynamo.config.suppress_errors",
     "import torch._dynamo",
     "Set TORCH_LOGS",
+    "Use tlparse to see full graph",
+)
+# A compile that failed on a step run under torch.inference_mode: what to try. Seen on
+# bench/workload_model.py's decode step: inductor failed on it under inference mode with torch 2.11 on the
+# H100 (KeyError, a weakref to an UntypedStorage) and with torch 2.13 on the CPU ("Cannot set version_counter
+# for inference tensor"), and compiled under torch.no_grad() (tests/fixtures/workload/compile_grad_mode/).
+INFERENCE_MODE_HINT = (
+    "the step runs under torch.inference_mode (its output is an inference tensor), where inductor is known "
+    "to fail (pytorch/pytorch#169477); torch.no_grad() records no autograd either and launches the same "
+    "kernels: run the step under it and try the remedies again"
 )
 
 
@@ -58,6 +68,22 @@ def snapshot(torch: Any, out: Any) -> Any:
     if isinstance(out, dict):
         return {k: snapshot(torch, v) for k, v in out.items()}
     return out
+
+
+def tensors_of(torch: Any, out: Any) -> list[Any]:
+    """The tensors of a step's output, in containers walked as `snapshot` walks them."""
+    if torch is not None and isinstance(out, torch.Tensor):
+        return [out]
+    if isinstance(out, dict):
+        out = list(out.values())
+    if isinstance(out, (list, tuple)):
+        return [t for x in out for t in tensors_of(torch, x)]
+    return []
+
+
+def runs_in_inference_mode(torch: Any, out: Any) -> bool:
+    """Whether a step's output holds an inference tensor, i.e. the step ran under torch.inference_mode."""
+    return any(t.is_inference() for t in tensors_of(torch, out))
 
 
 def outputs_match(torch: Any, a: Any, b: Any, exact: bool) -> tuple[bool, float | None, str]:
@@ -253,8 +279,10 @@ def _remedy(
     eager: Callable[[], Any],
     reference: Any,
     k: int,
+    hint: str | None = None,
 ) -> dict[str, Any]:
-    """Build one remedy, check its output, time it paired; a failure is the remedy's, with why."""
+    """Build one remedy, check its output, time it paired; a failure is the remedy's, with why (and `hint`,
+    what to try, when it could not apply)."""
     notes: list[str] = []
     res: dict[str, Any] = {"name": name, "status": "failed", "notes": notes}
     try:
@@ -266,6 +294,8 @@ def _remedy(
         res["why"] = failure_reason(exc)
         if (where := raised_at(exc)) is not None:
             notes.append(f"the innermost error was raised at {where}")
+        if hint is not None:
+            notes.append(hint)
         return res
     ok, diff, how = outputs_match(torch, reference, out, exact=True)
     if not ok:  # a library may pick another algorithm under capture or compile: equal within the dtype's
@@ -309,7 +339,9 @@ def _setup(a: argparse.Namespace, torch: Any, doc: dict[str, Any]) -> tuple[Call
     for _ in range(max(a.warmup, 3)):
         step()
     torch.cuda.synchronize()
-    reference = snapshot(torch, step())
+    out = step()
+    doc["inference_mode"] = runs_in_inference_mode(torch, out)
+    reference = snapshot(torch, out)
     torch.cuda.synchronize()
     one = min(step_period_us(step, torch.cuda.synchronize, 4) for _ in range(3))
     k = max(1, min(1000, int(SAMPLE_S * 1e6 / max(one, 1.0))))
@@ -349,7 +381,8 @@ def main(argv: list[str] | None = None) -> int:
                 }
             )
         else:
-            doc["remedies"].append(_remedy(torch, name, build, step, reference, k))
+            hint = INFERENCE_MODE_HINT if name.startswith("torch_compile") and doc["inference_mode"] else None
+            doc["remedies"].append(_remedy(torch, name, build, step, reference, k, hint))
         _write(out, doc)
     return 0
 
