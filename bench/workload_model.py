@@ -5,7 +5,8 @@ many eager models do, which leaves fusion candidates), bf16, batch 8. Two step f
 protocol of `kernelpilot time` / `kernelpilot workload run`:
 
 - `make_decode`: one new token per sequence against a KV cache of 512 positions (the write position is fixed,
-  so every step does the same work); under `torch.inference_mode`, or `grad_mode="no_grad"`;
+  so every step does the same work); under `torch.inference_mode`, or `grad_mode="no_grad"`
+  (`make_decode_no_grad`);
 - `make_prefill`: 256 tokens per sequence, causal attention, filling the KV cache;
 - `make_decode_graph`: the decode step captured as a CUDA graph and replayed;
 - `make_train`: a training step (forward over 128 tokens without a cache, cross-entropy on the last token,
@@ -120,6 +121,12 @@ def make_decode(grad_mode: str = "inference", device: str = "cuda") -> Any:
             return model(tokens, caches, CACHE - 1)
 
     return step
+
+
+def make_decode_no_grad() -> Any:
+    """The decode step under torch.no_grad() (`workload run` takes no factory arguments): what
+    `--try-remedies` advises when torch.compile fails on the inference-mode step."""
+    return make_decode(grad_mode="no_grad")
 
 
 def make_prefill(grad_mode: str = "inference", device: str = "cuda") -> Any:
