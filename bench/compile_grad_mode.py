@@ -6,7 +6,8 @@ Usage: python bench/compile_grad_mode.py [--device cpu|cuda] [--mode default|red
 Each grad mode in a fresh child process (inductor's caches and dynamo's state apart): eager output, whether
 it is an inference tensor (`remedies_child.runs_in_inference_mode`), then `torch.compile(step, mode=...)`
 called three times: compiled or not, the reason as the remedies child words it (`failure_reason`), the
-compile wall time, the largest |compiled - eager| of the logits and the largest |eager|. One JSON line per
+compile wall time, whether the output equals eager's within the child's bf16 tolerance
+(`outputs_match`), the largest |compiled - eager| of the logits and the largest |eager|. One JSON line per
 grad mode; the last line `figure=` says which compiled. Needs torch (a CPU build will do: the failure is
 inductor's, not CUDA's).
 """
@@ -32,7 +33,7 @@ def one(grad_mode: str, device: str, mode: str) -> dict[str, Any]:
     import torch
 
     import workload_model as wm
-    from kernelpilot.workload.remedies_child import failure_reason, runs_in_inference_mode
+    from kernelpilot.workload.remedies_child import failure_reason, outputs_match, runs_in_inference_mode
 
     step = wm.make_decode(grad_mode=grad_mode, device=device)
     eager = step()
@@ -52,10 +53,12 @@ def one(grad_mode: str, device: str, mode: str) -> dict[str, Any]:
     except Exception as exc:  # inductor's failure is the finding
         row.update(compiled=False, why=failure_reason(exc), compile_s=round(time.perf_counter() - t0, 1))
         return row
-    diff = (out.double() - reference.double()).abs().max().item()
+    equal, diff, how = outputs_match(torch, reference, out, exact=False)  # the remedies child's check
     row.update(
         compiled=True,
         compile_s=round(time.perf_counter() - t0, 1),
+        outputs_equal=equal,
+        tolerance=how,
         max_abs_diff=diff,
         max_abs_eager=reference.double().abs().max().item(),
     )

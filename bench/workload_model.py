@@ -110,17 +110,23 @@ def _setup(device: str = "cuda") -> tuple[Model, list[Any]]:
 GRAD_MODES = {"inference": torch.inference_mode, "no_grad": torch.no_grad}
 
 
-def make_decode(grad_mode: str = "inference", device: str = "cuda") -> Any:
-    """One decode step: 8 sequences, one token each, at cache position CACHE-1."""
+def _cached_step(tokens_per_seq: int, pos: int, grad_mode: str, device: str) -> Any:
+    """A step of `tokens_per_seq` tokens per sequence written into the KV cache at `pos`, with no autograd
+    (`GRAD_MODES[grad_mode]`)."""
     model, caches = _setup(device)
-    tokens = torch.randint(0, VOCAB, (BATCH, 1), device=device)
+    tokens = torch.randint(0, VOCAB, (BATCH, tokens_per_seq), device=device)
     no_autograd = GRAD_MODES[grad_mode]
 
     def step() -> torch.Tensor:
         with no_autograd():
-            return model(tokens, caches, CACHE - 1)
+            return model(tokens, caches, pos)
 
     return step
+
+
+def make_decode(grad_mode: str = "inference", device: str = "cuda") -> Any:
+    """One decode step: 8 sequences, one token each, at cache position CACHE-1."""
+    return _cached_step(1, CACHE - 1, grad_mode, device)
 
 
 def make_decode_no_grad() -> Any:
@@ -131,15 +137,7 @@ def make_decode_no_grad() -> Any:
 
 def make_prefill(grad_mode: str = "inference", device: str = "cuda") -> Any:
     """One prefill step: 8 sequences of PREFILL tokens, causal attention, cache filled from 0."""
-    model, caches = _setup(device)
-    tokens = torch.randint(0, VOCAB, (BATCH, PREFILL), device=device)
-    no_autograd = GRAD_MODES[grad_mode]
-
-    def step() -> torch.Tensor:
-        with no_autograd():
-            return model(tokens, caches, 0)
-
-    return step
+    return _cached_step(PREFILL, 0, grad_mode, device)
 
 
 def make_decode_graph() -> Any:

@@ -28,7 +28,11 @@ def test_the_step_compiles_under_no_grad_and_not_under_inference_mode(mode: str)
     assert "inference tensor" in inf["why"]
     assert ng["inference_output"] is False and ng["compiled"] is True
     rtol, atol = TOLERANCE["bfloat16"]  # the remedies child's check of a compiled bf16 output
+    assert ng["tolerance"] == f"rtol {rtol:g}, atol {atol:g}"
     assert math.isfinite(ng["max_abs_diff"]) and ng["max_abs_diff"] <= atol + rtol * ng["max_abs_eager"]
+    # on the CPU some small logits differ by more than the tolerance allows them (see PROVENANCE.md): the
+    # remedy would read `failed` there, its output differing from eager's, as the child reports it
+    assert ng["outputs_equal"] is False
 
 
 def test_the_hint_names_what_the_record_shows():
