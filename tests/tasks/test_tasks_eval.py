@@ -175,7 +175,13 @@ def test_all_statuses_by_real_runs(repo: Path, tmp_path: Path) -> None:
     assert all(json.loads(x)["ledger_version"] == 1 and json.loads(x)["schema_version"] == 1 for x in lines)
     shown = ledger_show(LedgerRequest(task=str(task_dir), status="improved"))
     assert shown.total == 1 and shown.entries[0]["speedup"] == pytest.approx(1.25, rel=0.01)
-    assert "improved" in ledger_show(LedgerRequest(task=str(task_dir), last=2)).render_text() or True
+    # the text table: `last` keeps the newest rows (the total counts all); a status filter keeps its rows
+    last_two = ledger_show(LedgerRequest(task=str(task_dir), last=2)).render_text().splitlines()
+    assert last_two[0].endswith(": 7 entries") and len(last_two) == 4
+    assert [row.split()[1] for row in last_two[2:]] == ["correctness_failed", "out_of_scope"]
+    improved_rows = shown.render_text().splitlines()[2:]
+    speedup_cell = f"{shown.entries[0]['speedup']:.3f}x"  # the run's noise moves the third decimal
+    assert len(improved_rows) == 1 and improved_rows[0].split()[1:3] == ["improved", speedup_cell]
 
 
 def test_failed_when_no_metric_and_when_command_fails(repo: Path) -> None:
