@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from kernelpilot.foundation.errors import InputFileError
-from kernelpilot.workload.join import join_names, loaded_code_objects, search_order
+from kernelpilot.workload.join import LaunchFacts, join_names, loaded_code_objects, search_order
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "workload" / "join"
 SO = FIX / "libkp_names_demo.so"
@@ -157,3 +157,15 @@ def test_joined_occupancy_counts_per_the_unit_the_model_uses() -> None:
     cu = join_names(["vgpr_65"], [occ / "occ.gfx1010cu.hsaco"], "gfx1010")[0]
     assert wgp.matched and wgp.occupancy is not None and "waves/WGP" in wgp.occupancy
     assert cu.matched and cu.occupancy is not None and "waves/CU" in cu.occupancy
+
+
+def test_unknown_arch_gives_no_occupancy_and_says_why() -> None:
+    """A kernel no file holds, from a capture that recorded no architecture: the trace's registers and shared
+    memory stand, but no occupancy is stated (an H100's was assumed before), and the note says why."""
+    facts = {"plain_c_kernel": LaunchFacts(registers=128, shared_bytes=49152, block=256)}
+    (known,) = join_names(["plain_c_kernel"], [], "sm_90", None, facts)
+    assert known.facts == "trace" and known.arch == "sm_90" and known.occupancy is not None
+    (r,) = join_names(["plain_c_kernel"], [], None, None, facts)
+    assert r.facts == "trace" and r.registers == 128 and r.shared_bytes == 49152
+    assert r.arch is None and r.occupancy is None and r.limiter is None
+    assert "no occupancy: the join was given no GPU architecture" in r.note

@@ -335,24 +335,31 @@ def _runtime_compiled(name: str) -> str | None:
 
 
 def _from_trace(r: JoinedKernel, f: LaunchFacts | None, arch: str | None, block: int | None) -> JoinedKernel:
-    """An unmatched kernel: the reason, and the facts its trace recorded where there are some."""
+    """An unmatched kernel: the reason, and the facts its trace recorded where there are some.
+
+    The occupancy needs the architecture's allocation rules; a capture that did not record the
+    architecture gets none (guessing one would state an H100's occupancy for any GPU) and a note saying
+    why (tests/workload/test_join.py, test_unknown_arch_gives_no_occupancy_and_says_why)."""
     why = _runtime_compiled(r.name)
     note = f"{why}: no code object to read" if why else r.note
     if f is None or (f.registers is None and f.shared_bytes is None):
         return r.model_copy(update={"note": note})
-    a = arch or "sm_90"
-    k = KernelResources(
-        name=r.name,
-        demangled=r.name,
-        vendor="amd" if a.startswith("gfx") else "nvidia",
-        arch=a,
-        entry="trace",
-        registers=f.registers,
-        static_shared_bytes=f.shared_bytes,
-    )
-    occ, lim, why = _occupancy(k, block)
-    if why:
-        note += f"; {why}"
+    occ, lim = None, None
+    if arch:
+        k = KernelResources(
+            name=r.name,
+            demangled=r.name,
+            vendor="amd" if arch.strip().lower().startswith("gfx") else "nvidia",
+            arch=arch,
+            entry="trace",
+            registers=f.registers,
+            static_shared_bytes=f.shared_bytes,
+        )
+        occ, lim, why = _occupancy(k, block)
+        if why:
+            note += f"; {why}"
+    else:
+        note += f"; {NO_ARCH_OCCUPANCY}"
     return r.model_copy(
         update={
             "facts": "trace",
@@ -368,6 +375,11 @@ def _from_trace(r: JoinedKernel, f: LaunchFacts | None, arch: str | None, block:
 
 
 STRICT = ("exact symbol", "same normalized name")
+NO_ARCH_OCCUPANCY = (
+    "no occupancy: the join was given no GPU architecture (the capture's meta names none), and each "
+    "architecture allocates registers and shared memory by its own rules; capture again with the GPU "
+    "visible to torch (the runner records its arch)"
+)
 # file-name prefixes, most likely home of a trace's kernels first (after the user's own files)
 LIKELY = ("libtorch_cuda", "libcublasLt", "libcublas", "libcudnn", "libflash", "libc10_cuda")
 
