@@ -26,7 +26,7 @@ RC = REPO / "tests" / "fixtures" / "profile" / "rootcause"
 KERNEL = "transpose_smem_nopad"
 RAW_PAGE = RC / "full" / f"{KERNEL}_raw.csv"
 CUBIN = RC / "isa" / "rc_kernels.cubin"
-BLOCK = "1024"  # the recorded launch: 32x32 threads per tile (rootcause/PROVENANCE.md)
+BLOCK = "256"  # the recorded launch: 32x8 threads per 32x32 tile (rootcause/rc_kernels.cu, TD x TR)
 PLACEHOLDERS = {"median": "1106.0"}  # the campaign's recorded baseline (test_skill_commands)
 _PLACEHOLDER = re.compile(r"<([A-Za-z][^<>\n]*)>")
 

@@ -246,14 +246,16 @@ def isa_fit(req: IsaFitRequest) -> IsaFitResult:
     ks = _select(req, loaded)[: req.max_kernels]
     _apply_ptxas_log(req, ks)
     mixes: dict[tuple[str, str], tuple[KernelMixModel, list[str]]] = {}
-    mix_note = ""
+    mix_note, mix_fix = "", ""
     if req.disassemble:
         try:
             mixes = _mixes(req, loaded, ks)
         except ToolchainError as exc:
-            mix_note = f"no instruction mix: {exc.message}"
+            mix_note, mix_fix = f"no instruction mix: {exc.message}", exc.hint
+    else:
+        mix_note, mix_fix = "disassemble=false", "run isa fit with --disassemble (MCP: disassemble=true)"
     reports = []
     for k in ks:
         mix = mixes.get((k.entry, k.name), (None, []))[0]
-        reports.append(fit_report(k, _occ(k, req), mix, mix_note))
+        reports.append(fit_report(k, _occ(k, req), mix, mix_note, mix_fix))
     return IsaFitResult(file=req.file, reports=reports)

@@ -102,6 +102,23 @@ def _mix_lines(
         )
 
 
+def _not_checked(k: KernelResources, mix: KernelMixModel | None, mix_fix: str) -> list[str]:
+    """The mix-based checks of `_mix_lines` that could not run, each with the fix, so a view without a
+    disassembler never reads as "nothing left" (issue 42: the default install lacked nvdisasm)."""
+    if mix is not None:
+        return []
+    fix = mix_fix or (
+        "pip install nvidia-cuda-nvdisasm (or set KERNELPILOT_NVDISASM)"
+        if k.vendor == "nvidia"
+        else "set KERNELPILOT_LLVM_OBJDUMP to an llvm-objdump that knows " + k.arch
+    )
+    why = "not checked (no disassembly); fix: " + fix
+    return [
+        f"vector width of global loads (scalar loads where 16-byte vector loads fit): {why}",
+        f"matrix-unit use (idle matrix units on a GEMM-shaped kernel): {why}",
+    ]
+
+
 def _spill_lines(k: KernelResources, lines: list[str], left: list[str]) -> None:
     """Spills and stack/scratch use, per vendor."""
     if k.vendor == "nvidia":
@@ -138,8 +155,9 @@ def _spill_lines(k: KernelResources, lines: list[str], left: list[str]) -> None:
 
 
 def fit_report(
-    k: KernelResources, occ: OccupancyModel, mix: KernelMixModel | None, mix_note: str = ""
+    k: KernelResources, occ: OccupancyModel, mix: KernelMixModel | None, mix_note: str = "", mix_fix: str = ""
 ) -> FitReport:
+    """The view of one kernel; `mix_note`/`mix_fix` say why there is no instruction mix and how to get one."""
     left: list[str] = []
     lines = [
         f"ISA Fit View: {k.demangled} [{k.arch}, {k.entry}]",
@@ -150,8 +168,19 @@ def fit_report(
     _spill_lines(k, lines, left)
     bar = k.barriers if k.vendor == "nvidia" else (mix.families.get("barrier") if mix else None)
     lines.append(f"  barriers   {bar if bar is not None else 'unknown'}")
-    lines.append("  left on table:" + ("" if left else " nothing obvious from the ISA"))
+    unchecked = _not_checked(k, mix, mix_fix)
+    empty = " nothing obvious from the checks that ran" if unchecked else " nothing obvious from the ISA"
+    lines.append("  left on table:" + ("" if left else empty))
     lines += [f"   - {x}" for x in left]
+    if unchecked:
+        lines.append("  not checked:")
+        lines += [f"   - {x}" for x in unchecked]
     return FitReport(
-        kernel=k.demangled, arch=k.arch, text="\n".join(lines), left_on_table=left, occupancy=occ, mix=mix
+        kernel=k.demangled,
+        arch=k.arch,
+        text="\n".join(lines),
+        left_on_table=left,
+        occupancy=occ,
+        mix=mix,
+        not_checked=unchecked,
     )

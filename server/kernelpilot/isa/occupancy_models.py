@@ -82,3 +82,8 @@ class FitReport(BaseModel):
     left_on_table: list[str]
     occupancy: OccupancyModel | None = None
     mix: KernelMixModel | None = None
+    not_checked: list[str] = Field(
+        default_factory=list,
+        description="Checks of `left_on_table` that could not run (no disassembler: load widths, matrix "
+        "units), each with the fix; empty when every check ran.",
+    )
