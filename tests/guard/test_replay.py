@@ -117,15 +117,14 @@ def test_observe_skips_the_trace_only_when_the_synchronized_calls_settle_it(
 
 # ---- issue 31: threads judged by what they launch, on traces recorded with the launching thread ----
 # Recorded by `python tests/guard/record_trace.py --all OUT` on the device (tests/fixtures/guard/
-# PROVENANCE.md); until then these skip, naming the fixture.
+# PROVENANCE.md); a missing record fails.
 
 THREAD_CASES = ["honest_gemm", "compile_rmsnorm", "library_idle_gemm", "pool_launch_gemm", "add_cost"]
 
 
 def _thread_doc(name: str) -> dict[str, Any]:
     path = FIXTURES / f"threads_{name}.json"
-    if not path.is_file():
-        pytest.skip(f"{path.name} not recorded yet (tests/guard/record_trace.py --all on a GPU)")
+    assert path.is_file(), f"{path.name} not recorded (tests/guard/record_trace.py --all on a GPU)"
     doc: dict[str, Any] = json.loads(path.read_text())
     return doc
 

@@ -126,7 +126,6 @@ def test_host_executable_lists_every_cubin_and_ptx() -> None:
 
 
 def test_zstd_fatbin_decoded_in_process() -> None:
-    pytest.importorskip("zstandard")
     res = isa_resources(IsaResourcesRequest(file=str(FX / "host_app_zstd")))
     plain = isa_resources(IsaResourcesRequest(file=str(FX / "host_app")))
     key = [(k.arch, k.name, k.registers, k.stack_frame_bytes) for k in res.kernels]

@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
+from tests.needs import needs_module
 
 REPO = Path(__file__).resolve().parents[2]
 SKILLS = REPO / "skills"
@@ -319,7 +319,7 @@ def test_extract_mentions_handles_wrapped_spans_fences_and_placeholders() -> Non
 
 
 def test_skill_folders_and_frontmatter() -> None:
-    parser = pytest.importorskip("skills_ref.parser")
+    parser = needs_module("skills_ref.parser")
     found = sorted(p.name for p in SKILLS.iterdir() if p.is_dir() and not p.name.startswith("."))
     assert found == sorted(SKILL_NAMES), (
         "every folder in skills/ must be a skill (commands live in skills/.commands)"
@@ -333,7 +333,7 @@ def test_skill_folders_and_frontmatter() -> None:
 
 
 def test_slash_commands_have_frontmatter_and_use_arguments() -> None:
-    parser = pytest.importorskip("skills_ref.parser")
+    parser = needs_module("skills_ref.parser")
     for name in COMMAND_NAMES:
         meta, body = parser.parse_frontmatter(
             (SKILLS / ".commands" / f"{name}.md").read_text(encoding="utf-8")

@@ -9,6 +9,7 @@ import statistics
 from pathlib import Path
 
 import pytest
+from tests.needs import needs_module
 
 from kernelpilot.experiments.backends import open_store
 from kernelpilot.experiments.store import RecordFilter
@@ -107,7 +108,7 @@ def test_the_run_timeline_accounts_for_every_cell_and_workers_load_modules_once(
 def test_worker_killed_mid_cell_its_cell_reruns_and_every_cell_lands_once(
     sweep_dir: Path, db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
-    distributed = pytest.importorskip("distributed")
+    distributed = needs_module("distributed", "sweep")
     marks = tmp_path / "marks"
     marks.mkdir()
     monkeypatch.setenv("KP_SWEEP_TEST_MARKS", str(marks))

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import pytest
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
@@ -31,7 +30,6 @@ def _call_all(calls: list[tuple[str, dict[str, Any]]]) -> tuple[list[str], list[
 
 
 def test_tools_over_mcp(tmp_path: Path) -> None:
-    pytest.importorskip("mcp")
     repo = tmp_path / "repo"
     shutil.copytree(FIXTURES / "tasks" / "sample_task", repo)
     subprocess.run(["git", "init", "-q"], cwd=repo, check=True)

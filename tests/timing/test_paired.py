@@ -289,7 +289,6 @@ def test_the_band_rule_needs_the_whole_ci_beyond_the_minimum_effect() -> None:
 def test_time_compare_over_mcp_is_the_tool_issue_24_names(tmp_path: Path) -> None:
     """The tool is `time_compare` (no `compare_kernels`); its arguments include the placement allowance,
     and a side ten times the work reads regressed through the real MCP client (CPU fallback here)."""
-    pytest.importorskip("mcp")
     import anyio
     from mcp import Client
 

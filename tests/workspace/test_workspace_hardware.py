@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 from pathlib import Path
@@ -11,13 +10,6 @@ import pytest
 
 KERNEL = Path(__file__).resolve().parent.parent / "fixtures" / "workspace" / "vector_add.cu"
 CITE = re.compile(r"<- \S+:L\d+")
-
-
-def _real_wiki() -> bool:
-    return all(importlib.util.find_spec(m) is not None for m in ("kernelpilot.wiki", "kernelpilot.roofline"))
-
-
-needs_real_wiki = pytest.mark.skipif(not _real_wiki(), reason="wiki/roofline not merged")
 
 
 def _section(text: str, title: str) -> str:
@@ -113,7 +105,6 @@ def test_init_refuses_to_leave_roofline_tbd_and_names_the_argument(tmp_path, run
     assert not (tmp_path / "w").exists()
 
 
-@needs_real_wiki
 def test_init_with_documented_roofline_args_from_a_file_fills_roofline_and_stop(tmp_path, run_cli):
     args = tmp_path / "op.json"  # a JSON file works like inline JSON (validation.load_json_argument)
     args.write_text('{"op": "softmax", "rows": 32768, "cols": 4096}')
@@ -184,7 +175,6 @@ def test_report_and_plan_are_audited_with_stub(tmp_path, run_cli, stub_wiki):
     assert r.code == 0 and json.loads(r.out)["audit"] == "passed"
 
 
-@needs_real_wiki
 def test_real_wiki_h100_gemm_init_and_report(tmp_path, run_cli):
     gemm = json.dumps({"op": "gemm", "m": 4096, "n": 4096, "k": 4096})
     code, out = _init(
