@@ -149,7 +149,8 @@ def test_cli_spec_and_gpus(run_cli, tmp_path: Path) -> None:  # type: ignore[no-
     r = run_cli("spec", "acme-x1", "memory_bandwidth_tb_s", "--wiki", str(u))
     assert r.code == 0 and r.out.strip() == "memory_bandwidth_tb_s: 1.5 TB/s <- mine/acme-x1.md:L3"
     r = run_cli("spec", "acme-x1", "fp4_dense_tflops", "--wiki", str(u))
-    assert r.code == 1 and r.out.startswith(UNKNOWN_TEXT)
+    assert r.code == 1 and r.out == "" and r.err.startswith(f"kernelpilot: error: {UNKNOWN_TEXT}")
+    assert "\n  fix: known metrics: memory_bandwidth_tb_s" in r.err  # errors: stderr, a fix line (issue 42)
     r = run_cli("spec", "acme-x1", "--wiki", str(u))
     assert r.code == 0 and "mine/acme-x1.md:L3" in r.out
     r = run_cli("--json", "spec", "no-such-gpu-zz", "--wiki", str(u))
@@ -176,4 +177,4 @@ def test_cli_spec_takes_an_unquoted_two_word_gpu_name(run_cli) -> None:  # type:
     r = run_cli("spec", "H100", "memory_bandwidth_tb_s", "--wiki", str(SMALL))
     assert r.code == 0 and r.out.startswith("memory_bandwidth_tb_s: 3.35 TB/s <- ")
     r = run_cli("spec", "H100", "SXM9", "--wiki", str(SMALL))  # neither a GPU nor a metric: UNKNOWN metric
-    assert r.code == 1 and "metric 'SXM9'" in r.out
+    assert r.code == 1 and "metric 'SXM9'" in r.err

@@ -207,6 +207,19 @@ def stderr_progress() -> Progress:
     return bar
 
 
+def _print_error(exc: KernelpilotError, as_json: bool) -> None:
+    """An error on stderr: its JSON with --json, else the message, the fix and any tool output tail."""
+    if as_json:
+        print(json.dumps(exc.to_dict(), indent=2), file=sys.stderr)
+        return
+    print(f"kernelpilot: error: {exc.message}", file=sys.stderr)
+    if exc.hint:
+        print(f"  fix: {exc.hint}", file=sys.stderr)
+    tail = getattr(exc, "stderr_tail", "")
+    if tail:
+        print("  --- tool output tail ---\n" + tail, file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(argv)
@@ -220,19 +233,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         result = run_capability(cap, values, stderr_progress() if cap.takes_progress else no_progress)
     except KernelpilotError as exc:
-        if as_json:
-            print(json.dumps(exc.to_dict(), indent=2), file=sys.stderr)
-        else:
-            print(f"kernelpilot: error: {exc.message}", file=sys.stderr)
-            if exc.hint:
-                print(f"  fix: {exc.hint}", file=sys.stderr)
-            tail = getattr(exc, "stderr_tail", "")
-            if tail:
-                print("  --- tool output tail ---\n" + tail, file=sys.stderr)
+        _print_error(exc, as_json)
         return exc.exit_code
     except KeyboardInterrupt:
         print("kernelpilot: interrupted", file=sys.stderr)
         return 130
+    failure: KernelpilotError | None = result.cli_error()
+    if failure is not None and not as_json:  # --json keeps the result (status, candidates) on stdout
+        _print_error(failure, as_json)
+        return failure.exit_code
     try:
         print(result.model_dump_json(indent=2) if as_json else result.render_text(), flush=True)
     except BrokenPipeError:

@@ -11,6 +11,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from kernelpilot.foundation.errors import KernelpilotError
+
 
 class Request(BaseModel):
     """Base of every request model: unknown arguments are an error, never silently dropped."""
@@ -30,6 +32,12 @@ class Result(BaseModel):
     def cli_exit_code(self) -> int:
         """Exit status the CLI uses after printing this result (e.g. 1 when an audit found problems)."""
         return 0
+
+    def cli_error(self) -> KernelpilotError | None:
+        """The error this result stands for on the command line, or None. A result that answers "not found"
+        (spec's UNKNOWN) stays a result over MCP, but the CLI prints it like a raised error: message and fix
+        on stderr, the error's exit code (one convention with `roofline`, issue 42)."""
+        return None
 
 
 def compact_json(data: Any) -> str:

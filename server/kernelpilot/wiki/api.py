@@ -53,6 +53,8 @@ def spec_lookup(req: SpecRequest) -> SpecResult:
     req = _gpu_words(wiki, req)
     try:
         gpu_id = wiki.resolve_gpu(req.gpu)
+        note = wiki.name_note(req.gpu, gpu_id)
+        notes = [note] if note else []
         if req.metric is None:
             values = wiki.specs(gpu_id)
             return SpecResult(
@@ -63,6 +65,7 @@ def spec_lookup(req: SpecRequest) -> SpecResult:
                 citations=[v.citation() for v in values],
                 overrides=wiki.override_notes(gpu_id),
                 issues=_issues(wiki, gpu_id),
+                notes=notes,
             )
         cv = wiki.lookup(gpu_id, req.metric)
     except AmbiguousNameError as exc:
@@ -72,13 +75,19 @@ def spec_lookup(req: SpecRequest) -> SpecResult:
             metric=req.metric,
             candidates=exc.candidates,
             unknown=exc.message,
+            hint=exc.hint,
             issues=_issues(wiki),
         )
     except UnknownSpecError as exc:
         return SpecResult(
-            status="unknown", gpu=req.gpu, metric=req.metric, unknown=exc.message, issues=_issues(wiki)
+            status="unknown",
+            gpu=req.gpu,
+            metric=req.metric,
+            unknown=exc.message,
+            hint=exc.hint,
+            issues=_issues(wiki),
         )
-    notes = [n for n in wiki.override_notes(gpu_id) if n.startswith(cv.metric + ":")]
+    overrides = [n for n in wiki.override_notes(gpu_id) if n.startswith(cv.metric + ":")]
     return SpecResult(
         status="found",
         gpu=req.gpu,
@@ -86,8 +95,9 @@ def spec_lookup(req: SpecRequest) -> SpecResult:
         metric=cv.metric,
         values=[cv],
         citations=[cv.citation()],
-        overrides=notes,
+        overrides=overrides,
         issues=_issues(wiki, gpu_id),
+        notes=notes,
     )
 
 

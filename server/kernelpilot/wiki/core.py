@@ -322,11 +322,57 @@ class Wiki:
         """GPU ids whose id/alias/title equals `name` (normalized), else (unless exact_only) by prefix."""
         return self._match_gpu(name, exact_only=exact_only)
 
+    def arch_gpus(self, name: str) -> list[str]:
+        """GPU ids whose cited `isa_target` is `name` (`sm_89`, `gfx942`), in id order; [] for other names."""
+        key = norm(name)
+        return sorted(
+            g
+            for g, e in self.gpus.items()
+            if (t := e.specs.get("isa_target")) is not None
+            and isinstance(t.value, str)
+            and norm(t.value) == key
+        )
+
+    def name_note(self, name: str, gpu_id: str) -> str | None:
+        """Why `name` resolved to `gpu_id` when it could mean other parts too: an architecture id shared by
+        several GPUs (`gfx942`), or a family name other parts start with (`H100`: SXM5, PCIe, NVL). None when
+        the name means one GPU (issue 42: `H100` had silently meant the SXM5 part)."""
+        title = self.gpus[gpu_id].name
+        shared = [g for g in self.arch_gpus(name) if g != gpu_id]
+        if shared:
+            return (
+                f"{name!r} is an architecture: picked {gpu_id} ({title}), the GPU that owns the alias; "
+                f"{', '.join(shared)} are {name} too: give one of them for its own specs"
+            )
+        keys = {k for k in _norm_variants(name) if len(k) >= 2}
+        if keys & (_norm_variants(gpu_id) | _norm_variants(title)):
+            return None  # the GPU's own id or title (`L40`, `MI250`), not a family alias
+        others = sorted(
+            {g for known, ids in self._names.items() if any(known.startswith(k) for k in keys) for g in ids}
+            - {gpu_id}
+        )
+        if not others:
+            return None
+        return (
+            f"{name!r} picked {gpu_id} ({title}); other parts of that name: "
+            + ", ".join(f"{g} ({self.gpus[g].name})" for g in others)
+            + ": give the part's name or id if yours is one of them"
+        )
+
     def resolve_gpu(self, name: str) -> str:
-        """Wiki GPU id for a name, id or alias; raises UnknownSpecError or AmbiguousNameError."""
+        """Wiki GPU id for a name, id or alias; raises UnknownSpecError or AmbiguousNameError (an architecture
+        id no single GPU owns, such as `sm_89`, is ambiguous between the GPUs of that architecture)."""
         if not name or not name.strip():
             raise UnknownSpecError(f"{UNKNOWN_TEXT}: empty GPU name", "give a GPU name, e.g. H100 or MI300X")
         found = self._match_gpu(name)
+        if not found and (arch := self.arch_gpus(name)):
+            cands = [f"{g} ({self.gpus[g].name})" for g in arch]
+            raise AmbiguousNameError(
+                f"{name!r} is an architecture, not one GPU: {len(arch)} wiki GPUs are {name}: "
+                + ", ".join(cands),
+                "give the GPU's name or wiki id (one of the candidates)",
+                candidates=arch,
+            )
         if not found:
             raise UnknownSpecError(
                 f"{UNKNOWN_TEXT}: no GPU matching {name!r} in wikis {self.root_names()}",

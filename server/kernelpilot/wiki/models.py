@@ -159,6 +159,12 @@ class SpecResult(Result):
     citations: list[str] = Field(default_factory=list, description="one citation line per value")
     candidates: list[str] = Field(default_factory=list, description="matching names when ambiguous")
     unknown: str | None = Field(default=None, description="the UNKNOWN text when not found")
+    hint: str | None = Field(default=None, description="how to fix the name when not found or ambiguous")
+    notes: list[str] = Field(
+        default_factory=list,
+        description="how the GPU name was read when it could mean several parts (`H100`: SXM5, PCIe, NVL; "
+        "an architecture id such as `gfx942`)",
+    )
     overrides: list[str] = Field(default_factory=list, description="user-wiki overrides that apply here")
     issues: list[str] = Field(
         default_factory=list, description="wiki load problems (malformed/conflict lines)"
@@ -172,6 +178,7 @@ class SpecResult(Result):
                 out.insert(0, f"# {self.gpu_id}: {len(self.values)} cited values")
             for o in self.overrides:
                 out.append(f"override: {o}")
+            out.extend(f"note: {n}" for n in self.notes)
         elif self.status == "ambiguous":
             out.append(f"ambiguous: {self.unknown or ''}")
             out.extend(f"  candidate: {c}" for c in self.candidates)
@@ -181,8 +188,22 @@ class SpecResult(Result):
             out.append(f"wiki issue: {issue}")
         return "\n".join(out)
 
+    def cli_error(self) -> UnknownSpecError | AmbiguousNameError | None:
+        """UNKNOWN and ambiguous names print as the errors `roofline` raises for them (stderr, fix, code)."""
+        if self.status == "found":
+            return None
+        issues = "".join(f"\nwiki issue: {i}" for i in self.issues)
+        if self.status == "ambiguous":
+            return AmbiguousNameError(
+                (self.unknown or f"{self.gpu!r} is ambiguous") + issues,
+                self.hint or "give one of the candidates",
+                candidates=self.candidates,
+            )
+        return UnknownSpecError((self.unknown or UNKNOWN_TEXT) + issues, self.hint or "")
+
     def cli_exit_code(self) -> int:
-        return 0 if self.status == "found" else 1
+        error = self.cli_error()
+        return 0 if error is None else error.exit_code
 
 
 class GpusRequest(Request):
