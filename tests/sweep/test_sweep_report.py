@@ -136,3 +136,31 @@ def test_cli_draws_a_progress_bar_and_prints_the_table(sweep_dir: Path, tmp_path
     assert "[##############################] 24/24" in r.err
     assert r.out.startswith("ran 24 new cell(s), skipped 0 already recorded, on local Dask cluster, 2 CPU")
     assert (tmp_path / "d.html").is_file() and f"dashboard: {tmp_path / 'd.html'}" in r.out
+
+
+def test_report_names_and_skips_invalid_stored_cells(recorded, tmp_path: Path):
+    """Issue 41: one cell record edited by hand (no longer a record) and one that lost a sweep field are
+    named with their ids; the report of the other 22 cells still comes back."""
+    import json
+    import shutil
+    import sqlite3
+
+    db, sid, _d = recorded
+    copy = tmp_path / "exp.db"
+    shutil.copy(db, copy)
+    conn = sqlite3.connect(copy)
+    ids = [r[0] for r in conn.execute("SELECT id FROM records WHERE parent_id = ? ORDER BY id", (sid,))]
+    broken, stripped = ids[0], ids[1]
+    doc = json.loads(conn.execute("SELECT doc FROM records WHERE id = ?", (broken,)).fetchone()[0])
+    doc["status"] = "exploded"
+    conn.execute("UPDATE records SET doc = ? WHERE id = ?", (json.dumps(doc), broken))
+    doc = json.loads(conn.execute("SELECT doc FROM records WHERE id = ?", (stripped,)).fetchone()[0])
+    del doc["raw_result"]["variant"]
+    conn.execute("UPDATE records SET doc = ? WHERE id = ?", (json.dumps(doc), stripped))
+    conn.commit()
+    conn.close()
+    rep = sweep_report(SweepReportRequest(id=sid, db=str(copy)))
+    assert len(rep.summary.cells) == 22 and not rep.summary.complete
+    assert [u.split(":")[0] for u in rep.summary.unreadable] == [broken, stripped]
+    assert "status" in rep.summary.unreadable[0] and "variant" in rep.summary.unreadable[1]
+    assert f"left out, invalid stored record: {broken}" in rep.render_text()

@@ -200,13 +200,38 @@ class RecordResult(Result):
         return head + render.detail(self.record)
 
 
-class RecordListResult(Result):
+class _StoreRead(Result):
+    """A result read from the store, which names the stored records it had to leave out."""
+
+    unreadable: list[str] = Field(
+        default_factory=list,
+        description="Stored records this read left out because they no longer validate ('<id>: <why>'); "
+        "the others are answered as usual. Export the store (bad records are named and left out), fix or "
+        "drop them, import into a new store.",
+    )
+
+    def render_text(self) -> str:
+        return self._body() + self.unreadable_text()
+
+    def _body(self) -> str:
+        return ""
+
+    def unreadable_text(self) -> str:
+        """The trailing note naming the left-out records ('' when there are none)."""
+        if not self.unreadable:
+            return ""
+        shown = "\n".join(f"  {u}" for u in self.unreadable[:10])
+        more = f"\n  (+{len(self.unreadable) - 10} more)" if len(self.unreadable) > 10 else ""
+        return f"\n{len(self.unreadable)} stored record(s) left out, invalid:\n{shown}{more}"
+
+
+class RecordListResult(_StoreRead):
     db: str
     total: int = Field(description="Records matching the filters (all pages).")
     offset: int
     records: list[ExperimentRecord]
 
-    def render_text(self) -> str:
+    def _body(self) -> str:
         shown = len(self.records)
         head = (
             f"{self.total} record(s) match; showing {self.offset + 1}-{self.offset + shown}" if shown else ""
@@ -214,12 +239,12 @@ class RecordListResult(Result):
         return (head + "\n" if head else "") + render.table(self.records)
 
 
-class TopResult(Result):
+class TopResult(_StoreRead):
     db: str
     per_operator: bool
     records: list[ExperimentRecord]
 
-    def render_text(self) -> str:
+    def _body(self) -> str:
         if not self.per_operator:
             return (
                 f"top {len(self.records)} by score (speed-up vs parent; buggy/crash/incorrect excluded)\n"
@@ -241,12 +266,12 @@ class SimilarMatch(Result):
     record: ExperimentRecord
 
 
-class SimilarResult(Result):
+class SimilarResult(_StoreRead):
     db: str
     candidates: int = Field(description="Records scored.")
     matches: list[SimilarMatch]
 
-    def render_text(self) -> str:
+    def _body(self) -> str:
         if not self.matches:
             return f"no similar records (scored {self.candidates})"
         body = render.table(
@@ -260,22 +285,22 @@ class SimilarResult(Result):
         return body + ("\nfailed/neutral ones:\n" + "\n".join(whys) if whys else "")
 
 
-class LineageResult(Result):
+class LineageResult(_StoreRead):
     db: str
     record: ExperimentRecord
     ancestors: list[ExperimentRecord] = Field(description="Parent first, root last.")
     descendants: list[ExperimentRecord] = Field(description="Every record below, oldest first.")
 
-    def render_text(self) -> str:
+    def _body(self) -> str:
         return render.lineage_tree(self.record, self.ancestors, self.descendants)
 
 
-class FailuresResult(Result):
+class FailuresResult(_StoreRead):
     db: str
     total: int
     records: list[ExperimentRecord]
 
-    def render_text(self) -> str:
+    def _body(self) -> str:
         more = (
             f"\n({self.total - len(self.records)} more; raise --limit)"
             if self.total > len(self.records)
@@ -297,22 +322,22 @@ class ImportResult(Result):
         )
 
 
-class ExportResult(Result):
+class ExportResult(_StoreRead):
     db: str
     path: str
     count: int
 
-    def render_text(self) -> str:
+    def _body(self) -> str:
         return f"exported {self.count} record(s) to {self.path}"
 
 
-class IngestResult(Result):
+class IngestResult(_StoreRead):
     db: str
     created: list[str] = Field(description="Ids of new records.")
     existing: list[str] = Field(description="Ids already in the store (same eval ingested before).")
     records: list[ExperimentRecord]
 
-    def render_text(self) -> str:
+    def _body(self) -> str:
         head = f"ingested {len(self.created)} new, {len(self.existing)} already present"
         return head + "\n" + render.table(self.records)
 

@@ -42,7 +42,7 @@ from kernelpilot.experiments.backends import open_store
 from kernelpilot.experiments.record import FAILURE_STATUSES, ExperimentRecord, Status
 from kernelpilot.experiments.store import RecordFilter, Store, record_error
 from kernelpilot.foundation import readers
-from kernelpilot.foundation.atomic import write_text_atomic
+from kernelpilot.foundation.atomic import output_path, write_text_atomic
 from kernelpilot.foundation.errors import FormatError, InputFileError, InvalidArgumentError
 
 ANALYZE_AFTER = 1000  # records: an import this large refreshes the planner statistics
@@ -190,14 +190,16 @@ def list_records(req: ExpListRequest) -> RecordListResult:
     with _store(req.db) as store:
         recs = store.query(flt, limit=req.limit, offset=req.offset, order=req.order)
         total = store.count(flt) if (len(recs) == req.limit or req.offset) else req.offset + len(recs)
-        return RecordListResult(db=store.url, total=total, offset=req.offset, records=recs)
+        return RecordListResult(
+            db=store.url, total=total, offset=req.offset, records=recs, unreadable=store.skipped
+        )
 
 
 def top(req: ExpTopRequest) -> TopResult:
     flt = _filter(req, status=req.status)
     with _store(req.db) as store:
         recs = store.top(flt, req.limit, per_operator=req.per_operator)
-        return TopResult(db=store.url, per_operator=req.per_operator, records=recs)
+        return TopResult(db=store.url, per_operator=req.per_operator, records=recs, unreadable=store.skipped)
 
 
 def similar(req: ExpSimilarRequest) -> SimilarResult:
@@ -223,7 +225,9 @@ def similar(req: ExpSimilarRequest) -> SimilarResult:
             if sim >= req.min_similarity:
                 matches.append(SimilarMatch(similarity=sim, components=comps.model_dump(), record=rec))
         matches.sort(key=lambda m: (-m.similarity, -m.record.created.timestamp(), m.record.id))
-        return SimilarResult(db=store.url, candidates=len(pool), matches=matches[: req.limit])
+        return SimilarResult(
+            db=store.url, candidates=len(pool), matches=matches[: req.limit], unreadable=store.skipped
+        )
 
 
 def lineage(req: ExpLineageRequest) -> LineageResult:
@@ -234,6 +238,7 @@ def lineage(req: ExpLineageRequest) -> LineageResult:
             record=rec,
             ancestors=store.ancestors(req.id),
             descendants=store.descendants(req.id, req.max_nodes),
+            unreadable=store.skipped,
         )
 
 
@@ -243,7 +248,7 @@ def failures(req: ExpFailuresRequest) -> FailuresResult:
     with _store(req.db) as store:
         recs = store.query(flt, limit=req.limit)
         total = store.count(flt) if len(recs) == req.limit else len(recs)
-        return FailuresResult(db=store.url, total=total, records=recs)
+        return FailuresResult(db=store.url, total=total, records=recs, unreadable=store.skipped)
 
 
 def read_jsonl_records(path: Path) -> list[ExperimentRecord]:
@@ -275,10 +280,8 @@ def export_line(rec: ExperimentRecord) -> str:
 
 
 def atomic_write_lines(path: Path, lines: Iterator[str]) -> int:
-    """Write lines to a temp file beside `path`, then rename over it; returns the line count."""
-    parent = path.parent if str(path.parent) else Path(".")
-    if not parent.is_dir():
-        raise InputFileError(f"folder {parent} does not exist", "create it or choose another --out")
+    """Write lines to a temp file beside `path`, then rename over it (`foundation.atomic`'s output-path
+    policy: a FIFO, device or missing folder is refused); returns the line count."""
     count = 0
 
     def counted() -> Iterator[str]:
@@ -287,12 +290,13 @@ def atomic_write_lines(path: Path, lines: Iterator[str]) -> int:
             count += 1
             yield line + "\n"
 
-    write_text_atomic(path, counted())
+    write_text_atomic(path, counted(), arg="--out")
     return count
 
 
 def export_records(req: ExpExportRequest) -> ExportResult:
     flt = _filter(req)
+    output_path(req.out, "--out")  # refused before the store is read
     with _store(req.db) as store:
         if flt == RecordFilter():
             lines = (export_line(r) for r in store.iter_all())
@@ -300,7 +304,7 @@ def export_records(req: ExpExportRequest) -> ExportResult:
             total = store.count(flt)
             lines = (export_line(r) for r in store.query(flt, limit=max(total, 1), order="oldest"))
         count = atomic_write_lines(Path(req.out), lines)
-        return ExportResult(db=store.url, path=req.out, count=count)
+        return ExportResult(db=store.url, path=req.out, count=count, unreadable=store.skipped)
 
 
 def ingest(req: ExpIngestRequest) -> IngestResult:
@@ -355,4 +359,5 @@ def ingest(req: ExpIngestRequest) -> IngestResult:
             created=[r.id for r in new],
             existing=[r.id for r in records if r.id in existing],
             records=store.get_many([r.id for r in records]),
+            unreadable=store.skipped,
         )

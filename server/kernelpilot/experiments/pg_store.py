@@ -202,7 +202,7 @@ class PostgresStore(SQLStore):
 
     def _similar_text(self, tokens: Sequence[str]) -> tuple[str, list[Any]]:
         return (
-            "SELECT doc FROM records WHERE fts @@ to_tsquery('simple'::regconfig, %s) "
+            "SELECT doc, id FROM records WHERE fts @@ to_tsquery('simple'::regconfig, %s) "
             "ORDER BY created DESC LIMIT %s",
             [_tsquery(tokens, "|", prefix=False)],
         )
@@ -219,7 +219,7 @@ class PostgresStore(SQLStore):
     def get_many(self, record_ids: Sequence[str]) -> list[ExperimentRecord]:
         got = {
             r.id: r
-            for r in self._docs("SELECT doc FROM records WHERE id = ANY(%s)", [list(record_ids)], "get")
+            for r in self._docs("SELECT doc, id FROM records WHERE id = ANY(%s)", [list(record_ids)], "get")
         }
         return [got[i] for i in record_ids if i in got]
 

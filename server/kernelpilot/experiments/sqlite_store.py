@@ -15,9 +15,9 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import sqlite3
+import stat
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -29,7 +29,8 @@ from kernelpilot.experiments import sqlbuild
 from kernelpilot.experiments.errors import StoreCorruptError, StoreLockedError, StoreVersionError
 from kernelpilot.experiments.record import ExperimentRecord
 from kernelpilot.experiments.sqlstore import SQLStore
-from kernelpilot.experiments.store import busy_timeout_default, iso
+from kernelpilot.experiments.store import busy_timeout_default, iso, stored_record_problem
+from kernelpilot.foundation import readers
 from kernelpilot.foundation.errors import StoreError
 
 SQLITE_HEADER = b"SQLite format 3\x00"  # https://www.sqlite.org/fileformat.html section 1.3
@@ -115,7 +116,10 @@ def upgrade_v1_document(doc: dict[str, Any]) -> dict[str, Any]:
         "is_buggy", "error_message", "metrics", "tags", "ledger", "result_json",
     }  # fmt: skip
     leftovers = {k: v for k, v in doc.items() if k not in known}
-    raw = dict(doc.get("raw_result") or {})
+    raw_result = doc.get("raw_result") or {}
+    if not isinstance(raw_result, dict):
+        raise ValueError(f"its raw_result is a JSON {type(raw_result).__name__}, not an object")
+    raw = dict(raw_result)
     if leftovers:
         raw["v1_extra"] = leftovers
     return {
@@ -156,17 +160,40 @@ def _migrate_2(conn: sqlite3.Connection, use_fts: bool) -> None:
     if use_fts:
         _run_script(conn, _FTS_DDL)
     rows = conn.execute("SELECT id, doc FROM experiments ORDER BY created, id").fetchall()
+    seen: set[str] = set()
     for rid, doc in rows:
-        try:
-            rec = ExperimentRecord.model_validate(upgrade_v1_document(json.loads(doc)))
-        except (ValueError, KeyError, ValidationError) as exc:
+        rec = _v1_record(rid, doc)
+        if rec.id in seen:
             raise StoreCorruptError(
-                f"record {rid!r} of the v1 store cannot be upgraded: {exc}",
-                "export the file with the kernelpilot version that wrote it, fix the record, re-import",
-            ) from exc
+                f"two records of the v1 store have id {rec.id!r}; the upgrade was refused",
+                "give one of them another id (its `doc` column) with the sqlite3 shell, then upgrade",
+            )
+        seen.add(rec.id)
         conn.execute(_INSERT, sqlbuild.row(rec, iso))
         conn.executemany("INSERT INTO tags (tag, record_id) VALUES (?, ?)", [(t, rec.id) for t in rec.tags])
     conn.execute("DROP TABLE experiments")
+
+
+def _v1_record(rid: Any, doc: Any) -> ExperimentRecord:
+    """One v1 row as a v2 record, or `StoreCorruptError` naming the row (the upgrade is then refused whole).
+
+    Why each guard: the row's JSON goes through the guarded parser (depth, number length, surrogates), a
+    document that is not an object is named, and a field of the wrong shape (`raw_result` a list, `tags`
+    a string) fails as the record's error rather than as a TypeError deep in the migration (issue 41).
+    """
+    hint = "fix the record's `doc` column with the sqlite3 shell (or delete the row), then upgrade again"
+    try:
+        if not isinstance(doc, str):
+            raise ValueError(f"its document is stored as {type(doc).__name__}, not JSON text")
+        data = readers.loads_json(doc, f"v1 record {rid!r}")
+        if not isinstance(data, dict):
+            raise ValueError(f"its document is a JSON {type(data).__name__}, not an object")
+        return ExperimentRecord.model_validate(upgrade_v1_document(data))
+    except ValidationError as exc:
+        problem = stored_record_problem(exc)
+    except (ValueError, KeyError, TypeError, AttributeError, readers.ReaderError) as exc:
+        problem = str(exc) if not isinstance(exc, KeyError) else f"its document has no {exc} field"
+    raise StoreCorruptError(f"record {rid!r} of the v1 store cannot be upgraded: {problem[:300]}", hint)
 
 
 def _run_script(conn: sqlite3.Connection, script: str) -> None:
@@ -215,12 +242,16 @@ class SQLiteStore(SQLStore):
             self.conn = sqlite3.connect(
                 str(path), timeout=self.busy_timeout_s, isolation_level=None, check_same_thread=False
             )
+        # A stored text that is not UTF-8 (a row edited by hand) must fail that record only, not the query
+        # that fetched it: decoded with surrogateescape, it then fails record validation and is skipped.
+        self.conn.text_factory = lambda b: b.decode("utf-8", "surrogateescape")
         try:
             with self._errors("open"):
                 self.conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_s * 1000)}")
             self._open_schema(upgrade)
         except BaseException:
             self.conn.close()
+            self._drop_unused_backup()
             raise
         self.dialect = sqlbuild.Dialect(ph="?", time=iso, text_all=self._text_all)
 
@@ -258,11 +289,14 @@ class SQLiteStore(SQLStore):
                 )
             self.backup = self._copy_beside(version)
             self.upgraded_from = version
+        # Migrate before the switch to WAL: a migration that fails rolls back in the file's own journal
+        # mode, so a refused upgrade leaves the original byte-for-byte as it was (issue 41).
+        self._migrate()
+        self._migrated = True
         with self._errors("open"):
             if self.conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
                 self.conn.execute("PRAGMA journal_mode = WAL")
             self.conn.execute("PRAGMA synchronous = NORMAL")
-        self._migrate()
         with self._errors("open"):
             self.has_fts = bool(
                 self.conn.execute(
@@ -271,12 +305,27 @@ class SQLiteStore(SQLStore):
             )
 
     def _copy_beside(self, version: int) -> Path:
-        """A consistent copy of the old store (SQLite's backup API), `<name>.v<N>.bak`, never overwritten."""
-        target = self.path.with_name(f"{self.path.name}.v{version}.bak")
+        """A consistent copy of the old store (SQLite's backup API), `<name>.v<N>.bak`, never overwritten.
+
+        The name is claimed with O_CREAT|O_EXCL|O_NOFOLLOW before SQLite opens it: any existing entry,
+        a dangling symlink included, is skipped, so the copy never lands where a link points (issue 41).
+        """
         n = 1
-        while target.exists():
-            n += 1
-            target = self.path.with_name(f"{self.path.name}.v{version}.{n}.bak")
+        while True:
+            suffix = f".v{version}.bak" if n == 1 else f".v{version}.{n}.bak"
+            target = self.path.with_name(self.path.name + suffix)
+            try:
+                fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+            except FileExistsError:
+                n += 1
+                continue
+            except OSError as exc:
+                raise StoreError(
+                    f"cannot create the backup {target} before the upgrade: {exc.strerror}",
+                    f"make {self.path.parent} writable, or copy the store elsewhere and upgrade the copy",
+                ) from exc
+            os.close(fd)
+            break
         with self._errors("copy before upgrade"):
             dst = sqlite3.connect(str(target))
             try:
@@ -285,24 +334,58 @@ class SQLiteStore(SQLStore):
                 dst.close()
         return target
 
+    def _drop_unused_backup(self) -> None:
+        """Remove the copy made for an upgrade that did not happen (the original is unchanged)."""
+        if self.backup is not None and not getattr(self, "_migrated", False):
+            with contextlib.suppress(FileNotFoundError):
+                self.backup.unlink()
+            self.backup = None
+
     # ---- plumbing ----
     def _check_header(self) -> None:
-        try:
-            with open(self.path, "rb") as fh:
-                head = fh.read(len(SQLITE_HEADER))
-        except FileNotFoundError:
-            return
-        except IsADirectoryError as exc:
-            raise StoreCorruptError(f"database path {self.path} is a directory", "give a file path") from exc
-        except OSError as exc:
-            raise StoreError(
-                f"cannot read database {self.path}: {exc.strerror}", "check permissions"
-            ) from exc
+        """Refuse, before SQLite opens anything, a path that is not a regular file (or missing).
+
+        Why: SQLite's open of a FIFO blocks for ever (every store command hung, and over MCP each call held
+        a worker thread: issue 41); a device or directory is no store; a dangling link would make SQLite
+        create the file where the link points. The open is non-blocking and the kind is read from the
+        opened descriptor, so a FIFO swapped in after a check cannot block either. The journal files
+        SQLite opens beside the store (`-wal`, `-shm`, `-journal`) are held to the same rule.
+        """
+        for side in ("-wal", "-shm", "-journal"):
+            self._check_kind(self.path.with_name(self.path.name + side), "the store's journal file ")
+        head = self._check_kind(self.path, "")
         if head and head != SQLITE_HEADER:
             raise StoreCorruptError(
                 f"{self.path} is not an SQLite database (bad header); it was left untouched",
                 "point --db / KERNELPILOT_DB at an experiment store, or move the file away",
             )
+
+    def _check_kind(self, path: Path, what: str) -> bytes:
+        """The first bytes of `path` if it is a regular file, b"" if it does not exist; else a typed error."""
+        hint = "point --db / KERNELPILOT_DB at an experiment store file (or a new name in an existing folder)"
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        except FileNotFoundError as exc:
+            if os.path.islink(path):  # a dangling link: SQLite would create its target
+                raise StoreError(f"{what}{path} is a symbolic link to a missing file", hint) from exc
+            return b""
+        except OSError as exc:  # ELOOP, ENAMETOOLONG, EACCES, ENXIO (a socket)
+            raise StoreError(f"cannot open {what}{path}: {exc.strerror}", hint) from exc
+        try:
+            mode = os.fstat(fd).st_mode
+            if stat.S_ISDIR(mode):
+                raise StoreCorruptError(f"database path {what}{path} is a directory", hint)
+            if not stat.S_ISREG(mode):
+                raise StoreCorruptError(
+                    f"{what}{path} is not a regular file (a FIFO, device or socket); it was left untouched",
+                    hint,
+                )
+            try:
+                return os.read(fd, len(SQLITE_HEADER))
+            except OSError as exc:
+                raise StoreError(f"cannot read {what}{path}: {exc.strerror}", "check permissions") from exc
+        finally:
+            os.close(fd)
 
     @contextlib.contextmanager
     def _errors(self, what: str) -> Iterator[None]:
@@ -355,7 +438,14 @@ class SQLiteStore(SQLStore):
                     )
                 return None
             row = self.conn.execute("SELECT MAX(version) FROM schema_version").fetchone()
-            return int(row[0]) if row and row[0] is not None else 0
+        value = row[0] if row else None
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise StoreCorruptError(
+                f"{self.path}: its schema_version table holds {value!r}, not a schema version (1.."
+                f"{CURRENT_VERSION}); it was left untouched",
+                "restore the store from a backup or a JSONL export (kernelpilot writes 1 or 2 there)",
+            )
+        return value
 
     def _migrate(self) -> None:
         version = self._read_version()
@@ -413,13 +503,13 @@ class SQLiteStore(SQLStore):
         if self.has_fts:
             q = " OR ".join('"' + t.replace('"', '""') + '"' for t in tokens)
             return (
-                "SELECT doc FROM records WHERE rowid IN (SELECT rowid FROM records_fts "
+                "SELECT doc, id FROM records WHERE rowid IN (SELECT rowid FROM records_fts "
                 "WHERE records_fts MATCH ? ORDER BY rank LIMIT ?)",
                 [q],
             )
         ors = " OR ".join(["summary LIKE ? ESCAPE '\\'"] * len(tokens))
         return (
-            f"SELECT doc FROM records WHERE {ors} ORDER BY created DESC LIMIT ?",
+            f"SELECT doc, id FROM records WHERE {ors} ORDER BY created DESC LIMIT ?",
             [sqlbuild.like_pattern(t) for t in tokens],
         )
 
@@ -431,7 +521,7 @@ class SQLiteStore(SQLStore):
         out: dict[str, ExperimentRecord] = {}
         for i in range(0, len(record_ids), 500):
             chunk = list(record_ids[i : i + 500])
-            sql = "SELECT doc FROM records WHERE id IN (" + ", ".join("?" * len(chunk)) + ")"
+            sql = "SELECT doc, id FROM records WHERE id IN (" + ", ".join("?" * len(chunk)) + ")"
             out.update((r.id, r) for r in self._docs(sql, chunk, "get"))
         return [out[i] for i in record_ids if i in out]
 

@@ -16,9 +16,9 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from kernelpilot.experiments import sqlbuild
-from kernelpilot.experiments.errors import DuplicateRecordError
+from kernelpilot.experiments.errors import DuplicateRecordError, StoreCorruptError
 from kernelpilot.experiments.record import ExperimentRecord
-from kernelpilot.experiments.store import Conflict, RecordFilter, record_error
+from kernelpilot.experiments.store import Conflict, RecordFilter, record_error, stored_record_problem
 from kernelpilot.foundation.errors import InvalidArgumentError, NotFoundError
 
 FROZEN_FIELDS = ("id", "created", "record_version", "updated")
@@ -72,7 +72,7 @@ class SQLStore:
         raise NotImplementedError
 
     def _similar_text(self, tokens: Sequence[str]) -> tuple[str, list[Any]]:
-        """SELECT doc of records whose summary shares any token; ends with the LIMIT placeholder."""
+        """SELECT doc, id of records whose summary shares any token; ends with the LIMIT placeholder."""
         raise NotImplementedError
 
     def _distinct_operators(self, w: str) -> str:
@@ -80,10 +80,40 @@ class SQLStore:
         return f"SELECT DISTINCT operator FROM records{w}"
 
     # ---- shared plumbing ----
+    @property
+    def skipped(self) -> list[str]:
+        """Stored records a read left out because they no longer validate: `<id>: <why>`, one each."""
+        if "_skipped" not in self.__dict__:
+            self._skipped: list[str] = []
+        return self._skipped
+
+    def _parse(self, doc: Any, record_id: Any) -> ExperimentRecord | None:
+        """The stored record, or None (noted in `skipped`) when its document no longer validates.
+
+        Why: one record edited by hand or written by a buggy version must not make every list, top,
+        similar or export of the others fail (issue 41); the caller that asked for this very record
+        (`get`, `update`) turns the None into `StoreCorruptError` naming it.
+        """
+        try:
+            return ExperimentRecord.model_validate_json(doc)
+        except (ValidationError, ValueError, TypeError, RecursionError) as exc:
+            note = f"{record_id}: {stored_record_problem(exc)}"
+            if note not in self.skipped:
+                self.skipped.append(note)
+            return None
+
     def _docs(self, sql: str, params: Sequence[Any], what: str) -> list[ExperimentRecord]:
         with self._errors(what):
             rows = self.conn.execute(sql, params).fetchall()
-        return [ExperimentRecord.model_validate_json(r[0]) for r in rows]
+        return [rec for r in rows if (rec := self._parse(r[0], r[1])) is not None]
+
+    def _bad_record(self, record_id: str) -> StoreCorruptError:
+        why = next((s for s in self.skipped if s.startswith(f"{record_id}: ")), f"{record_id}: invalid")
+        return StoreCorruptError(
+            f"stored record {why} (in {self.url})",
+            f"export the store (`kernelpilot exp export`; bad records are left out and named), fix or drop "
+            f"record {record_id!r} and import the file into a new store",
+        )
 
     def _insert(self, conn: Any, records: Sequence[ExperimentRecord]) -> None:
         ph, time = self.dialect.ph, self.dialect.time
@@ -115,22 +145,29 @@ class SQLStore:
 
     def get(self, record_id: str) -> ExperimentRecord:
         ph = self.dialect.ph
-        recs = self._docs(f"SELECT doc FROM records WHERE id = {ph}", [record_id], "get")
-        if not recs:
+        with self._errors("get"):
+            row = self.conn.execute(f"SELECT doc, id FROM records WHERE id = {ph}", [record_id]).fetchone()
+        if row is None:
             raise NotFoundError(f"no experiment record with id {record_id!r} in {self.url}", "see exp list")
-        return recs[0]
+        rec = self._parse(row[0], row[1])
+        if rec is None:
+            raise self._bad_record(record_id)
+        return rec
 
     def update(self, record_id: str, changes: dict[str, Any]) -> ExperimentRecord:
         ph = self.dialect.ph
         with self._write("update") as conn:
             row = conn.execute(
-                f"SELECT doc FROM records WHERE id = {ph}{self._lock_for_update}", (record_id,)
+                f"SELECT doc, id FROM records WHERE id = {ph}{self._lock_for_update}", (record_id,)
             ).fetchone()
             if row is None:
                 raise NotFoundError(
                     f"no experiment record with id {record_id!r} in {self.url}", "see exp list"
                 )
-            rec = apply_changes(ExperimentRecord.model_validate_json(row[0]), changes)
+            current = self._parse(row[0], row[1])
+            if current is None:
+                raise self._bad_record(record_id)
+            rec = apply_changes(current, changes)
             r = sqlbuild.row(rec, self.dialect.time)
             sets = ", ".join(f"{c} = {ph}" for c in sqlbuild.COLS.split(", ")[1:])
             conn.execute(f"UPDATE records SET {sets} WHERE id = {ph}", (*r[1:], record_id))
@@ -149,7 +186,7 @@ class SQLStore:
         w, params = sqlbuild.where(flt, d)
         direction = "DESC" if order == "newest" else "ASC"
         sql = (
-            f"SELECT doc FROM records{w} "
+            f"SELECT doc, id FROM records{w} "
             f"ORDER BY created {direction}, {d.id_order} {direction} LIMIT {d.ph} OFFSET {d.ph}"
         )
         return self._docs(sql, [*params, limit, offset], "list")
@@ -167,12 +204,12 @@ class SQLStore:
         cond = (w + " AND " + tc) if w else (" WHERE " + tc)
         order = f"ORDER BY score DESC, created DESC, {d.id_order} LIMIT {d.ph}"
         if not per_operator:
-            return self._docs(f"SELECT doc FROM records{cond} {order}", [*params, *tparams, n], "top")
+            return self._docs(f"SELECT doc, id FROM records{cond} {order}", [*params, *tparams, n], "top")
         with self._errors("top"):
             ops = [r[0] for r in self.conn.execute(self._distinct_operators(w), params).fetchall()]
         out: list[ExperimentRecord] = []
         for op in sorted(ops):
-            sql = f"SELECT doc FROM records{cond} AND operator = {d.ph} {order}"
+            sql = f"SELECT doc, id FROM records{cond} AND operator = {d.ph} {order}"
             out.extend(self._docs(sql, [*params, *tparams, op, n], "top"))
         return out
 
@@ -182,7 +219,7 @@ class SQLStore:
         ph = self.dialect.ph
         queries: list[tuple[str, list[Any]]] = []
         if operator:
-            sql = f"SELECT doc FROM records WHERE operator = {ph} ORDER BY created DESC LIMIT {ph}"
+            sql = f"SELECT doc, id FROM records WHERE operator = {ph} ORDER BY created DESC LIMIT {ph}"
             queries.append((sql, [operator]))
         if tokens:
             queries.append(self._similar_text(tokens))
@@ -195,7 +232,11 @@ class SQLStore:
                 conds.append(f"arch = {ph}")
                 ps.append(arch)
             queries.append(
-                (f"SELECT doc FROM records WHERE {' AND '.join(conds)} ORDER BY created DESC LIMIT {ph}", ps)
+                (
+                    f"SELECT doc, id FROM records WHERE {' AND '.join(conds)} "
+                    f"ORDER BY created DESC LIMIT {ph}",
+                    ps,
+                )
             )
         seen: dict[str, ExperimentRecord] = {}
         for sql, ps in queries:
@@ -204,7 +245,7 @@ class SQLStore:
         return list(seen.values())
 
     def ancestors(self, record_id: str) -> list[ExperimentRecord]:
-        sql = f"SELECT doc FROM records WHERE id = {self.dialect.ph}"
+        sql = f"SELECT doc, id FROM records WHERE id = {self.dialect.ph}"
         out: list[ExperimentRecord] = []
         seen = {record_id}
         current = self.get(record_id).parent_id
@@ -222,17 +263,19 @@ class SQLStore:
         sql = (
             f"WITH RECURSIVE d(id) AS (SELECT id FROM records WHERE parent_id = {d.ph} "
             "UNION SELECT r.id FROM records r JOIN d ON r.parent_id = d.id) "
-            f"SELECT doc FROM records WHERE id IN (SELECT id FROM d WHERE id <> {d.ph} LIMIT {d.ph}) "
+            f"SELECT doc, id FROM records WHERE id IN (SELECT id FROM d WHERE id <> {d.ph} LIMIT {d.ph}) "
             f"ORDER BY created, {d.id_order}"
         )
         return self._docs(sql, [record_id, record_id, max_nodes], "lineage")
 
     def iter_all(self) -> Iterator[ExperimentRecord]:
-        sql = f"SELECT doc FROM records ORDER BY created, {self.dialect.id_order}"
+        sql = f"SELECT doc, id FROM records ORDER BY created, {self.dialect.id_order}"
         with self._errors("export"), contextlib.closing(self.conn.execute(sql)) as cur:
             while rows := cur.fetchmany(1000):
                 for r in rows:
-                    yield ExperimentRecord.model_validate_json(r[0])
+                    rec = self._parse(r[0], r[1])
+                    if rec is not None:
+                        yield rec
 
     def close(self) -> None:
         self.conn.close()

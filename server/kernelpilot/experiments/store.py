@@ -54,6 +54,11 @@ class Store(Protocol):
 
     url: str
 
+    @property
+    def skipped(self) -> list[str]:
+        """Stored records reads so far left out as invalid (`<id>: <why>`); see `SQLStore._parse`."""
+        ...
+
     def create(self, records: Sequence[ExperimentRecord], on_conflict: Conflict = "error") -> int:
         """Insert records in one transaction; returns how many were written."""
         ...
@@ -199,3 +204,18 @@ def record_error(exc: ValidationError, where: str) -> InvalidArgumentError:
         by_loc.setdefault(".".join(parts) or "record", []).append(msg)
     text = "; ".join(f"{loc}: {' or '.join(dict.fromkeys(msgs))}" for loc, msgs in by_loc.items())
     return InvalidArgumentError(f"invalid experiment record ({where}): {text}", "fix the named field")
+
+
+def stored_record_problem(exc: Exception) -> str:
+    """Why a stored document is not a valid record, in one line (the first few fields named)."""
+    if isinstance(exc, ValidationError):
+        errs = exc.errors()
+        parts = []
+        for err in errs[:3]:
+            loc = ".".join(str(p) for p in err["loc"] if not (isinstance(p, str) and p in _UNION_TAGS))
+            parts.append(f"{loc or 'document'}: {err['msg'].removeprefix('Value error, ')}")
+        more = f" (+{len(errs) - 3} more)" if len(errs) > 3 else ""
+        return "invalid record (" + "; ".join(parts) + more + ")"
+    if isinstance(exc, RecursionError):
+        return "invalid record (nested too deeply)"
+    return f"invalid record ({type(exc).__name__}: {str(exc)[:200]})"

@@ -276,9 +276,14 @@ class SweepSummary(Result):
     roofline_note: str = ""
     citations: list[str] = Field(default_factory=list)
     complete: bool = Field(description="Every variant x shape cell is recorded.")
+    unreadable: list[str] = Field(
+        default_factory=list,
+        description="Stored cell records left out because they no longer validate ('<id>: <why>').",
+    )
 
     def render_text(self) -> str:
         out = [
+            *(f"left out, invalid stored record: {u}" for u in self.unreadable[:10]),
             f"sweep {self.sweep_id} ({self.name}): {len(self.variants)} variants x {self.shapes} shapes, "
             f"{len(self.cells)} cells recorded in {self.db}"
             + ("" if self.complete else " (INCOMPLETE: re-run to resume)"),
@@ -417,6 +422,7 @@ class SweepRunRequest(Request):
         "", max_length=32, description="Extra label in the sweep id: re-measure the same spec afresh."
     )
     html: str | None = Field(None, description="Also write the HTML dashboard to this file.")
+    mkdir: bool = Field(False, description="Create the missing folders of the files it writes (else refused)")
 
 
 class SweepRunResult(Result):
@@ -452,6 +458,7 @@ class SweepReportRequest(Request):
         "./<sweep id>.html; on the command line a bare --html means that).",
     )
     out: str | None = Field(None, description="Older spelling of html FILE (kept for existing scripts).")
+    mkdir: bool = Field(False, description="Create the missing folders of the files it writes (else refused)")
 
 
 class SweepReportResult(Result):

@@ -17,6 +17,9 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from pydantic import ValidationError
+
+from kernelpilot.experiments.errors import StoreCorruptError
 from kernelpilot.experiments.record import Description, ExperimentRecord, Status
 from kernelpilot.experiments.store import RecordFilter, Store
 from kernelpilot.foundation.errors import KernelpilotError, NotFoundError
@@ -338,14 +341,47 @@ def _row(rec: ExperimentRecord) -> CellRow:
     )
 
 
-def summarize(sweep: ExperimentRecord, cells: list[ExperimentRecord], db: str) -> SweepSummary:
-    spec = SweepSpec.model_validate(sweep.raw_result["spec"])
-    shapes = [Shape.model_validate(s) for s in sweep.raw_result["shapes"]]
+def _sweep_plan(sweep: ExperimentRecord) -> tuple[SweepSpec, list[Shape]]:
+    """The spec and shapes stored on the sweep record; a record that lost them is a typed error naming it."""
+    try:
+        spec = SweepSpec.model_validate(sweep.raw_result["spec"])
+        return spec, [Shape.model_validate(s) for s in sweep.raw_result["shapes"]]
+    except (KeyError, TypeError, ValidationError) as exc:
+        raise StoreCorruptError(
+            f"sweep record {sweep.id!r} does not hold a readable spec and shape list ({str(exc)[:200]})",
+            "run the sweep again under a new name (its cells are kept as records)",
+        ) from exc
+
+
+def _cell_rows(
+    cells: list[ExperimentRecord], keys: set[str], variants: list[str]
+) -> tuple[list[CellRow], list[str]]:
+    """Rows of the cells of this sweep's shapes; a cell record that lost a field is named and left out
+    (issue 41: one bad stored record must not make the whole report fail)."""
+    rows: list[CellRow] = []
+    bad: list[str] = []
+    for c in cells:
+        if c.raw_result.get("shape_key") not in keys:
+            continue
+        try:
+            row = _row(c)
+        except (KeyError, TypeError, ValueError, ValidationError) as exc:
+            bad.append(f"{c.id}: not a readable sweep cell ({type(exc).__name__}: {str(exc)[:120]})")
+            continue
+        if row.variant not in variants:
+            bad.append(f"{c.id}: variant {row.variant!r} is not in the sweep's spec")
+            continue
+        rows.append(row)
+    rows.sort(key=lambda r: (r.line, variants.index(r.variant)))
+    return rows, bad
+
+
+def summarize(
+    sweep: ExperimentRecord, cells: list[ExperimentRecord], db: str, unreadable: list[str] | None = None
+) -> SweepSummary:
+    spec, shapes = _sweep_plan(sweep)
     keys = {s.key for s in shapes}
-    rows = sorted(
-        (_row(c) for c in cells if c.raw_result.get("shape_key") in keys),
-        key=lambda r: (r.line, list(spec.variants).index(r.variant)),
-    )
+    rows, bad = _cell_rows(cells, keys, list(spec.variants))
     base_rows = {r.shape_key: r for r in rows if r.variant == spec.baseline}
     total_weight = sum(s.weight for s in shapes) or 1.0
     summaries: list[VariantSummary] = []
@@ -407,6 +443,7 @@ def summarize(sweep: ExperimentRecord, cells: list[ExperimentRecord], db: str) -
         roofline_note=str(sweep.raw_result.get("roofline_note", "")),
         citations=citations,
         complete=len(rows) == len(shapes) * len(spec.variants),
+        unreadable=[*(unreadable or []), *bad],
     )
 
 

@@ -8,13 +8,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from kernelpilot.experiments.backends import open_store
-from kernelpilot.foundation.atomic import write_text_atomic
+from kernelpilot.foundation.atomic import output_path, write_text_atomic
 from kernelpilot.sweep import charts, records
 from kernelpilot.sweep.models import SweepReportRequest, SweepReportResult, SweepSummary
 
 
-def write_html(summary: SweepSummary, out: str) -> str:
-    """Render the dashboard to `out` (atomically); returns the path written."""
+def write_html(summary: SweepSummary, out: str, mkdir: bool = False) -> str:
+    """Render the dashboard to `out` (atomically, under `foundation.atomic.output_path`'s policy: `mkdir`
+    makes a missing folder); returns the path written."""
     from kernelpilot.workspace.render import render_template
 
     base = {c.shape_key: c for c in summary.cells if c.variant == summary.baseline}
@@ -58,18 +59,20 @@ def write_html(summary: SweepSummary, out: str) -> str:
         generated=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
     )
     path = Path(out).expanduser()
-    write_text_atomic(path, html)
+    write_text_atomic(path, html, arg="--html", mkdir=mkdir)
     return str(path)
 
 
 def sweep_report(req: SweepReportRequest) -> SweepReportResult:
+    wanted = req.html not in (None, False) or req.out is not None
+    named = (req.html if isinstance(req.html, str) and req.html else req.out) or f"{req.id}.html"
+    if wanted:  # the dashboard path held to foundation.atomic's policy before the store is opened
+        output_path(named, "--html", mkdir=req.mkdir)
     store = open_store(req.db)
     try:
         sweep, cells = records.load_sweep(store, req.id)
-        summary = records.summarize(sweep, cells, store.url)
+        summary = records.summarize(sweep, cells, store.url, store.skipped)
     finally:
         store.close()
-    wanted = req.html not in (None, False) or req.out is not None
-    named = req.html if isinstance(req.html, str) and req.html else req.out
-    html = write_html(summary, named or f"{req.id}.html") if wanted else None
+    html = write_html(summary, named, req.mkdir) if wanted else None
     return SweepReportResult(summary=summary, html=html)
