@@ -183,7 +183,7 @@ def store_full(tool: str, result: Result) -> Path:
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
     folder = results_dir()
     path = folder / f"{tool}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{digest}.json"
-    write_text_atomic(path, text + "\n")
+    write_text_atomic(path, text + "\n", mkdir=True)  # the per-user results cache folder
     old = sorted(folder.glob("*.json"), key=lambda p: p.stat().st_mtime, reverse=True)[KEEP_RESULTS:]
     for stale in old:
         stale.unlink(missing_ok=True)

@@ -24,10 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from kernelpilot.ceilings.models import CeilingsRequest, CeilingsResult, MeasuredRecord
-from kernelpilot.foundation.atomic import write_text_atomic
+from kernelpilot.foundation.atomic import output_path, write_text_atomic
 from kernelpilot.foundation.errors import (
     DeviceUnavailableError,
-    InputFileError,
     InvalidArgumentError,
     KernelpilotError,
 )
@@ -120,11 +119,8 @@ def _resolve_gpu(req: CeilingsRequest, device_name: str) -> tuple[str, str]:
     return ident, "no wiki alias equals the device name; id made from it (pass --gpu <wiki id> to file it)"
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    try:
-        write_text_atomic(path.expanduser(), text)
-    except OSError as exc:
-        raise InputFileError(f"--out: cannot write {path}: {exc}", "check the folder's permissions") from exc
+def _write_atomic(path: Path, text: str, mkdir: bool) -> None:
+    write_text_atomic(path, text, arg="--out", mkdir=mkdir)  # the output-path policy: foundation.atomic
 
 
 def _validate(req: CeilingsRequest) -> None:
@@ -137,6 +133,8 @@ def _validate(req: CeilingsRequest) -> None:
     bad = [d for d in req.dtypes if d not in _MATMUL_DTYPES]
     if bad:
         raise InvalidArgumentError(f"--dtypes: unknown {bad}", f"use {', '.join(_MATMUL_DTYPES)}")
+    if req.out:  # before minutes of measuring: a FIFO, device or missing folder is refused now
+        output_path(req.out, "--out", mkdir=req.mkdir)
 
 
 def _command() -> str:
@@ -289,7 +287,7 @@ def measure_ceilings(req: CeilingsRequest, progress: Progress = no_progress) -> 
             "(`kernelpilot.wiki.core`).\n\n"
             "## Measured\n" + "\n".join(lines) + "\n"
         )
-        _write_atomic(Path(req.out), text)
+        _write_atomic(Path(req.out), text, req.mkdir)
         out_path = req.out
     return CeilingsResult(
         device_name=device_name,

@@ -18,6 +18,7 @@ class CeilingsRequest(Request):
             "<gpu_id>.md in a folder and pass that folder with --wiki to roofline)"
         ),
     )
+    mkdir: bool = Field(default=False, description="Create the missing folders of --out (else refused).")
     gpu: str | None = Field(
         default=None,
         description="wiki GPU id/alias to file the lines under (default: matched from the device name)",

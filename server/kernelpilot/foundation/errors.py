@@ -44,6 +44,13 @@ class InputFileError(KernelpilotError):
     exit_code = 2
 
 
+class OutputPathError(InputFileError):
+    """A path given to write a file (`--out`, `--html`, `--svg`, `--manifest`) is not a regular file or a new
+    name in an existing folder: a device, FIFO, socket or directory, an over-long name, a missing folder."""
+
+    kind = "output_path"
+
+
 class NotFoundError(KernelpilotError):
     """A named thing (GPU, metric, kernel, record, workspace) does not exist."""
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelpilot.foundation.atomic import write_text_atomic
+from kernelpilot.foundation.errors import OutputPathError
 
 _PACKAGE_DIR = Path(__file__).resolve().parents[1]  # kernelpilot/: its sources key the cache
 
@@ -61,9 +62,9 @@ def store(schemas: dict[str, dict[str, Any]]) -> None:
         return
     target = _path()
     try:
-        write_text_atomic(target, json.dumps(schemas))
+        write_text_atomic(target, json.dumps(schemas), mkdir=True)
         for old in target.parent.glob("mcp-schemas-*.json"):  # schemas of other installs/versions
             if old != target:
                 old.unlink(missing_ok=True)
-    except OSError:
+    except (OSError, OutputPathError):  # best effort (docstring)
         return

@@ -118,8 +118,22 @@ def _load(req: IsaFileRequest | IsaListRequest, **kw: bool) -> Loaded:
 
 @_whole_call_gc_paused
 def isa_list(req: IsaListRequest) -> IsaListResult:
+    from kernelpilot.isa.api import ListedKernel
+    from kernelpilot.isa.demangle import demangle_all
+
     loaded = _load(req, want_kernels=True, demangle=False, count_ptx=True)
-    return IsaListResult(file=req.file, entries=loaded.entries, warnings=loaded.warnings)
+    entries = [k for k in loaded.kernels if k.is_entry]
+    shown = entries[: req.max_names]
+    names = demangle_all([k.name for k in shown])  # only the listed ones: a library holds ~10^5 kernels
+    return IsaListResult(
+        file=req.file,
+        entries=loaded.entries,
+        kernels=[
+            ListedKernel(entry=k.entry, name=k.name, demangled=names.get(k.name, k.name)) for k in shown
+        ],
+        kernel_names_left_off=len(entries) - len(shown),
+        warnings=loaded.warnings,
+    )
 
 
 @_whole_call_gc_paused
@@ -149,9 +163,7 @@ def isa_resources(req: IsaResourcesRequest) -> IsaResourcesResult:
 
 
 def _write_atomic(path: Path, text: str) -> None:
-    if path.parent and not path.parent.is_dir():
-        raise InputFileError(f"--manifest {path}: folder {path.parent} does not exist", "create it first")
-    write_text_atomic(path, text)
+    write_text_atomic(path, text, arg="--manifest")  # the output-path policy: foundation.atomic
 
 
 def _mixes(
@@ -163,6 +175,7 @@ def _mixes(
     from kernelpilot.isa.disasm import disassemble, parse_amdgcn, parse_sass
 
     wanted_entries = {k.entry for k in ks}
+    waves = {(k.entry, k.name): k.wavefront_size for k in ks}
     out: dict[tuple[str, str], tuple[KernelMixModel, list[str]]] = {}
     for ent in loaded.entries:
         if ent.label not in wanted_entries or ent.label not in loaded.payloads:
@@ -181,10 +194,11 @@ def _mixes(
                 global_store_bits=dict(m.global_store_bits),
                 shared_bits=dict(m.shared_bits),
                 top_opcodes=dict(m.opcodes.most_common(16)),
-                issued_instructions=m.issued if vendor == "nvidia" else None,
+                issued_instructions=m.issued,
                 pipe_classes=dict(m.pipes),
-                backward_branches=m.backward_branches if vendor == "nvidia" else None,
-                forward_branches=m.forward_branches if vendor == "nvidia" else None,
+                backward_branches=m.backward_branches,
+                forward_branches=m.forward_branches,
+                wavefront_size=waves.get((ent.label, name)) if vendor == "amd" else None,
             )
             out[(ent.label, name)] = (model, m.text)
     return out

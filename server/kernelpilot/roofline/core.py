@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kernelpilot.foundation.atomic import write_text_atomic
-from kernelpilot.foundation.errors import InputFileError, InvalidArgumentError, UnknownSpecError
+from kernelpilot.foundation.errors import InvalidArgumentError, UnknownSpecError
 from kernelpilot.roofline import ops, stop
 from kernelpilot.roofline.models import (
     Achieved,
@@ -460,16 +460,8 @@ def _comparisons(
 
 
 def _write_atomic(path: Path, text: str) -> str:
-    path = path.expanduser()
-    if path.parent and not path.parent.is_dir():
-        raise InputFileError(
-            f"--svg: folder {str(path.parent)!r} does not exist", "create it or give another path"
-        )
-    try:
-        write_text_atomic(path, text)
-    except OSError as exc:
-        raise InputFileError(f"--svg: cannot write {path}: {exc}", "check the folder's permissions") from exc
-    return str(path)
+    write_text_atomic(path, text, arg="--svg")  # the output-path policy: foundation.atomic
+    return str(path.expanduser())
 
 
 # ----------------------------------------------------------------------------------------------- charts

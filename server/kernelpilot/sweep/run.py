@@ -125,6 +125,10 @@ def _finish(store: Store, loaded: spec.LoadedSweep) -> SweepSummary:
 def run_sweep(req: SweepRunRequest, progress: Progress = no_progress) -> SweepRunResult:
     t0 = time.perf_counter()
     loaded = spec.load(req.spec, req.label)
+    if req.html:  # the dashboard path held to foundation.atomic's policy before any cell runs
+        from kernelpilot.foundation.atomic import output_path
+
+        output_path(req.html, "--html", mkdir=req.mkdir)
     roof = records.Roofline(loaded.spec)
     sp = loaded.spec
     crashes: list[str] = []
@@ -157,7 +161,7 @@ def run_sweep(req: SweepRunRequest, progress: Progress = no_progress) -> SweepRu
     if req.html:
         from kernelpilot.sweep.report import write_html
 
-        html = write_html(summary, req.html)
+        html = write_html(summary, req.html, req.mkdir)
     if crashes:
         raise CellFailedError(
             f"{len(crashes)} cell(s) of sweep {loaded.sweep_id} crashed and were not recorded "

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelpilot.foundation.atomic import write_json_atomic
-from kernelpilot.foundation.errors import KernelpilotError
+from kernelpilot.foundation.errors import KernelpilotError, OutputPathError
 from kernelpilot.timing.models import ColdDerivation
 
 NO_CALIBRATION_ENV = "KERNELPILOT_NO_NCU_CALIBRATION"  # set: never run ncu to measure an offset
@@ -206,8 +206,8 @@ def calibrate_with_ncu(torch: Any, span_us: Callable[[Callable[[], Any]], float 
         gpu=name, offset_us=round(offset, 3), measured_utc=now, source="ncu", evidence=tuple(evidence)
     )
     # an unwritable cache folder: the offset holds for this run and is measured again next time
-    with contextlib.suppress(OSError):
-        write_json_atomic(cache_file(uuid), {**asdict(off), "uuid": uuid, "source": "cache"})
+    with contextlib.suppress(OSError, OutputPathError):
+        write_json_atomic(cache_file(uuid), {**asdict(off), "uuid": uuid, "source": "cache"}, mkdir=True)
     return off
 
 

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kernelpilot.foundation.atomic import write_text_atomic
+from kernelpilot.foundation.atomic import output_path, write_text_atomic
 from kernelpilot.foundation.errors import InputFileError, InvalidArgumentError, KernelpilotError
 from kernelpilot.foundation.progress import Progress, no_progress
 from kernelpilot.workload.breakdown import breakdown, mark_hot
@@ -48,19 +48,30 @@ def _result(
     return res, hot
 
 
-def _write(res: WorkloadResult, out: str | None, html: str | None) -> None:
-    if out:
-        write_text_atomic(Path(out), res.model_dump_json(indent=1))
-    if html:
+def _check_outputs(req: WorkloadReadRequest | WorkloadRunRequest) -> None:
+    """The output paths held to the policy of `foundation.atomic.output_path` before any work: a FIFO,
+    device, directory or missing folder is refused before a capture of minutes, not after it."""
+    for arg, path in (("--out", req.out), ("--html", req.html)):
+        if path:
+            output_path(path, arg, mkdir=req.mkdir)
+    if isinstance(req, WorkloadRunRequest) and req.drill_csv:
+        output_path(req.drill_csv, "--drill-csv", mkdir=req.mkdir)
+
+
+def _write(res: WorkloadResult, req: WorkloadReadRequest | WorkloadRunRequest) -> None:
+    if req.out:
+        write_text_atomic(Path(req.out), res.model_dump_json(indent=1), arg="--out", mkdir=req.mkdir)
+    if req.html:
         from kernelpilot.workload.views import render_html
 
-        write_text_atomic(Path(html), render_html(res))
+        write_text_atomic(Path(req.html), render_html(res), arg="--html", mkdir=req.mkdir)
 
 
 def read_workload(req: WorkloadReadRequest) -> WorkloadResult:
     """A recorded trace into the breakdown and the opportunities it supports (no drill-down)."""
     from kernelpilot.workload.readers.detect import read_trace
 
+    _check_outputs(req)
     enabled = gc.isenabled()
     gc.disable()  # millions of acyclic objects live until the end: collections would only rescan them
     try:
@@ -71,7 +82,7 @@ def read_workload(req: WorkloadReadRequest) -> WorkloadResult:
     finally:
         if enabled:
             gc.enable()
-    _write(res, req.out, req.html)
+    _write(res, req)
     return res
 
 
@@ -206,6 +217,7 @@ def run_workload(req: WorkloadRunRequest, progress: Progress = no_progress) -> W
             f"skip_steps={req.skip_steps} applies to a command with a region (NVTX range instances to skip)",
             "a step factory skips its warm-up with warmup; a command gives region too, e.g. --region step",
         )
+    _check_outputs(req)
     t0 = time.perf_counter()
     target = CaptureTarget(
         spec=req.spec,
@@ -243,7 +255,7 @@ def run_workload(req: WorkloadRunRequest, progress: Progress = no_progress) -> W
         _remedies(res, req, target, progress)
     res.wall_s = time.perf_counter() - t0
     progress(4, 4, "done")
-    _write(res, req.out, req.html)
+    _write(res, req)
     return res
 
 
@@ -273,8 +285,9 @@ def diff_workload(req: WorkloadDiffRequest) -> WorkloadDiffResult:
 def report_workload(req: WorkloadReportRequest) -> WorkloadReportResult:
     from kernelpilot.workload.views import render_html
 
+    output_path(req.out, "--out", mkdir=req.mkdir)
     html = render_html(load_result(req.path))
-    write_text_atomic(Path(req.out), html)
+    write_text_atomic(Path(req.out), html, arg="--out", mkdir=req.mkdir)
     return WorkloadReportResult(
         path=req.out, bytes=len(html.encode()), sections=["breakdown", "cumulative", "opportunities"]
     )

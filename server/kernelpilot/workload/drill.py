@@ -153,7 +153,7 @@ def drill_hot(
             if raw_csv is not None:
                 from kernelpilot.foundation.atomic import write_text_atomic
 
-                write_text_atomic(raw_csv, text)
+                write_text_atomic(raw_csv, text, arg="--drill-csv", mkdir=True)  # checked before the run
             profiles = _profiles(text)
         progress(2, 3, "reading the profiles")
         results_by_name.update((h.name, _result(h, plan, profiles, failure)) for h in kernels)
@@ -458,9 +458,12 @@ def _run_rocprof(
         outs = rocprof.find_outputs(outdir)
         profiles: list[KernelProfile] = []
         for p in outs["counters"]:
+            text = p.read_text()
             if raw_csv is not None:
-                shutil.copyfile(p, raw_csv)
-            profiles += rocprof.parse_counter_collection(p.read_text(), str(p))
+                from kernelpilot.foundation.atomic import write_text_atomic
+
+                write_text_atomic(raw_csv, text, arg="--drill-csv", mkdir=True)  # checked before the run
+            profiles += rocprof.parse_counter_collection(text, str(p))
         return profiles, failure, _amd_product(Path(outdir))
     finally:
         shutil.rmtree(outdir, ignore_errors=True)

@@ -306,6 +306,7 @@ class WorkloadReadRequest(Request):
     hot_cap: int = Field(12, ge=1, le=200, description="At most this many hot kernels.")
     out: str | None = Field(None, description="Also write the result JSON here.")
     html: str | None = Field(None, description="Also write the HTML report here.")
+    mkdir: bool = Field(False, description="Create the missing folders of the files it writes (else refused)")
 
 
 class WorkloadRunRequest(Request):
@@ -349,6 +350,7 @@ class WorkloadRunRequest(Request):
     )
     out: str | None = Field(None, description="Also write the result JSON here.")
     html: str | None = Field(None, description="Also write the HTML report here.")
+    mkdir: bool = Field(False, description="Create the missing folders of the files it writes (else refused)")
 
     @field_validator("command", mode="before")
     @classmethod
@@ -396,6 +398,7 @@ class WorkloadReportRequest(Request):
 
     path: str = Field(description="Result JSON of `workload run/read --out`.")
     out: str = Field(description="HTML file to write.")
+    mkdir: bool = Field(False, description="Create the missing folders of the files it writes (else refused)")
 
 
 class WorkloadReportResult(Result):

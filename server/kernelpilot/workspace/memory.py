@@ -131,7 +131,7 @@ def _baseline(records: list[dict[str, Any]]) -> dict[str, Any] | None:
 def _write(ws: Workspace, record: dict[str, Any], message: str, commit: bool) -> tuple[str, str | None]:
     path = memory_path(ws, int(record["version"]))
     validate_record(record, rel(ws, path))
-    write_json_atomic(path, record)
+    write_json_atomic(path, record, mkdir=True)
     head = gitops.commit_all(ws.path, message, [rel(ws, path)]) if commit else None
     return rel(ws, path), head
 
@@ -352,7 +352,7 @@ def memory_create(req: MemoryCreateRequest) -> MemoryRecordResult:
         gitops.git(ws.path, "commit", "-q", "--no-verify", "--allow-empty", "-m", f"v{version}: {req.change}")
         record["commit"] = gitops.head(ws.path)
     target = memory_path(ws, version)
-    if not create_json_exclusive(target, record):
+    if not create_json_exclusive(target, record, mkdir=True):
         raise StateError(
             f"memory version v{version} was created by another writer meanwhile",
             "re-run `kernelpilot memory create` (it takes the next free version)",
@@ -545,7 +545,7 @@ def memory_restart(req: MemoryRestartRequest) -> MemoryRestartResult:
                 r["updated"] = now_iso()
                 path = memory_path(ws, int(r["version"]))
                 validate_record(r, rel(ws, path))
-                write_json_atomic(path, r)
+                write_json_atomic(path, r, mkdir=True)
                 masked.append(int(r["version"]))
         src_name = f"v{restored_version}" if restored_version is not None else "initial kernel"
         head = gitops.commit_all(
@@ -636,7 +636,7 @@ def memory_revert(req: MemoryRevertRequest) -> MemoryRecordResult:
     validate_record(record, rel(ws, path))
     try:
         gitops.restore_file(ws.path, commit, kernel)
-        write_json_atomic(path, record)
+        write_json_atomic(path, record, mkdir=True)
         src = f"v{parent['version']}" if parent is not None else "the initial kernel"
         head = gitops.commit_all(
             ws.path,

@@ -55,7 +55,7 @@ def write_plan(req: WritePlanRequest) -> WritePlanResult:
         latest=summarize(ws, records, False),
     )
     path = ws.path / "plans" / f"v{version}-{_slug(req.title)}.md"
-    write_text_atomic(path, text)
+    write_text_atomic(path, text, mkdir=True)  # plans/ is the workspace's own layout
     audit = _audit_or_remove([path], ws, hw)
     rel = path.relative_to(ws.path).as_posix()
     head = gitops.commit_all(ws.path, f"plan v{version}: {req.title}", [rel]) if req.commit else None
@@ -220,12 +220,12 @@ def render_report(req: RenderReportRequest) -> RenderReportResult:
         req.kind, "iteration_report.md.j2"
     )
     md_path = ws.path / "reports" / f"{stem}.md"
-    write_text_atomic(md_path, render_template(md_template, **ctx))
+    write_text_atomic(md_path, render_template(md_template, **ctx), mkdir=True)  # the workspace's reports/
     written = [md_path]
     html_path = None
     if req.html:
         html_path = ws.path / "reports" / f"{stem}.html"
-        write_text_atomic(html_path, render_template("report.html.j2", **ctx))
+        write_text_atomic(html_path, render_template("report.html.j2", **ctx), mkdir=True)
         written.append(html_path)
     audit = _audit_or_remove(written, ws, hw)
     rels = [p.relative_to(ws.path).as_posix() for p in written]
