@@ -40,15 +40,34 @@ class IsaResourcesRequest(IsaFileRequest):
 class IsaListRequest(Request):
     file: str = Field(description=_FILE)
     arch: str | None = Field(None, description=_ARCH)
+    max_names: int = Field(
+        200,
+        ge=0,
+        description="cap on kernel names listed (in file order; `kernel_names_left_off` counts the rest, "
+        "`isa resources --kernel REGEX` reads any of them)",
+    )
+
+
+class ListedKernel(Result):
+    entry: str = Field(description="label of the code object holding it (CodeObjectEntry.label)")
+    name: str = Field(description="mangled symbol, as `--kernel` regexes match it")
+    demangled: str = Field(description="readable C++ name (same as name when not mangled)")
 
 
 class IsaListResult(Result):
     file: str
     entries: list[CodeObjectEntry]
+    kernels: list[ListedKernel] = Field(
+        default_factory=list, description="kernel entry points, in file order, up to max_names"
+    )
+    kernel_names_left_off: int = Field(0, description="kernels not listed because of max_names")
     warnings: list[str] = Field(default_factory=list)
 
     def render_text(self) -> str:
         lines = [f"{self.file}: {len(self.entries)} code object(s)"]
+        by_entry: dict[str, list[ListedKernel]] = {}
+        for k in self.kernels:
+            by_entry.setdefault(k.entry, []).append(k)
         for e in self.entries:
             comp = (
                 f" {e.compressed}" + ("" if e.decompressed else " (not decompressed)") if e.compressed else ""
@@ -57,6 +76,15 @@ class IsaListResult(Result):
             lines.append(
                 f"  [{e.index}] {e.kind:<5} {e.arch or '-':<12} {e.size_bytes:>9} B{comp}{kc}  {e.label}"
                 + (f"  ({e.note})" if e.note else "")
+            )
+            lines += [
+                f"      {k.demangled}" + (f"  [{k.name}]" if k.demangled != k.name else "")
+                for k in by_entry.get(e.label, [])
+            ]
+        if self.kernel_names_left_off:
+            lines.append(
+                f"  ... {self.kernel_names_left_off} more kernel(s) not listed (raise --max-names, or "
+                "`kernelpilot isa resources FILE --kernel REGEX` for some of them)"
             )
         lines += [f"  warning: {w}" for w in self.warnings]
         return "\n".join(lines)
