@@ -81,3 +81,13 @@ def test_cli_spec_prints_the_note_and_errors_like_roofline(run_cli) -> None:  # 
     )
     js = run_cli("--json", "spec", "sm_89", "memory_bandwidth_tb_s")  # --json: the result, same exit code
     assert js.code == 2 and json.loads(js.out)["candidates"] == SM_89
+
+
+def test_roofline_says_which_part_a_family_name_picked() -> None:
+    from kernelpilot.roofline.core import analyze
+    from kernelpilot.roofline.models import RooflineRequest
+
+    res = analyze(RooflineRequest(gpu="H100", op="softmax", rows=32768, cols=4096, dtype="bf16"))
+    assert res.gpu_id == "h100-sxm5" and res.notes[0].startswith("'H100' picked h100-sxm5")
+    res = analyze(RooflineRequest(gpu="h100-pcie", op="softmax", rows=32768, cols=4096, dtype="bf16"))
+    assert not any("picked" in n for n in res.notes)
