@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
+from tests.workspace.cited import GPU, bundled_wiki, cite, value_text
 
 KERNEL = Path(__file__).resolve().parent.parent / "fixtures" / "workspace" / "vector_add.cu"
 CITE = re.compile(r"<- \S+:L\d+")
@@ -17,7 +18,7 @@ def _section(text: str, title: str) -> str:
     return part.split("\n## ", 1)[0]
 
 
-def _init(run_cli, root: Path, *extra: str, platform: str = "stub-gpu") -> tuple[int, dict | str]:
+def _init(run_cli, root: Path, *extra: str, platform: str = GPU) -> tuple[int, dict | str]:
     r = run_cli(
         "--json",
         "workspace",
@@ -52,31 +53,33 @@ def test_without_wiki_hardware_is_tbd_and_has_no_numbers(tmp_path, run_cli, monk
     assert out["audit"].startswith("skipped")
 
 
-def test_stub_wiki_cited_spec_roofline_stop_conditions(tmp_path, run_cli, stub_wiki):
+def test_cited_spec_roofline_stop_conditions_pass_the_real_audit(tmp_path, run_cli):
     code, out = _init(run_cli, tmp_path, "--dtype", "bf16", "--flops", "1.37e11", "--bytes-moved", "1e8")
     assert code == 0, out
-    assert out["gpu_id"] == "stub-gpu" and out["spec_lines"] == 5 and out["audit"] == "passed"
+    specs = bundled_wiki().specs(GPU)
+    assert out["gpu_id"] == GPU and out["spec_lines"] == len(specs) > 5 and out["audit"] == "passed"
     readme = (tmp_path / "w" / "README.md").read_text()
     hw = _section(readme, "Hardware Spec")
     spec_lines = [ln for ln in hw.splitlines() if ln.startswith("- ")]
-    assert spec_lines == [f"- {cv.citation()}" for cv in stub_wiki.specs("stub-gpu")]
-    assert "- bf16_dense_tflops: 500.0 TFLOP/s <- gpu-wiki-index/nvidia/stub-gpu.md:L9" in spec_lines
-    assert "bound: compute" in _section(readme, "Roofline analysis")
+    assert spec_lines == [f"- {cv.citation()}" for cv in specs]
+    assert f"- {cite('bf16_dense_tflops')}" in spec_lines
+    assert "COMPUTE-BOUND" in _section(readme, "Roofline analysis")  # 1370 FLOP/B, over the H100's ridge
     stop = _section(readme, "Stop Conditions")
-    assert "stop when time <=" in stop and "bf16_dense_tflops: 500.0 TFLOP/s <-" in stop
+    # FLOPs given without an op say nothing of tensor cores: the roofline takes the bf16 vector peak
+    assert "TBD" not in stop and cite("bf16_vector_tflops") in stop
     # every line holding a digit in the Hardware Spec section is a citation
     assert all(CITE.search(ln) for ln in hw.splitlines() if re.search(r"\d", ln) and ln.startswith("- "))
 
 
-def test_stub_wiki_unknown_gpu_is_tbd(tmp_path, run_cli, stub_wiki):
-    code, out = _init(run_cli, tmp_path, "--dtype", "bf16", platform="H100")
+def test_unknown_gpu_is_tbd(tmp_path, run_cli):
+    code, out = _init(run_cli, tmp_path, "--dtype", "bf16", platform="Stubwell 9000")
     assert code == 0, out
     readme = (tmp_path / "w" / "README.md").read_text()
     assert "UNKNOWN (gpu-wiki not found)" in _section(readme, "Hardware Spec")
     assert not CITE.search(readme)
 
 
-def test_no_flops_means_roofline_tbd_but_specs_cited(tmp_path, run_cli, stub_wiki):
+def test_no_flops_means_roofline_tbd_but_specs_cited(tmp_path, run_cli):
     code, out = _init(run_cli, tmp_path, "--dtype", "fp32")  # _init passes --allow-tbd
     assert code == 0, out
     assert out["roofline"].startswith("TBD: no op description or FLOPs and bytes moved were given")
@@ -85,7 +88,7 @@ def test_no_flops_means_roofline_tbd_but_specs_cited(tmp_path, run_cli, stub_wik
         assert "--roofline-args" in _section(readme, section) and "--flops" in _section(readme, section)
 
 
-def test_init_refuses_to_leave_roofline_tbd_and_names_the_argument(tmp_path, run_cli, stub_wiki):
+def test_init_refuses_to_leave_roofline_tbd_and_names_the_argument(tmp_path, run_cli):
     """Step 0 as documented (cli.md, step0.md) passes --roofline-args; without it (or --allow-tbd) init
     refuses and says which argument fills Roofline and Stop Conditions."""
     base = [
@@ -95,7 +98,7 @@ def test_init_refuses_to_leave_roofline_tbd_and_names_the_argument(tmp_path, run
         "--kernel",
         str(KERNEL),
         "--platform",
-        "stub-gpu",
+        GPU,
         "--framework",
         "cuda",
     ]
@@ -128,7 +131,7 @@ def test_init_with_documented_roofline_args_from_a_file_fills_roofline_and_stop(
     assert not (tmp_path / "w2").exists()
 
 
-def test_audit_failure_aborts_init_and_leaves_nothing(tmp_path, run_cli, stub_wiki, monkeypatch):
+def test_audit_failure_aborts_init_and_leaves_nothing(tmp_path, run_cli, monkeypatch):
     """A stale citation (wiki and README disagree) fails init; nothing half-created remains."""
     from kernelpilot.workspace import render
 
@@ -136,28 +139,32 @@ def test_audit_failure_aborts_init_and_leaves_nothing(tmp_path, run_cli, stub_wi
 
     def forged(config, hw):
         text, tbd = real(config, hw)
-        return text.replace("500.0 TFLOP/s <-", "900.0 TFLOP/s <-"), tbd
+        return text.replace(f"{value_text('bf16_dense_tflops')} <-", "1999.0 TFLOP/s <-"), tbd
 
     monkeypatch.setattr(render, "render_readme", forged)
     code, err = _init(run_cli, tmp_path, "--dtype", "bf16")
-    assert code == 1 and "CitationError" in err and "900.0" in err
+    assert code == 1 and "CitationError" in err and "1999.0" in err
     assert list(tmp_path.iterdir()) == []
 
 
-def test_guard_refuses_citations_not_from_the_wiki(tmp_path, stub_wiki):
+def test_guard_refuses_citations_not_from_the_wiki(tmp_path):
     from kernelpilot.foundation.errors import CitationError
     from kernelpilot.workspace import hardware, render
 
-    hw = hardware.gather("stub-gpu", dtype="bf16")
+    hw = hardware.gather(GPU, dtype="bf16")
     f = tmp_path / "x.md"
-    f.write_text("- bf16_dense_tflops: 500.0 TFLOP/s <- gpu-wiki-index/nvidia/stub-gpu.md:L9\n")
+    f.write_text(f"- {cite('bf16_dense_tflops')}\n")
     render.assert_no_uncited_specs([f], hw)
-    f.write_text("- l2_cache_mb: 50 MB <- gpu-wiki-index/nvidia/stub-gpu.md:L3\n")
+    # a real wiki line, but another GPU's: not one this workspace's wiki answer produced
+    f.write_text(f"- {cite('bf16_dense_tflops', 'a100-sxm4-80gb')}\n")
+    with pytest.raises(CitationError, match="did not produce"):
+        render.assert_no_uncited_specs([f], hw)
+    f.write_text(f"- {cite('bf16_dense_tflops').replace(':L', ':L1')}\n")  # right value, wrong line
     with pytest.raises(CitationError, match="did not produce"):
         render.assert_no_uncited_specs([f], hw)
 
 
-def test_report_and_plan_are_audited_with_stub(tmp_path, run_cli, stub_wiki):
+def test_report_and_plan_pass_the_real_audit(tmp_path, run_cli):
     code, _ = _init(run_cli, tmp_path, "--dtype", "bf16", "--flops", "1.37e11", "--bytes-moved", "1e8")
     assert code == 0
     ws = tmp_path / "w"
@@ -169,7 +176,7 @@ def test_report_and_plan_are_audited_with_stub(tmp_path, run_cli, stub_wiki):
     rep = json.loads(r.out)
     assert rep["audit"] == "passed"
     html = (ws / rep["html"]).read_text()
-    assert "roof: bf16_dense_tflops: 500.0 TFLOP/s &lt;- gpu-wiki-index/nvidia/stub-gpu.md:L9" in html
+    assert f"roof: {cite('bf16_vector_tflops').replace('<-', '&lt;-')}" in html  # the roof the roofline used
     assert 'class="chart roofline"' in html
     r = run_cli("--json", "plan", "--workspace", str(ws), "--title", "t", "--hypothesis", "h")
     assert r.code == 0 and json.loads(r.out)["audit"] == "passed"
@@ -215,23 +222,23 @@ def test_real_wiki_h100_gemm_init_and_report(tmp_path, run_cli):
     assert result.ok and result.citations_checked > 30
 
 
-def test_guard_reads_html_escaped_citations(tmp_path, stub_wiki):
+def test_guard_reads_html_escaped_citations(tmp_path):
     from kernelpilot.foundation.errors import CitationError
     from kernelpilot.workspace import hardware, render
 
-    hw = hardware.gather("stub-gpu", dtype="bf16")
+    hw = hardware.gather(GPU, dtype="bf16")
     page = tmp_path / "r.html"
-    page.write_text("<li>bf16_dense_tflops: 500.0 TFLOP/s &lt;- gpu-wiki-index/nvidia/stub-gpu.md:L9</li>\n")
+    good = cite("bf16_dense_tflops")
+    page.write_text(f"<li>{good.replace('<-', '&lt;-')}</li>\n")
     render.assert_no_uncited_specs([page], hw)
-    assert render.citation_lines(page) == [
-        "bf16_dense_tflops: 500.0 TFLOP/s <- gpu-wiki-index/nvidia/stub-gpu.md:L9"
-    ]
-    page.write_text("<li>bf16_dense_tflops: 900.0 TFLOP/s &lt;- gpu-wiki-index/nvidia/stub-gpu.md:L9</li>\n")
+    assert render.citation_lines(page) == [good]
+    forged = good.replace(value_text("bf16_dense_tflops"), "1999.0 TFLOP/s")
+    page.write_text(f"<li>{forged.replace('<-', '&lt;-')}</li>\n")
     with pytest.raises(CitationError, match=r"r\.html:L1"):
         render.assert_no_uncited_specs([page], hw)
 
 
-def test_report_failing_audit_leaves_no_report(tmp_path, run_cli, stub_wiki, monkeypatch):
+def test_report_failing_audit_leaves_no_report(tmp_path, run_cli, monkeypatch):
     import subprocess
 
     from kernelpilot.workspace import report
@@ -246,7 +253,8 @@ def test_report_failing_audit_leaves_no_report(tmp_path, run_cli, stub_wiki, mon
 
     def forged(name, **ctx):
         text = real(name, **ctx)
-        return text.replace("500.0 TFLOP/s", "510.0 TFLOP/s") if name == "report.html.j2" else text
+        bf16 = value_text("bf16_dense_tflops")
+        return text.replace(bf16, "1999.0 TFLOP/s") if name == "report.html.j2" else text
 
     monkeypatch.setattr(report, "render_template", forged)
     r = run_cli("report", "--workspace", str(ws))
@@ -254,3 +262,26 @@ def test_report_failing_audit_leaves_no_report(tmp_path, run_cli, stub_wiki, mon
     assert sorted(p.name for p in (ws / "reports").iterdir()) == [".gitkeep"]
     status = subprocess.run(["git", "status", "--porcelain"], cwd=ws, capture_output=True, text=True).stdout
     assert status == ""
+
+
+def test_the_real_audit_catches_a_wiki_that_changed_under_the_workspace(tmp_path):
+    """The guard (render.assert_no_uncited_specs) checks citations against what the wiki answered when the
+    workspace was built; the audit (kernelpilot.wiki.audit_paths) re-reads the cited lines. A user wiki
+    whose line changed afterwards passes the guard and fails the audit, naming the line."""
+    from kernelpilot.foundation.errors import CitationError
+    from kernelpilot.workspace import core, hardware
+
+    user = tmp_path / "my-wiki"
+    user.mkdir()
+    sheet = user / "stubwell-9000.md"
+    line = "- memory_bandwidth_tb_s: 2.0 TB/s | source: the lab's own bench sheet, run 7, https://example.invalid/s\n"
+    sheet.write_text("# Stubwell 9000\n\n" + line)
+    hw = hardware.gather("stubwell-9000", dtype="bf16", wiki_dirs=[str(user)])
+    assert hw.spec_citations == ["memory_bandwidth_tb_s: 2.0 TB/s <- my-wiki/stubwell-9000.md:L3"]
+    readme = tmp_path / "README.md"
+    readme.write_text(f"- {hw.spec_citations[0]}\n")
+    assert core.audit_files([readme], [str(user)], hw) == "passed"
+    sheet.write_text("# Stubwell 9000\n\n" + line.replace("2.0 TB/s", "2.4 TB/s"))
+    with pytest.raises(CitationError, match="citation audit failed on rendered files") as err:
+        core.audit_files([readme], [str(user)], hw)
+    assert "README.md:L1" in err.value.message

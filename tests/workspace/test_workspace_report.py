@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from tests.browser import screenshot
+from tests.workspace.cited import GPU
 
 KERNEL = Path(__file__).resolve().parent.parent / "fixtures" / "workspace" / "vector_add.cu"
 
@@ -172,7 +173,7 @@ def test_html_opens_in_headless_chromium_without_console_errors(workspace, run_c
 
 
 @pytest.mark.needs_tool("chromium")
-def test_stub_wiki_roofline_page_in_chromium(tmp_path, run_cli, stub_wiki):
+def test_real_wiki_roofline_page_in_chromium(tmp_path, run_cli):
     root = tmp_path / "root"
     r = run_cli(
         "workspace",
@@ -181,7 +182,7 @@ def test_stub_wiki_roofline_page_in_chromium(tmp_path, run_cli, stub_wiki):
         "--kernel",
         str(KERNEL),
         "--platform",
-        "stub-gpu",
+        GPU,
         "--framework",
         "cuda",
         "--dtype",
