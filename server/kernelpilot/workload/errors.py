@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kernelpilot.foundation.errors import FormatError, NotFoundError
+from kernelpilot.foundation.errors import FormatError, InvalidArgumentError, NotFoundError
 
 
 class TraceFormatError(FormatError):
@@ -21,3 +21,15 @@ class RegionNotEnteredError(NotFoundError):
     """The program ran but never entered the region (NVTX range / cudaProfilerStart) that marks a step."""
 
     kind = "region_not_entered"
+
+
+class NotIsolableError(NotFoundError):
+    """`workload isolate` cannot write a call for this kernel: no recorded op, shapes or schema for it."""
+
+    kind = "not_isolable"
+
+
+class KernelChoiceError(InvalidArgumentError):
+    """`--kernel` names no row of the workload, or several."""
+
+    kind = "kernel_choice"

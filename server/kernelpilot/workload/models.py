@@ -12,6 +12,7 @@ their formula; `workload.views` (HTML) builds on the same cells.
 
 from __future__ import annotations
 
+import json
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -86,7 +87,18 @@ class WorkloadKernel(_Model):
     phases: list[str] = Field(default_factory=list)
     grid: list[int] | None = None
     block: list[int] | None = None
-    input_shapes: str | None = Field(None, description="Shapes of the ATen op's inputs (record_shapes).")
+    input_shapes: str | None = Field(
+        None,
+        description="Dims of the inputs of the ATen op that launched it (record_shapes), as compact JSON: a "
+        "kernel launched at several shapes has one row per shape.",
+    )
+    shape_op: str | None = Field(None, description="The ATen op those dims are the inputs of.")
+    input_types: list[str] | None = Field(None, description="The op's recorded input types.")
+    trace_roofline: dict[str, Any] | None = Field(
+        None,
+        description="Roofline position computed from the trace's shapes and the cited specs, not measured "
+        "(workload/trace_roofline.py): floor_us, bound, share_of_floor, headroom_us_per_step, basis.",
+    )
     graph_launched: bool = Field(False, description="Launched by a CUDA/HIP graph replay.")
     launch_record: dict[str, Any] | None = Field(
         None,
@@ -626,3 +638,84 @@ def remedy_lines(rep: RemedyReport | None) -> list[str]:
         out += [f"    note: {n}" for n in m.notes]
     out += [f"  note: {n}" for n in rep.notes]
     return out
+
+
+# ---- workload isolate (workload/isolate.py) ----
+
+
+class WorkloadIsolateRequest(Request):
+    """Write a standalone benchmark and a reference contract of one kernel of a PyTorch trace."""
+
+    path: str = Field(
+        description="A PyTorch profiler trace recorded with record_shapes=True, or the result JSON that "
+        "`workload run --save-trace`/`workload read --out` wrote from one."
+    )
+    kernel: str = Field(
+        description="The kernel row: its number in the workload table (1 = the most time) or a part of its "
+        "name that matches one row."
+    )
+    out_dir: str = Field(".", description="Folder the files are written to (created when missing).")
+    name: str | None = Field(None, description="File stem: bench_<name>.py (default: from the op and shape).")
+    gpu: str | None = Field(None, description="GPU for the roofline arguments (default: the trace's).")
+
+
+class IsolatedShape(BaseModel):
+    """One op signature the trace recorded for the kernel: its inputs and its time."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    op: str
+    dims: list[Any]
+    types: list[str]
+    launches: int
+    us: float = Field(description="Kernel time of these launches in the whole trace, µs.")
+
+
+class WorkloadIsolateResult(Result):
+    """The files `workload isolate` wrote, the call they make and what the trace could not give."""
+
+    kernel: str
+    row: int = Field(description="The kernel's row in the workload table (1-based).")
+    trace: str
+    launching_op: str = Field(description="The ATen op that launched the kernel (by External id).")
+    called_op: str = Field(description="The call the factory makes (torch.ops.aten.<op>.<overload>).")
+    called_dims: list[Any] = Field(default_factory=list, description="The called op's recorded input dims.")
+    called_types: list[str] = Field(default_factory=list, description="The called op's recorded input types.")
+    shape: IsolatedShape
+    other_shapes: list[IsolatedShape] = Field(
+        default_factory=list, description="Other signatures the kernel ran at (isolate them with --name)."
+    )
+    bench: str = Field(description="bench_<name>.py: make() for `kernelpilot time`.")
+    contract: str | None = Field(None, description="The contract JSON for `task create --contract`.")
+    contract_module: str | None = None
+    contract_shapes: list[dict[str, int]] = Field(default_factory=list)
+    roofline_args: dict[str, Any] | None = Field(
+        None, description="`workspace init --roofline-args` (the op's model in the roofline catalogue)."
+    )
+    not_recovered: list[str] = Field(
+        default_factory=list,
+        description="What the trace did not keep, what was used instead, how to capture it.",
+    )
+    next_commands: list[str] = Field(default_factory=list)
+
+    def render_text(self) -> str:
+        out = [
+            f"isolated {self.kernel} (row {self.row} of {self.trace})",
+            f"  launched by {self.launching_op}; the factory calls {self.called_op}",
+            f"  inputs {json.dumps(self.shape.dims)} {self.shape.types} "
+            f"({self.shape.launches} launches, {self.shape.us:.1f} µs in the trace)",
+            f"wrote {self.bench}",
+        ]
+        if self.contract:
+            shapes = "; ".join(json.dumps(s) for s in self.contract_shapes)
+            out.append(f"wrote {self.contract_module} and {self.contract} (shapes, timed first: {shapes})")
+        if self.roofline_args:
+            out.append(f"roofline args: {json.dumps(self.roofline_args)}")
+        out += [f"not recovered: {n}" for n in self.not_recovered]
+        if self.other_shapes:
+            out.append(
+                "other shapes of this kernel: "
+                + "; ".join(f"{s.op} {json.dumps(s.dims)} ({s.us:.1f} µs)" for s in self.other_shapes[:4])
+            )
+        out += [f"next: {c}" for c in self.next_commands]
+        return "\n".join(out)
