@@ -471,9 +471,13 @@ class Wiki:
         return out
 
     def resolve_cited_files(self, cited: str) -> list[Path]:
-        """Files on disk for a cited `<root folder>/<file>`: one per loaded root of that name, user first."""
+        """Files on disk for a cited `<root folder>/<file>`: one per loaded root of that name, user first.
+
+        Strictly inside the root: an absolute path after the prefix (`gpu-wiki-index//etc/passwd` would
+        otherwise be `/etc/passwd`), a `..`, a backslash or a link that leads out gives nothing, so the
+        audit never reads a file that is not a wiki's (`escapes_roots` says why)."""
         first, _, rest = cited.partition("/")
-        if not rest or ".." in rest.split("/"):
+        if not rest or self.escapes_roots(cited):
             return []
         out = []
         for root in reversed(self.roots):
@@ -482,6 +486,27 @@ class Wiki:
                 if candidate.is_file():
                     out.append(candidate)
         return out
+
+    def escapes_roots(self, cited: str) -> bool:
+        """The cited `<root folder>/<file>` leaves its wiki root: absolute after the prefix, `..`, a
+        backslash, or a path whose links resolve outside every loaded root of that name."""
+        first, _, rest = cited.partition("/")
+        if not rest:
+            return False  # no file part: not in any wiki (dangling), but it leaves nothing
+        parts = rest.split("/")
+        if rest.startswith("/") or "\\" in rest or ".." in parts or "" in parts:
+            return True
+        for root in self.roots:
+            if root.name != first:
+                continue
+            base = root.path.resolve()
+            try:
+                (root.path / rest).resolve().relative_to(base)
+            except ValueError:
+                return True
+            except (OSError, RuntimeError):  # a link loop (RuntimeError on 3.11) or over-long name
+                return True
+        return False
 
     # ------------------------------------------------------------------ loading
     def _add_root(self, root: WikiRoot) -> None:
