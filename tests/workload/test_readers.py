@@ -120,8 +120,9 @@ def test_ncu_raw_csv_reads_per_launch_durations_without_a_timeline():
 
 
 def test_nsys_stats_tables_read_by_their_column_names(tmp_path: Path):
-    """No real nsys output is available (nsys is not installed on our H100 machine): this pins the reader on
-    the column names `nsys stats --format csv` writes for cuda_gpu_kern_sum and cuda_gpu_trace."""
+    """No real nsys output is available (nsys is not installed on our H100 machine; tests/fixtures/workload/
+    PROVENANCE.md, "nsys"): this pins the reader on the column names `nsys stats --format csv` writes for
+    cuda_gpu_kern_sum and cuda_gpu_trace, in hand-written tables."""
     kern = tmp_path / "kern_sum.csv"
     kern.write_text(
         '"Time (%)","Total Time (ns)","Instances","Avg (ns)","Med (ns)","Min (ns)","Max (ns)",'
