@@ -82,6 +82,31 @@ SASS_PIPES: dict[str, frozenset[str]] = {
     "xu": frozenset({"MUFU", "F2I", "I2F", "F2F", "FRND"}),
 }
 _PIPE_OF = {op: pipe for pipe, ops in SASS_PIPES.items() for op in ops}
+
+# AMDGCN opcode -> issue-floor class (kernelpilot.roofline.issue), by the instruction categories the CU
+# scheduler issues from (ROCm Compute Profiler, "Pipeline descriptions" > "Scheduler": one instruction per
+# cycle of each of VALU, VMEM, SALU/SMEM, LDS and branch). Transcendental VALU ops (quarter rate in LLVM's
+# AMDGPU scheduling model, SISchedule.td WriteTrans32) are also counted in their own class; matrix ops
+# (MFMA/WMMA) run on their own unit and count toward the issue total alone. Cross-lane moves: DPP is a VALU
+# operand modifier (counted as VALU), ds_permute/ds_bpermute/ds_swizzle use the LDS path (counted as LDS).
+AMD_PIPES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("matrix", re.compile(r"^v_(mfma|smfmac|wmma|swmmac)")),
+    ("valu", re.compile(r"^v_")),
+    ("lds", re.compile(r"^ds_")),
+    ("vmem", re.compile(r"^(global|buffer|flat|scratch|image|tbuffer)_")),
+    ("branch", re.compile(r"^s_(branch|cbranch|setpc|swappc|endpgm)")),
+    ("salu", re.compile(r"^s_")),
+)
+AMD_TRANS = re.compile(r"^v_(exp|log|rcp|rsq|sqrt|sin|cos)_(f16|f32|legacy_f32|iflag_f32)")
+# Scheduler-internal instructions: not issued to a functional unit (ROCm Compute Profiler, "Pipeline
+# descriptions" > "Scheduler", note on "internal" instructions: s_nop, s_sleep, s_waitcnt, s_barrier,
+# s_setprio, ...; gfx11/12 add s_delay_alu, s_clause and the split s_wait_* counters). They pad no issue slot,
+# so the issue-floor counts leave them out, as they leave out NOP on NVIDIA.
+AMD_INTERNAL = re.compile(
+    r"^s_(nop|sleep|waitcnt|wait_|barrier|setprio|setvskip|halt|delay_alu|clause|code_end|inst_prefetch)"
+)
+_AMD_ADDR = re.compile(r"//\s*([0-9A-Fa-f]+):")
+_AMD_TARGET = re.compile(r"<([^>+]+)\+0x([0-9a-f]+)>")
 _SASS_LABEL = re.compile(r"^(\.L_x_\d+):\s*$")
 _SASS_BRA_TARGET = re.compile(r"\bBRA(?:\.[A-Z0-9_.]+)?\s+(?:!?U?P[T0-9]+,\s*)?`\((\.L_x_\d+)\)")
 
@@ -193,10 +218,12 @@ def _count_issue(cur: KernelMix, op: str, line: str) -> None:
 def parse_amdgcn(text: str, keep_text: bool = False) -> dict[str, KernelMix]:
     out: dict[str, KernelMix] = {}
     cur: KernelMix | None = None
+    start = 0
     for line in text.splitlines():
         fm = _AMD_FUNC.match(line)
         if fm:
             cur = out.setdefault(fm.group(1), KernelMix(fm.group(1)))
+            start = int(line.split()[0], 16)
             continue
         if cur is None:
             continue
@@ -204,9 +231,43 @@ def parse_amdgcn(text: str, keep_text: bool = False) -> dict[str, KernelMix]:
         if not m:
             continue
         _count(cur, m.group(1), "amd")
+        _count_amd_issue(cur, m.group(1), line, start)
         if keep_text:
             cur.text.append(line.strip())
     return out
+
+
+def amd_pipe_of(op: str) -> str | None:
+    """The issue-floor class of one AMDGCN opcode (`AMD_PIPES`), None for a scheduler-internal one."""
+    if AMD_INTERNAL.match(op):
+        return None
+    for pipe, pat in AMD_PIPES:
+        if pat.match(op):
+            return pipe
+    return "other"
+
+
+def _count_amd_issue(cur: KernelMix, op: str, line: str, start: int) -> None:
+    """Issue-floor counts of one AMDGCN line: class, issued instructions, loops (branches to an address at or
+    above the function start and below this one) and conditional forward branches (code a wave may skip)."""
+    pipe = amd_pipe_of(op)
+    if pipe is None:
+        return
+    cur.issued += 1
+    if pipe != "other":
+        cur.pipes[pipe] += 1
+    if pipe == "valu" and AMD_TRANS.match(op):
+        cur.pipes["trans"] += 1
+    if pipe != "branch":
+        return
+    addr, target = _AMD_ADDR.search(line), _AMD_TARGET.search(line)
+    if addr is None or target is None:
+        return
+    dest = start + int(target.group(2), 16)
+    if dest <= int(addr.group(1), 16):
+        cur.backward_branches += 1
+    elif op.startswith("s_cbranch"):
+        cur.forward_branches += 1
 
 
 def _count(cur: KernelMix, op: str, vendor: str) -> None:

@@ -59,11 +59,16 @@ class KernelMixModel(BaseModel):
     top_opcodes: dict[str, int] = Field(default_factory=dict)
     issued_instructions: int | None = Field(
         default=None,
-        description="instructions a warp can issue, NOP padding and the closing self-loop left out (NVIDIA)",
+        description="instructions a warp (wave) can issue: NVIDIA NOP padding and the closing self-loop left "
+        "out; AMD scheduler-internal instructions (s_nop, s_waitcnt, s_barrier, ...) left out",
     )
     pipe_classes: dict[str, int] = Field(
         default_factory=dict,
-        description="static instructions per issue-floor pipe class (isa.disasm.SASS_PIPES)",
+        description="static instructions per issue-floor pipe class (isa.disasm.SASS_PIPES; AMD: "
+        "isa.disasm.AMD_PIPES, valu/trans/salu/lds/vmem/branch/matrix)",
+    )
+    wavefront_size: int | None = Field(
+        default=None, description="AMD: the kernel's wave size (32 or 64) from the code object; NVIDIA: None"
     )
     backward_branches: int | None = Field(
         default=None,
