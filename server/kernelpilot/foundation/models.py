@@ -9,15 +9,34 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, model_validator
 
 from kernelpilot.foundation.errors import KernelpilotError
+from kernelpilot.foundation.readers import find_surrogate
 
 
 class Request(BaseModel):
     """Base of every request model: unknown arguments are an error, never silently dropped."""
 
     model_config = ConfigDict(extra="forbid", frozen=False, defer_build=True)
+
+    @model_validator(mode="after")
+    def _encodable_text(self) -> Request:
+        """Refuse a lone UTF-16 surrogate or a NUL in any text argument, naming the argument.
+
+        Why: `"\\ud800"` over MCP, or a non-UTF-8 byte in argv (Python's surrogateescape), passes every
+        field's own check and then fails far away, at the first file write or at `--json` printing
+        (issue 41); no path, name or stored text may hold a NUL either.
+        """
+        for name, value in self.__dict__.items():
+            where = find_surrogate(value)
+            if where:
+                inner = where.removeprefix("$")
+                raise ValueError(
+                    f"{name}{inner} holds a NUL or a lone UTF-16 surrogate (a byte that is not UTF-8?); "
+                    "give UTF-8 text"
+                )
+        return self
 
 
 class Result(BaseModel):

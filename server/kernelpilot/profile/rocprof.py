@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from kernelpilot.foundation import readers
 from kernelpilot.foundation.errors import InvalidArgumentError
 from kernelpilot.profile.errors import ProfileFormatError
 from kernelpilot.profile.models import KernelProfile, ProfileRunRequest
@@ -230,12 +231,7 @@ def _xyz(d: Any) -> list[int] | None:
 def parse_json(text: str, source_name: str = "<text>") -> tuple[list[KernelProfile], list[str]]:
     """rocprofv3 `--output-format json`: dispatches (buffer_records.kernel_dispatch) joined with
     kernel_symbols (VGPR/SGPR/LDS/scratch) and counter records (callback_records.counter_collection)."""
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ProfileFormatError(
-            f"{source_name}: not valid JSON ({exc.msg} at char {exc.pos})", "give the *_results.json"
-        ) from None
+    doc = _load_json(text, source_name)
     tools = doc.get("rocprofiler-sdk-tool") if isinstance(doc, dict) else None
     if not isinstance(tools, list) or not tools:
         raise ProfileFormatError(
@@ -328,13 +324,29 @@ def _json_profile(
     )
 
 
-def kernel_symbols(text: str) -> list[dict[str, Any]]:
+def _load_json(text: str, source_name: str) -> Any:
+    """rocprofv3 JSON through the guarded parser (depth, number length, finite numbers, surrogates): the
+    standard parser's RecursionError and int-length ValueError escaped as tracebacks (issue 41)."""
+    try:
+        return readers.loads_json(text, source_name, hint="give the *_results.json rocprofv3 wrote")
+    except readers.ReaderError as exc:
+        cause = exc.__cause__
+        if isinstance(cause, json.JSONDecodeError):
+            raise ProfileFormatError(
+                f"{source_name}: not valid JSON ({cause.msg} at char {cause.pos})", "give the *_results.json"
+            ) from None
+        raise ProfileFormatError(exc.message, exc.hint) from exc
+
+
+def kernel_symbols(text: str, source_name: str = "<text>") -> list[dict[str, Any]]:
     """Per-kernel resources from the JSON's kernel_symbols table (name, VGPR, AGPR, SGPR, LDS, scratch)."""
-    doc = json.loads(text)
+    doc = _load_json(text, source_name)
     out: list[dict[str, Any]] = []
-    for tool in doc.get("rocprofiler-sdk-tool", []):
-        for s in tool.get("kernel_symbols", []):
-            if s.get("kernel_name"):
+    tools = doc.get("rocprofiler-sdk-tool", []) if isinstance(doc, dict) else []
+    for tool in tools if isinstance(tools, list) else []:
+        symbols = tool.get("kernel_symbols", []) if isinstance(tool, dict) else []
+        for s in symbols if isinstance(symbols, list) else []:
+            if isinstance(s, dict) and s.get("kernel_name"):
                 out.append(
                     {
                         "kernel": s.get("formatted_kernel_name") or s["kernel_name"],

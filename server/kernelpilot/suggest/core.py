@@ -9,14 +9,14 @@ hypothesis to test with `kernelpilot eval`, never a claim.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from kernelpilot.bottleneck.models import Cause
 from kernelpilot.bottleneck.rules import MIN_GAIN_PCT, contradicted_levers
+from kernelpilot.foundation import readers
 from kernelpilot.foundation.errors import FormatError
-from kernelpilot.foundation.validation import load_json_argument, looks_inline_json
+from kernelpilot.foundation.validation import load_json_argument, looks_inline_json, path_kind
 from kernelpilot.guard.models import REJECT_STATUSES
 from kernelpilot.roofline.models import StopVerdict
 from kernelpilot.suggest.models import EvalContract, Suggestion, SuggestRequest, SuggestResult
@@ -59,18 +59,13 @@ def _load(value: str, what: str) -> Any:
     if looks_inline_json(value):
         return load_json_argument(value, what)
     p = Path(value.strip()).expanduser()
-    if p.is_dir() and (p / "ledger.jsonl").is_file():
+    if path_kind(p) == "directory" and path_kind(p / "ledger.jsonl") == "file":
         p = p / "ledger.jsonl"
-    if p.suffix != ".jsonl" or not p.is_file():
+    if p.suffix != ".jsonl" or path_kind(p) != "file":
         return load_json_argument(value, what)
-    out = []
-    for n, line in enumerate(p.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
-        if line.strip():
-            try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise FormatError(f"{what}: {p.name} line {n} is not JSON", "repair the file") from exc
-    return out
+    # through the guarded reader: file kind and size, UTF-8, depth and number length per line (issue 41)
+    text = readers.read_text(p, f"{what} ledger")
+    return [doc for _n, doc in readers.iter_jsonl(text, str(p), hint="repair the file")]
 
 
 def _verdicts(doc: Any) -> list[dict[str, Any]]:

@@ -7,7 +7,6 @@ Init builds everything in a temp folder beside the target and renames it into pl
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -17,8 +16,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from kernelpilot.foundation import readers
 from kernelpilot.foundation.atomic import write_json_atomic, write_text_atomic
 from kernelpilot.foundation.errors import CitationError, InputFileError, InvalidArgumentError
+from kernelpilot.foundation.validation import path_kind
 from kernelpilot.workspace import gitops, hardware, render
 from kernelpilot.workspace.errors import WorkspaceExistsError, WorkspaceNameError, WorkspaceNotFoundError
 from kernelpilot.workspace.models import InitWorkspaceRequest, InitWorkspaceResult
@@ -77,7 +78,13 @@ def now_iso() -> str:
 def workspaces_root(root: str | None) -> Path:
     """`root` if given, else `$KERNELPILOT_WORKSPACES`, else `./kernelpilot-workspaces`."""
     chosen = root or os.environ.get(ROOT_ENV) or DEFAULT_ROOT
-    return Path(chosen).expanduser().resolve()
+    try:
+        return Path(chosen).expanduser().resolve()
+    except (RuntimeError, OSError) as exc:  # a symlink loop (RuntimeError before Python 3.13), ENAMETOOLONG
+        raise InputFileError(
+            f"workspaces root {chosen[:200]!r} cannot be resolved ({exc})",
+            "give a folder path (not a symbolic link loop) as --root or $KERNELPILOT_WORKSPACES",
+        ) from exc
 
 
 def validate_name(name: str) -> str:
@@ -106,14 +113,12 @@ def locate(workspace: str, root: str | None = None) -> Workspace:
         candidates.append(workspaces_root(root) / workspace)
     for cand in candidates:
         cfg_path = cand / CONFIG_FILE
-        if cfg_path.is_file():
-            try:
-                config = json.loads(cfg_path.read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-                raise InputFileError(
-                    f"{cfg_path} is not readable JSON: {exc}",
-                    "restore it from git (git checkout workspace.json)",
-                ) from exc
+        if path_kind(cfg_path) not in ("missing", "not a directory"):
+            # the guarded reader (kind, size, depth, number length): a FIFO here blocked, deep nesting was a
+            # RecursionError (issue 41)
+            config = readers.read_json(
+                cfg_path, "workspace.json", hint="restore it from git (git checkout workspace.json)"
+            )
             if not isinstance(config, dict) or "kernel_file" not in config:
                 raise InputFileError(f"{cfg_path} lacks 'kernel_file'", "restore it from git")
             return Workspace(cand.resolve(), config)

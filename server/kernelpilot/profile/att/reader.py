@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from kernelpilot.foundation import readers
 from kernelpilot.foundation.errors import InputFileError
 from kernelpilot.profile.errors import AttFormatError
 
@@ -84,16 +85,14 @@ def _bad(path: Path, what: str, hint: str = "") -> AttFormatError:
 
 def load_json(path: Path) -> Any:
     """Parse one small JSON file; a truncated or invalid file is a typed error naming it."""
+    # the guarded reader: a FIFO or device is refused before it is opened (it blocked here), nesting and
+    # number length are bounded (issue 41)
     try:
-        data = path.read_bytes()
-    except FileNotFoundError as exc:
-        raise _bad(path, "missing") from exc
-    except OSError as exc:
-        raise _bad(path, f"cannot read ({exc.strerror})") from exc
-    try:
-        return json.loads(data)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise _bad(path, f"truncated or invalid JSON ({exc})") from exc
+        return readers.read_json(path, "ATT file")
+    except readers.ReaderError as exc:
+        raise _bad(path, f"truncated or invalid JSON ({exc.message})") from exc
+    except InputFileError as exc:
+        raise _bad(path, "missing" if "not found" in exc.message else exc.message) from exc
 
 
 def find_dispatch(path: str) -> Path:
