@@ -450,7 +450,8 @@ def memory_stop(p: KernelProfile, peaks: list[CitedPeak], wiki_dirs: list[str]) 
         roofs = _wiki_ceilings(name if isinstance(name, str) else p.device, wiki_dirs)
     if roofs is None:
         return None
-    return stop.stop_verdict("memory", nbytes, roofs[0], roofs[1], p.duration_ns / 1e3)
+    basis = "DRAM bytes/time"  # the profile's own, beside the roofline's counted work / --measured-time-us
+    return stop.stop_verdict("memory", nbytes, roofs[0], roofs[1], p.duration_ns / 1e3, basis=basis)
 
 
 def classify_profile(

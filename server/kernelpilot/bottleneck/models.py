@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from kernelpilot.foundation.models import Request, Result
+from kernelpilot.foundation.text import clip
 from kernelpilot.foundation.validation import JsonText as JsonText  # re-exported for suggest.models
 from kernelpilot.roofline.models import StopVerdict
 from kernelpilot.wiki.models import WIKI_FIELD_DESCRIPTION
@@ -144,19 +145,19 @@ def _val(v: float | str) -> str:
 
 def _verdict_text(v: BottleneckVerdict) -> list[str]:
     lvl = f" ({v.memory_level})" if v.memory_level else ""
-    out = [f"{v.kernel}: {v.verdict}{lvl}  confidence {v.confidence:.2f} — {v.summary[:90]}"]
+    out = [f"{v.kernel}: {v.verdict}{lvl}  confidence {v.confidence:.2f} — {clip(v.summary, 90)}"]
     if v.causes:
         out.append("causes, largest estimated gain first:")
     for i, c in enumerate(v.causes[:TEXT_CAUSES], 1):
         gain = "gain not measured" if c.gain_pct is None else f"~{c.gain_pct:.0f}% of time"
-        out.append(f" {i}. {c.rule} [{gain}]: {c.quantity[:120]}")
-        out.append(f"    {c.gain_formula[:150]}; levers: {', '.join(c.levers)}")
+        out.append(f" {i}. {c.rule} [{gain}]: {clip(c.quantity, 120)}")
+        out.append(f"    {clip(c.gain_formula, 150)}; levers: {', '.join(c.levers)}")
     if not v.causes:
         for e in v.evidence[:TEXT_EVIDENCE]:
             out.append(f"  - {e.metric} = {_val(e.value)}  [{e.threshold}]")
     more = len(v.evidence) + max(0, len(v.causes) - TEXT_CAUSES)
     out.append(f"  {len(v.ruled_out)} rules ruled out; {more} evidence lines and all sources in --json")
-    out.extend(f"  next: {m[:120]}" for m in v.next_measurements[:2])
+    out.extend(f"  next: {clip(m, 120)}" for m in v.next_measurements[:2])
     if v.missing:
-        out.append("  missing: " + ", ".join(v.missing)[:200])
+        out.append("  missing: " + clip(", ".join(v.missing), 200))
     return out

@@ -341,8 +341,12 @@ def analyze(req: RooflineRequest, wiki: Wiki | None = None) -> RooflineResult:
     compute_roofs, memory_roofs = _attainable(wiki, gpu_id, dtype, req.allow_tf32, peaks, matrix)
     fl = req.measured_flops if req.measured_flops is not None else count.flops
     by = req.measured_bytes if req.measured_bytes is not None else count.bytes
+    given = req.measured_flops is not None or req.measured_bytes is not None
+    basis = (
+        "--measured-bytes/--measured-flops" if given else "the op's counted work"
+    ) + " / --measured-time-us"
     verdict = stop.binding(
-        fl, by, compute_roofs, memory_roofs, req.measured_time_us, req.target_fraction, issue_roof
+        fl, by, compute_roofs, memory_roofs, req.measured_time_us, req.target_fraction, issue_roof, basis
     )
     achieved = _achieved(req, count, roof, floor_us)
     below = (

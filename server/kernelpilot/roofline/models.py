@@ -166,6 +166,12 @@ class StopVerdict(BaseModel):
         default=None, description="set exactly when status is IMPOSSIBLE: what to check"
     )
     text: str = Field(description="one line: the verdict with its numbers")
+    basis: str = Field(
+        default="",
+        description="what `achieved` divides: the work counted and the time measured (the roofline's "
+        "counted bytes over --measured-time-us, or the profile's DRAM bytes over its duration), so two "
+        "percentages of one kernel's ceiling say why they differ",
+    )
 
     def brief(self) -> str:
         """The verdict in a few words, for compact text views (the numbers are all in `text`)."""
@@ -174,9 +180,9 @@ class StopVerdict(BaseModel):
             return f"stop IMPOSSIBLE: measured time under the {self.bound} floor (a timing or op error)"
         if self.pct_of_ceiling is None:
             return f"stop verdict {self.status}: target ≤ {self.target_time_us:.4g} µs"
-        return (
-            f"stop {self.status}: {self.pct_of_ceiling:.1f}% of {kind} ceiling (≥{self.target_fraction:.0%})"
-        )
+        of = f"; {self.basis}" if self.basis else ""
+        pct = f"{self.pct_of_ceiling:.1f}% of {kind} ceiling"
+        return f"stop {self.status}: {pct} (≥{self.target_fraction:.0%}{of})"
 
 
 class CeilingComparison(BaseModel):

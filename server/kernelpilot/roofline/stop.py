@@ -73,8 +73,10 @@ def stop_verdict(
     spec_ceiling: Ceiling | None = None,
     measured_time_us: float | None = None,
     target_fraction: float = DEFAULT_TARGET_FRACTION,
+    basis: str = "",
 ) -> StopVerdict:
-    """The verdict for one roof: `work` (bytes or FLOPs) against `ceiling` at `target_fraction`."""
+    """The verdict for one roof: `work` (bytes or FLOPs) against `ceiling` at `target_fraction`; `basis`
+    says where `work` and the time came from (StopVerdict.basis)."""
     if not 0 < target_fraction <= 1:
         raise InvalidArgumentError(
             f"target fraction must be in (0, 1], got {target_fraction}", "e.g. 0.9 for 90% of the roof"
@@ -104,6 +106,7 @@ def stop_verdict(
         work=work,
         target_time_us=target,
         spec_target_time_us=spec_target,
+        basis=basis,
     )
     if measured_time_us is None:
         return StopVerdict(
@@ -131,11 +134,12 @@ def stop_verdict(
         100.0 * work / (measured_time_us * 1e-6) / spec_ceiling.per_s() if spec_ceiling is not None else None
     )
     met = measured_time_us <= target
+    of = f" ({basis})" if basis else ""
     status: Literal["MET", "NOT MET"] = "MET" if met else "NOT MET"
     text = (
         f"stop verdict {status}: {bound}-bound, measured {_fmt_us(measured_time_us)} "
         f"{'≤' if met else '>'} target {_fmt_us(target)} ({what}); achieved "
-        f"{_fmt_rate(achieved, ceiling.unit)} = {pct:.1f}% of the {kind} ceiling"
+        f"{_fmt_rate(achieved, ceiling.unit)}{of} = {pct:.1f}% of the {kind} ceiling"
         + (f" ({pct_spec:.1f}% of spec)" if pct_spec is not None else "")
         + beside
         + ("; lever: stop_or_fuse" if met else "")
@@ -161,6 +165,7 @@ def binding(
     measured_time_us: float | None = None,
     target_fraction: float = DEFAULT_TARGET_FRACTION,
     issue: tuple[Ceiling, float] | None = None,
+    basis: str = "",
 ) -> StopVerdict:
     """The verdict for the roof that binds on the attainable ceilings: `compute`/`memory` are each
     (ceiling used, spec ceiling shown beside); `issue` is (issue-rate ceiling, warp instructions) when an
@@ -169,10 +174,12 @@ def binding(
     t_memory = nbytes / memory[0].per_s() if nbytes > 0 else 0.0
     t_issue = issue[1] / issue[0].per_s() if issue is not None and issue[1] > 0 else 0.0
     if issue is not None and t_issue > max(t_compute, t_memory):
-        return stop_verdict("issue", issue[1], issue[0], None, measured_time_us, target_fraction)
+        return stop_verdict("issue", issue[1], issue[0], None, measured_time_us, target_fraction, basis)
     if t_compute > t_memory:
-        return stop_verdict("compute", flops, compute[0], compute[1], measured_time_us, target_fraction)
-    return stop_verdict("memory", nbytes, memory[0], memory[1], measured_time_us, target_fraction)
+        return stop_verdict(
+            "compute", flops, compute[0], compute[1], measured_time_us, target_fraction, basis
+        )
+    return stop_verdict("memory", nbytes, memory[0], memory[1], measured_time_us, target_fraction, basis)
 
 
 def from_cited(cv: object) -> Ceiling:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from textwrap import shorten
 from typing import Literal
 
 from pydantic import Field
 
 from kernelpilot.bottleneck.models import JsonText
 from kernelpilot.foundation.models import Request, Result
+from kernelpilot.foundation.text import clip
 
 
 class SuggestRequest(Request):
@@ -83,7 +83,7 @@ class SuggestResult(Result):
         lines = [self.note.split(";")[0] + "; test each with `kernelpilot eval`."]
         one = len(self.stop_verdicts) == 1  # one kernel: its name is on every lever line already
         lines.extend(
-            shorten(v.split(": ", 1)[1] if one else v, 160, placeholder=" ...") for v in self.stop_verdicts
+            clip(v.split(": ", 1)[1] if one else v, 160) for v in self.stop_verdicts
         )
         prev = ""
         for s in self.suggestions[:TEXT_ITEMS]:
@@ -92,7 +92,7 @@ class SuggestResult(Result):
                 f"{s.rank}. [HYPOTHESIS] {s.lever} on {s.target_kernel} "
                 f"(score {s.score:.2f}, risk {s.risk}){hist}"
             )
-            lines.append(f"   {shorten(s.title, 72 if s.rank == 1 else 60, placeholder=' ...')}")
+            lines.append(f"   {clip(s.title, 68 if s.rank == 1 else 56)}")
             if s.playbook and s.rank == 1:  # section ids only; titles are in --json
                 ids = ", ".join(
                     " ".join(p.removeprefix("playbooks/").split(" ")[:2]).rstrip(".") for p in s.playbook
@@ -104,7 +104,7 @@ class SuggestResult(Result):
                 lines.append(
                     "   because: the same cause"
                     if same
-                    else f"   because {shorten(first, 100, placeholder=' ...')}"
+                    else f"   because {clip(first, 100)}"
                 )
                 prev = first
         if len(self.suggestions) > TEXT_ITEMS:
@@ -112,7 +112,7 @@ class SuggestResult(Result):
         if self.suggestions:
             lines.append(f"eval each: {self.suggestions[0].eval_contract.must}")
         if self.skipped:
-            lines.append("skipped: " + "; ".join(self.skipped)[:100])
+            lines.append("skipped: " + clip("; ".join(self.skipped), 100))
         return "\n".join(lines)
 
 

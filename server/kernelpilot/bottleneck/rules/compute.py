@@ -182,9 +182,8 @@ def _narrow_gain(c: Ctx, b: float) -> tuple[float | None, str]:
     """Time saved if each thread's bytes in flight grow by 16/b until the memory ceiling caps them."""
     if c.stop is not None and c.stop.pct_of_ceiling is not None:
         pct = c.stop.pct_of_ceiling
-        basis = f"{pct:.1f}% of the {'measured' if c.stop.ceiling.measured else 'spec'} ceiling " + (
-            c.stop.ceiling.citation
-        )
+        kind = "measured" if c.stop.ceiling.measured else "spec"
+        basis = f"{pct:.1f}% of the {kind} ceiling (the stop verdict's figure) {c.stop.ceiling.citation}"
     elif c.dram_pct() is not None:
         pct = c.dram_pct() or 0.0
         basis = f"{pct:.1f}% of ncu's DRAM peak (no measured ceiling)"
