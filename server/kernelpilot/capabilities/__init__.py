@@ -118,6 +118,7 @@ TOOLSETS: dict[str, str] = {
     "experiments": "the experiment database and hypotheses: record, query, rank, lineage, suggest",
     "sweep": "parameter sweeps over a task",
     "workload": "workload triage: a model step or trace -> the kernels holding its time, opportunities",
+    "skills": "the skill pack into a Claude Code profile, and out again",
 }
 
 
