@@ -105,12 +105,13 @@ def list_gpus(req: GpusRequest) -> GpusResult:
     wiki = wiki_from_dirs(req.wiki)
     infos = wiki.gpu_infos()
     if req.missing:
-        from kernelpilot.wiki.coverage import critical_metrics, missing_critical
+        from kernelpilot.wiki.coverage import critical_metrics, missing_critical, missing_issue_floor
 
         for info in infos:
             entry = wiki.gpus[info.gpu_id]
             info.critical_metrics = critical_metrics(entry)
             info.missing_metrics = missing_critical(entry)
+            info.issue_floor_missing, info.issue_floor_why = missing_issue_floor(wiki, entry)
     return GpusResult(
         gpus=infos,
         missing=req.missing,

@@ -23,6 +23,98 @@ CRITICAL: tuple[tuple[str, str, str], ...] = (
 )
 
 
+# vendor -> the keys the instruction-issue floor reads (`kernelpilot.roofline.issue`): clock, SM/CU count,
+# issue slots and per-pipe rates. A GPU file names those it leaves UNKNOWN, with the reason, on an
+# `Issue-floor UNKNOWN: <keys>: <reason>; ...` prose line (gpu-wiki-index/README.md).
+ISSUE_FLOOR: dict[str, tuple[str, ...]] = {
+    "nvidia": (
+        "boost_clock_mhz",
+        "sm_count",
+        "warp_size",
+        "warp_schedulers_per_sm",
+        "issue_inst_per_clk_per_scheduler",
+        "fp32_results_per_clk_per_sm",
+        "int32_add_results_per_clk_per_sm",
+        "int32_compare_results_per_clk_per_sm",
+        "int32_bitwise_results_per_clk_per_sm",
+        "int32_shift_results_per_clk_per_sm",
+        "warp_shuffle_results_per_clk_per_sm",
+        "sfu_results_per_clk_per_sm",
+        "conversion_results_per_clk_per_sm",
+    ),
+    "amd": (
+        "boost_clock_mhz",
+        "cu_count",
+        "issue_inst_per_clk_per_cu",
+        "valu_lanes_per_clk_per_cu",
+        "transcendental_lanes_per_clk_per_cu",
+        "salu_inst_per_clk_per_cu",
+        "lds_inst_per_clk_per_cu",
+        "vmem_inst_per_clk_per_cu",
+        "branch_inst_per_clk_per_cu",
+    ),
+}
+ISSUE_FLOOR_DECL = "Issue-floor UNKNOWN:"
+
+
+def issue_floor_reasons(wiki: Wiki, entry: GpuEntry) -> dict[str, str]:
+    """key -> reason from the file's `Issue-floor UNKNOWN: <keys>: <reason>; ...` line(s); {} when none."""
+    out: dict[str, str] = {}
+    for path in wiki.resolve_cited_files(entry.file):
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            if not line.startswith(ISSUE_FLOOR_DECL):
+                continue
+            for part in line[len(ISSUE_FLOOR_DECL) :].strip().rstrip(".").split("; "):
+                keys, _, reason = part.partition(": ")
+                for key in (k.strip() for k in keys.split(",")):
+                    out.setdefault(key, reason.strip() or "no reason given")
+    return out
+
+
+# vendor -> the rates a GPU needs for a complete issue floor (the clock, the SM/CU count, the issue slots and
+# the ALU, shuffle and special-function pipes), each as its alternatives: one cited line of a group is enough.
+# On AMD the shuffle (ds_bpermute/ds_permute) issues to the LDS and the special-function ops are the
+# transcendental VALU ops (`isa.disasm.AMD_PIPES`).
+ISSUE_FLOOR_NEEDED: dict[str, tuple[tuple[str, ...], ...]] = {
+    "nvidia": (
+        ("boost_clock_mhz",),
+        ("sm_count",),
+        ("warp_schedulers_per_sm",),
+        ("issue_inst_per_clk_per_scheduler",),
+        (
+            "int32_add_results_per_clk_per_sm",
+            "int32_compare_results_per_clk_per_sm",
+            "int32_bitwise_results_per_clk_per_sm",
+            "int32_shift_results_per_clk_per_sm",
+        ),
+        ("warp_shuffle_results_per_clk_per_sm",),
+        ("sfu_results_per_clk_per_sm",),
+    ),
+    "amd": (
+        ("boost_clock_mhz",),
+        ("cu_count",),
+        ("issue_inst_per_clk_per_cu",),
+        ("valu_lanes_per_clk_per_cu",),
+        ("lds_inst_per_clk_per_cu",),
+        ("transcendental_lanes_per_clk_per_cu",),
+    ),
+}
+
+
+def missing_issue_floor(wiki: Wiki, entry: GpuEntry) -> tuple[list[str], list[str]]:
+    """(the groups of `ISSUE_FLOOR_NEEDED` with no spec line, each named by its first key; the distinct
+    reasons the file's `Issue-floor UNKNOWN:` line gives for them, 'not declared in the file' for one it
+    does not name). `ISSUE_FLOOR` lists every key the floor reads; the report names those a floor needs."""
+    groups = ISSUE_FLOOR_NEEDED.get(vendor_of(entry), ())
+    absent = [g[0] for g in groups if not any(k in entry.specs for k in g)]
+    if not absent:
+        return [], []
+    reasons = issue_floor_reasons(wiki, entry)
+    every = reasons.get("every issue and pipe rate")
+    why = [reasons.get(k) or every or "not declared in the file" for k in absent]
+    return absent, list(dict.fromkeys(why))
+
+
 def vendor_of(entry: GpuEntry) -> str:
     """'nvidia', 'amd' or '' (a user-wiki GPU without an index row: decided by its keys, else unknown)."""
     v = entry.vendor.strip().lower()

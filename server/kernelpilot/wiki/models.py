@@ -131,6 +131,16 @@ class GpuInfo(BaseModel):
         default_factory=list,
         description="those of critical_metrics with no spec line: UNKNOWN (filled with --missing)",
     )
+    issue_floor_missing: list[str] = Field(
+        default_factory=list,
+        description="instruction-issue floor keys (clock, SM/CU count, issue and pipe rates) without a spec "
+        "line "
+        "(filled with --missing)",
+    )
+    issue_floor_why: list[str] = Field(
+        default_factory=list,
+        description="why those are UNKNOWN: the reasons the file's `Issue-floor UNKNOWN:` line gives",
+    )
 
 
 # ---------------------------------------------------------------------------------------------- spec
@@ -239,17 +249,27 @@ class GpusResult(Result):
 
     def _render_missing(self) -> list[str]:
         out = []
+        reasons: dict[str, int] = {}  # issue-floor reason -> its number in the closing list
         total = 0
         for g in self.gpus:
             n, of = len(g.missing_metrics), len(g.critical_metrics)
             total += n
             gaps = ", ".join(g.missing_metrics) if n else "-"
             out.append(f"{g.gpu_id:<22} {n}/{of} UNKNOWN  {gaps}")
+            if g.issue_floor_missing:
+                refs = "".join(f"[{reasons.setdefault(w, len(reasons) + 1)}]" for w in g.issue_floor_why)
+                out.append(f"    issue floor UNKNOWN: {', '.join(g.issue_floor_missing)} {refs}")
         complete = sum(1 for g in self.gpus if not g.missing_metrics)
         out.append(
             f"{len(self.gpus)} GPUs: {complete} with every roofline-critical metric cited, "
             f"{total} UNKNOWN in all (add a cited line to a user wiki, or `kernelpilot ceilings measure`)"
         )
+        floors = sum(1 for g in self.gpus if not g.issue_floor_missing)
+        out.append(
+            f"{floors} GPUs with every instruction-issue floor line cited "
+            "(clock, SM/CU count, issue and pipe rates); why the others are UNKNOWN:"
+        )
+        out.extend(f"  [{n}] {why}" for why, n in reasons.items())
         for issue in self.issues:
             out.append(f"wiki issue: {issue}")
         return out
