@@ -37,6 +37,14 @@ def test_sdk_internals_kernelpilot_uses_are_still_there():
     assert list(inspect.signature(Prompt.render).parameters)[:3] == ["self", "arguments", "context"]
     server = MCPServer(name="t")
     assert isinstance(server._tool_manager._tools, dict)
+    # intercept_tool_errors wraps the manager's call_tool and asks get_tool whether a name is served
+    assert list(inspect.signature(server._tool_manager.call_tool).parameters) == [
+        "name", "arguments", "context", "convert_result",
+    ]  # fmt: skip
+    assert callable(server._tool_manager.get_tool)
+    from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+
+    assert issubclass(UnexpectedToolError, ToolError)
     assert callable(server._lowlevel_server.create_initialization_options)
     assert callable(server._lowlevel_server.run)
 

@@ -12,16 +12,20 @@ changes them fails that test by name instead of breaking tools at run time. Publ
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.mcpserver.prompts import Prompt
 from mcp.server.mcpserver.prompts.base import Message, PromptArgument, UserMessage
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
 from mcp.types import ToolAnnotations
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+
+logger = logging.getLogger("kernelpilot.mcp")
 
 
 class StrictArguments(ArgModelBase):
@@ -173,6 +177,50 @@ def share_definitions(
 def register_tool(server: MCPServer[Any], tool: Tool) -> None:
     """Add a prebuilt tool to a running server (`MCPServer.add_tool` only takes a function to wrap)."""
     server._tool_manager._tools[tool.name] = tool
+
+
+def intercept_tool_errors(
+    server: MCPServer[Any],
+    unknown: Callable[[str], str],
+    unexpected: Callable[[str, dict[str, Any], BaseException], str],
+) -> None:
+    """Replace the SDK's bare answers to a failed call with ones that say what to do.
+
+    The SDK answers a tool it does not serve with `Unknown tool: X`, a crash with `Error executing tool X`
+    and nothing else (the cause stays in the server's log), and an argument that fails the flat argument
+    model with pydantic's raw text. `unknown(name)` and `unexpected(name, arguments, cause)` write the
+    answers instead: which toolset holds the tool and how to enable it; the error's class, the argument it
+    concerns and the fix (issues 41, 42). A `ToolError` a tool raised on purpose passes unchanged. Wraps the
+    tool manager's `call_tool`, which every call (`MCPServer.call_tool`) goes through.
+    """
+    manager = server._tool_manager
+    original = manager.call_tool
+
+    async def call_tool(
+        name: str, arguments: dict[str, Any], context: Any, convert_result: bool = False
+    ) -> Any:
+        try:
+            return await original(name, arguments, context, convert_result=convert_result)
+        except UnexpectedToolError as exc:
+            cause = _root_cause(exc)
+            logger.error("tool %r raised an unexpected exception", name, exc_info=cause)
+            raise ToolError(unexpected(name, arguments, cause)) from exc
+        except ToolError as exc:
+            if manager.get_tool(name) is None:
+                raise ToolError(unknown(name)) from exc
+            if isinstance(exc.__cause__, ValidationError):
+                raise ToolError(unexpected(name, arguments, exc.__cause__)) from exc
+            raise
+
+    manager.call_tool = call_tool  # type: ignore[method-assign]
+
+
+def _root_cause(exc: BaseException) -> BaseException:
+    """What was raised inside the tool, under the SDK's (possibly nested) `UnexpectedToolError` wrappers."""
+    seen = 0
+    while isinstance(exc, ToolError) and exc.__cause__ is not None and seen < 16:
+        exc, seen = exc.__cause__, seen + 1
+    return exc
 
 
 def make_prompt(

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import difflib
+import functools
 import os
 import re
 import sys
@@ -37,6 +39,7 @@ from kernelpilot.adapters.mcp_sdk import (
     OUTPUT_DROP,
     argument_model,
     compact_schema,
+    intercept_tool_errors,
     make_tool,
     output_schema,
     register_tool,
@@ -44,7 +47,7 @@ from kernelpilot.adapters.mcp_sdk import (
     share_definitions,
 )
 from kernelpilot.capabilities import Capability, all_capabilities, toolset_names
-from kernelpilot.foundation.errors import InvalidArgumentError, KernelpilotError
+from kernelpilot.foundation.errors import InvalidArgumentError, KernelpilotError, ToolTimeoutError
 from kernelpilot.foundation.models import Request, Result
 from kernelpilot.foundation.paths import bundled_dir
 from kernelpilot.foundation.validation import validation_message
@@ -87,9 +90,66 @@ def _tool_error(cap: Capability, exc: KernelpilotError) -> ToolError:
     return ToolError(text)
 
 
+TOOL_TIMEOUT_ENV = "KERNELPILOT_MCP_TOOL_TIMEOUT_S"
+LONG_TOOL_TIMEOUT_ENV = "KERNELPILOT_MCP_LONG_TOOL_TIMEOUT_S"
+DEFAULT_TOOL_TIMEOUT_S = 600.0  # a reader, a lookup or a store query; the slowest recorded take seconds
+DEFAULT_LONG_TOOL_TIMEOUT_S = 3600.0  # `long_running` tools: profiler runs, sweeps, workload captures
+
+
+TOOL_WORKERS = 256  # threads tool bodies may hold at once (the SDK's default pool has 40 for everything)
+_tool_limiter: anyio.CapacityLimiter | None = None
+
+
+def _workers() -> anyio.CapacityLimiter:
+    """The pool tool bodies run in, apart from the SDK's default one: calls blocked up to their limit (a
+    slow network file, a profiler that hangs) hold these, never the threads the SDK itself needs, and
+    TOOL_WORKERS of them can wait at once before a new call queues behind them."""
+    global _tool_limiter
+    if _tool_limiter is None:
+        _tool_limiter = anyio.CapacityLimiter(TOOL_WORKERS)
+    return _tool_limiter
+
+
+def call_limit_s(cap: Capability) -> float:
+    """Seconds one call of `cap` may run before it is cancelled: $KERNELPILOT_MCP_TOOL_TIMEOUT_S (default
+    600) or, for a `long_running` capability, $KERNELPILOT_MCP_LONG_TOOL_TIMEOUT_S (default 3600)."""
+    env, default = (
+        (LONG_TOOL_TIMEOUT_ENV, DEFAULT_LONG_TOOL_TIMEOUT_S)
+        if cap.long_running
+        else (TOOL_TIMEOUT_ENV, DEFAULT_TOOL_TIMEOUT_S)
+    )
+    raw = os.environ.get(env)
+    if raw is None:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not (0 < value < float("inf")):
+        raise InvalidArgumentError(f"{env}={raw[:40]!r} is not a number of seconds > 0", "unset it or fix it")
+    return value
+
+
+def _timeout_error(cap: Capability, limit_s: float) -> ToolTimeoutError:
+    env = LONG_TOOL_TIMEOUT_ENV if cap.long_running else TOOL_TIMEOUT_ENV
+    return ToolTimeoutError(
+        f"{cap.tool} did not finish within its {limit_s:g} s limit and was cancelled (its worker was "
+        "released; the server keeps serving)",
+        f"check the path arguments (a FIFO, device or network file that never answers?); for a call that "
+        f"really takes longer, raise {env} in the server's environment",
+    )
+
+
 def _make_tool_fn(cap: Capability) -> Callable[..., Awaitable[CallToolResult]]:
     """The async tool body: validate into the request model, run the core function in a worker thread,
-    answer with the text view and a digest sized for the context window (`mcp_answer`)."""
+    answer with the text view and a digest sized for the context window (`mcp_answer`).
+
+    The call runs under its time limit (`call_limit_s`); past it, or when the client cancels the request,
+    the await is cancelled and the thread abandoned (`abandon_on_cancel`), so the call's slot in the worker
+    pool is released at once and other calls go on (issue 41: 39 calls blocked on FIFOs wedged the server).
+    Python cannot stop a thread: an abandoned one ends when its blocking call returns, which is why every
+    reader refuses FIFOs and devices before opening them.
+    """
 
     async def tool_fn(ctx: Context, **kwargs: Any) -> CallToolResult:
         try:
@@ -103,14 +163,74 @@ def _make_tool_fn(cap: Capability) -> Callable[..., Awaitable[CallToolResult]]:
                 anyio.from_thread.run(ctx.report_progress, done, total, message or None)
 
         try:
-            result = await anyio.to_thread.run_sync(cap.invoke, request, progress)
-            return await anyio.to_thread.run_sync(answer, cap.tool, result)
+            limit = call_limit_s(cap)
+            with anyio.move_on_after(limit) as scope:
+                result = await anyio.to_thread.run_sync(
+                    cap.invoke, request, progress, abandon_on_cancel=True, limiter=_workers()
+                )
+                return await anyio.to_thread.run_sync(
+                    answer, cap.tool, result, abandon_on_cancel=True, limiter=_workers()
+                )
         except KernelpilotError as exc:
             raise _tool_error(cap, exc) from exc
+        assert scope.cancelled_caught  # the only way out of the scope without a return
+        raise _tool_error(cap, _timeout_error(cap, limit))
 
     tool_fn.__name__ = cap.tool
     tool_fn.__doc__ = cap.description
     return tool_fn
+
+
+def unknown_tool_text(caps: Sequence[Capability], name: str) -> str:
+    """The answer to a call of a tool this server does not serve: the toolset that holds it and how to
+    enable it, or the closest tool names (issue 42: a bare `Unknown tool` left the agent guessing)."""
+    shown = name if len(name) <= 80 else name[:80] + "..."
+    cap = next((c for c in caps if c.tool == name), None)
+    if cap is not None:
+        return (
+            f"Unknown tool: {shown} belongs to the `{cap.toolset}` toolset, which this server does not serve "
+            f"yet\nfix: call `toolsets_enable` with enable=['{cap.toolset}'] (or start the server with "
+            f"--toolsets {cap.toolset}, or set KERNELPILOT_TOOLSETS={cap.toolset}), then call {cap.tool} "
+            "again"
+        )
+    close = difflib.get_close_matches(name[:200], [c.tool for c in caps], n=3, cutoff=0.6)
+    near = f" (did you mean {', '.join(close)}?)" if close else ""
+    return (
+        f"Unknown tool: {shown!r} is no kernelpilot tool{near}\nfix: call `toolsets_enable` with no "
+        "arguments to list every toolset and its tools"
+    )
+
+
+def _argument_involved(arguments: dict[str, Any], cause: BaseException) -> str | None:
+    """The argument an unexpected error concerns: the one naming the file an OSError names, else the first
+    text argument the error's message quotes."""
+    filenames = [str(f) for f in (getattr(cause, "filename", None), getattr(cause, "filename2", None)) if f]
+    text = str(cause)[:10_000]
+    texts = {k: v for k, v in arguments.items() if isinstance(v, str) and len(v.strip()) >= 2}
+    for key, value in texts.items():
+        if any(value in f or os.path.expanduser(value) == f for f in filenames):
+            return key
+    return next((key for key, value in texts.items() if value in text), None)
+
+
+def unexpected_error_text(name: str, arguments: dict[str, Any], cause: BaseException) -> str:
+    """The answer to a call that failed without a kernelpilot error: the error's class and message, the
+    argument involved and the fix, instead of the SDK's bare `Error executing tool X` (issue 41)."""
+    if isinstance(cause, ValidationError):
+        return (
+            f"{name}: {validation_message(cause, style='mcp')}\n"
+            "fix: give each named argument as the tool's input schema says"
+        )
+    message = str(cause).replace("\n", " ")
+    message = message if len(message) <= 300 else message[:300] + "..."
+    arg = _argument_involved(arguments, cause)
+    about = f" (argument `{arg}`)" if arg else ""
+    check = f"check `{arg}`" if arg else "check the arguments"
+    return (
+        f"{type(cause).__name__}{about}: {message}\nfix: {check}: kernelpilot has no typed error for this "
+        f"case yet, so it is a bug worth reporting with the call's arguments (the server's log has the "
+        f"traceback of {name})"
+    )
 
 
 def _schemas(caps: Sequence[Capability]) -> dict[str, dict[str, Any]]:
@@ -237,6 +357,7 @@ def build_server(toolsets: str | Sequence[str] | None = None) -> MCPServer[Any]:
         tools=[_make_tool(cap, schemas[cap.tool]) for cap in caps if cap.toolset in selected],
     )
     register_tool(server, _toolsets_tool(server, caps, schemas))
+    intercept_tool_errors(server, functools.partial(unknown_tool_text, caps), unexpected_error_text)
     prompts.add_prompts(server)
     _add_resources(server)
     return server
