@@ -1,6 +1,6 @@
-"""A contract task end to end through `kernelpilot eval` on the CPU: the checks first in the paired timing's
-process (in their own for the baseline refresh), every timing process watched, typed rejections in
-result.json, the ledger and the experiment database."""
+"""A contract task end to end through `kernelpilot eval` on the CPU, judged by the isolated judge
+(kernelpilot.judge: the candidate in its own runner process, the checks, timing and verdict in the judge's):
+typed rejections in result.json, the ledger and the experiment database."""
 
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ def _contract_task(root: Path, baseline: str) -> Path:
     assert "GUARDED by the reference contract" in (repo / made.task_md).read_text()
     task_dir = repo / made.task_dir
     base = evaluate(EvaluateRequest(task=str(task_dir), refresh_baseline=True))
-    assert base.baseline is not None and len(base.baseline.samples) == 2
+    assert base.baseline is not None and len(base.baseline.samples) == 2, base.message
     return task_dir
 
 
@@ -80,16 +80,13 @@ HACKS = [
     ("tiled_axpy.py", "rejected_shape_specific", "semantic", "correct on the timed shape"),
     ("lazy_axpy.py", "rejected_lazy_output", "semantic", "not a plain numpy.ndarray"),
     ("noisy_axpy.py", "rejected_nondeterministic", "semantic", "different outputs"),
-    ("thread_axpy.py", "rejected_thread", "observation", "thread started: axpy-worker"),
-    ("timer_axpy.py", "rejected_timer_replaced", "observation", "replaced: time.perf_counter_ns"),
-    ("timeraware_axpy.py", "rejected_timed_output", "observation", "behaves differently under the timer"),
-    ("timerlate_axpy.py", "rejected_timer_replaced", "observation", "nothing was timed"),
-    ("memo_fp_axpy.py", "rejected_cached_output", "semantic", "away from the ends of input 0 changed"),
+    ("timer_axpy.py", "rejected_timer_disagree", "observation", "replaced or skewed its clock"),
     ("tamper_axpy.py", "rejected_baseline_tampered", "baseline", "kernel.py (rewritten)"),
 ]
-
-
-FOUND_WHILE_TIMING = ("timeraware_axpy.py", "timerlate_axpy.py")  # honest under the harness
+# Hacks of the in-process guard that the isolated judge leaves with nothing to exploit: they run as honest
+# code at honest speed (a thread joined before return, a memo of pointers and first values that misses on
+# every call's fresh values, frame sniffing for a timer that is not in the candidate's process).
+NEUTRALIZED = ["thread_axpy.py", "memo_fp_axpy.py", "timeraware_axpy.py", "timerlate_axpy.py"]
 
 
 @pytest.mark.parametrize(("candidate", "status", "check", "evidence"), HACKS, ids=[h[0] for h in HACKS])
@@ -101,12 +98,9 @@ def test_a_hack_is_rejected_and_recorded_as_a_failure_with_its_reason(
     db = str(tmp_path / "exp.sqlite")
     res = evaluate(EvaluateRequest(task=str(task), record_db=db, change=f"try {candidate}"))
     r = res.record
-    assert r is not None and r.status == status and r.guarded
+    assert r is not None and r.status == status and r.guarded, r.output_tail
     assert r.rejection is not None and r.rejection.check == check and r.speedup is None
     assert evidence in r.rejection.evidence and r.ratio_median is None
-    # the harness (semantic checks, and a Watch for timers and threads) rejects before anything is timed;
-    # a candidate that behaves differently under the timer is found by the paired timing process
-    assert r.method == ("paired" if candidate in FOUND_WHILE_TIMING else None)
     assert res.cli_exit_code() == 3
     text = res.render_text()
     assert "REJECTED by the guard" in text and "never a win" in text
@@ -120,33 +114,43 @@ def test_a_hack_is_rejected_and_recorded_as_a_failure_with_its_reason(
     assert status in listed.render_text()
 
 
+@pytest.mark.parametrize("candidate", NEUTRALIZED)
+def test_an_in_process_hack_has_nothing_to_exploit(task: Path, candidate: str) -> None:
+    repo = task.parent.parent.parent
+    shutil.copy(CASES / candidate, repo / "kernel.py")
+    r = evaluate(EvaluateRequest(task=str(task))).record
+    assert r is not None and r.rejection is None and r.method == "paired", r.output_tail
+    assert r.status in ("improved", "regressed", "neutral")
+    assert r.judge is not None and sum(r.judge["checked_timed_calls"].values()) == 2 * (r.pairs or 0)
+
+
 def test_an_honest_candidate_gets_a_verdict(task: Path) -> None:
     repo = task.parent.parent.parent
     shutil.copy(CASES / "fused_axpy.py", repo / "kernel.py")
     r = evaluate(EvaluateRequest(task=str(task))).record
     assert r is not None and r.status in ("improved", "regressed", "neutral"), r.output_tail
     assert r.guarded and r.rejection is None and r.speedup is not None and r.method == "paired"
-    assert r.observation is not None and not r.observation.observed and r.observation.watch_findings == []
-    assert r.physics is not None and not r.physics.checked
-    outs = r.observation.timed_outputs  # both timed input sets, sampled, matched the reference
-    assert len(outs) == 2 and all(o is not None and o[0] == 4096 and len(o) == 257 for o in outs)
-    assert "checked calls passed on 2 shape(s)" in r.correctness
+    assert r.physics is None  # no GPU: no roofline floor to hold the time against
+    assert r.judge is not None and r.judge["status"] == "passed"
+    assert all("runner" in n for n in r.judge["notes"]) and r.pairs == 2
+    assert "checked calls passed on 2 shape(s)" in r.correctness and "isolated judge" in r.correctness
 
 
 def test_an_honest_faster_candidate_is_improved_by_the_paired_ratio(slow_task: Path, tmp_path: Path) -> None:
-    """The baseline commit (eight wasted passes) and the candidate timed together in one compare process."""
+    """The baseline commit (eight wasted passes) and the candidate timed in interleaved batches."""
     repo = slow_task.parent.parent.parent
     shutil.copy(CASES / "honest_axpy.py", repo / "kernel.py")
     db = str(tmp_path / "exp.sqlite")
-    res = evaluate(EvaluateRequest(task=str(slow_task), record_db=db, change="drop the wasted passes"))
+    res = evaluate(
+        EvaluateRequest(task=str(slow_task), record_db=db, change="drop the wasted passes", runs=12)
+    )
     r = res.record
     assert r is not None and r.status == "improved" and r.method == "paired", r.output_tail
-    assert r.guarded and r.rejection is None and r.pairs is not None and r.pairs >= 16
+    assert r.guarded and r.rejection is None and r.pairs == 12
     assert r.ratio_median is not None and r.ratio_ci is not None and r.ratio_ci[1] < 1.0
     assert r.speedup is not None and r.speedup == pytest.approx(1.0 / r.ratio_median)
     assert r.candidate_median is not None and r.baseline_median is not None
     assert r.candidate_median < r.baseline_median
-    assert r.observation is not None and len(r.observation.timed_outputs) == 2  # judged: no rejection
     assert "range(8)" in (slow_task / ".baseline-tree" / "kernel.py").read_text()  # the baseline side's code
     assert "paired (baseline commit and candidate timed together" in res.render_text()
     line = json.loads((slow_task / "ledger.jsonl").read_text().splitlines()[-1])
@@ -166,7 +170,7 @@ def test_a_contract_task_with_a_dirty_baseline_is_timed_unpaired_and_says_why(tm
     assert r is not None and r.method == "unpaired" and r.guarded and r.rejection is None, r.output_tail
     assert r.status in ("improved", "regressed", "neutral", "unstable")
     assert "uncommitted changes" in r.output_tail and r.ratio_median is None
-    assert r.observation is not None and len(r.observation.timed_outputs) == 2
+    assert r.judge is not None and list(r.judge["calls_per_batch"]) == ["candidate"]
 
 
 def test_a_free_form_task_is_labelled_unguarded(tmp_path: Path) -> None:
@@ -239,59 +243,6 @@ def test_a_baseline_the_guard_rejects_says_why_in_the_error(tmp_path: Path) -> N
     msg = got.value.message
     assert "rejected_cached_output: " in msg and "earlier call with different input values" in msg
     assert msg.endswith("no baseline written") and not list((tmp_path / "repo").rglob("baseline.json"))
-
-
-ADDRESS_MEMO = '''"""Hack: under kernelpilot's timer, the answer remembered per input address."""
-import sys
-
-_memo = {}
-
-
-def _timed():
-    f = sys._getframe(1)
-    while f is not None:
-        if f.f_globals.get("__name__", "").startswith("kernelpilot.timing"):
-            return True
-        f = f.f_back
-    return False
-
-
-def axpy(x, y):
-    key = (x.ctypes.data, y.ctypes.data)
-    if _timed() and key in _memo:
-        return _memo[key]
-    _memo[key] = 2.5 * x + y
-    return _memo[key]
-'''
-REUSED_BUFFER = '''"""Benign: one output buffer per shape, written and returned by every call."""
-import numpy as np
-
-_buf = {}
-
-
-def axpy(x, y):
-    out = _buf.setdefault(x.shape, np.empty_like(x))
-    np.multiply(x, 2.5, out=out)
-    np.add(out, y, out=out)
-    return out
-'''
-
-
-def test_a_memo_keyed_on_input_addresses_is_rejected_and_a_reused_buffer_is_not(task: Path) -> None:
-    """Issue 31: the timing writes fresh values into the same buffers between timed calls and reads each
-    sampled call's output as it returned it. A memo per input address (right on the sets' own values, which
-    the old check compared) now returns stale values; one buffer returned by every call stays honest."""
-    repo = task.parent.parent.parent
-    (repo / "kernel.py").write_text(ADDRESS_MEMO)
-    r = evaluate(EvaluateRequest(task=str(task))).record
-    assert r is not None and r.status == "rejected_timed_output", r.output_tail
-    assert r.rejection is not None and "on the values it was given" in r.rejection.evidence
-    assert r.observation is not None and len(r.observation.timed_checks) == 8
-    (repo / "kernel.py").write_text(REUSED_BUFFER)
-    ok = evaluate(EvaluateRequest(task=str(task))).record
-    assert ok is not None and ok.status in ("improved", "regressed", "neutral"), ok.output_tail
-    assert ok.rejection is None and ok.observation is not None and len(ok.observation.timed_checks) == 8
-    assert all(c.got is not None and c.got[0] == 4096 for c in ok.observation.timed_checks)
 
 
 def test_a_baseline_side_far_slower_than_its_record_is_tampered_with(tmp_path: Path) -> None:

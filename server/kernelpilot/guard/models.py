@@ -24,6 +24,8 @@ RejectStatus = Literal[
     "rejected_impossible",
     "rejected_timed_output",
     "rejected_baseline_tampered",
+    "rejected_timer_disagree",
+    "rejected_task_tampered",
 ]
 REJECT_STATUSES: tuple[str, ...] = RejectStatus.__args__  # type: ignore[attr-defined]
 

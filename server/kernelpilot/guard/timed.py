@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kernelpilot.guard.backend import Backend, backend_for, random_positions
 from kernelpilot.guard.errors import ContractError
@@ -89,7 +89,13 @@ def closures_for(loaded: Loaded, rotate: int) -> list[Callable[[], Any]]:
     return closures
 
 
-def reference_f64(loaded: Loaded, be: Backend, inputs: list[Any]) -> Any:
+class HasReference(Protocol):
+    """What holds a contract's reference: the guard's `Loaded`, the judge's `JudgeContract`."""
+
+    reference: Callable[..., Any]
+
+
+def reference_f64(loaded: HasReference, be: Backend, inputs: list[Any]) -> Any:
     """The contract's reference on float64 copies of the float inputs (higher precision than any declared
     dtype); a reference that raises is the contract's error, not the candidate's."""
     args = [be.f64(x) if _is_array(x) and be.is_float(x) else _copy(be, x) for x in inputs]

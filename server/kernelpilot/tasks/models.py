@@ -163,6 +163,12 @@ class EvalRecord(Result):
     correctness: str = Field("", description="What the guard harness checked and the largest errors it saw.")
     observation: Observation | None = Field(None, description="What the guard saw of the timed closure.")
     physics: PhysicsCheck | None = Field(None, description="The candidate time against the roofline floor.")
+    judge: dict[str, Any] | None = Field(
+        None,
+        description="The isolated judge's summary (contract tasks): calls per timed batch, timed calls "
+        "checked "
+        "against the reference, the runners' sandbox, where the judge's time went.",
+    )
 
 
 # ---- requests / results of the capabilities ----
