@@ -120,7 +120,7 @@ def _need_amd(arch: str) -> None:
 @pytest.mark.needs_tool("llvm-objdump")
 def test_gfx942_static_floor_on_mi300x_by_hand() -> None:
     # lds_reduce (kernels.cl: a 256-wide LDS tree reduction), per wave64 in llvm-objdump -d --mcpu=gfx942:
-    # 98 lines; 20 scheduler-internal (s_waitcnt x11, s_barrier x9) left out = 78 issued:
+    # 104 lines; 26 scheduler-internal (s_waitcnt x11, s_barrier x9, s_nop padding x6) left out = 78 issued:
     # VALU 24 (v_mov x5, v_lshl_or, v_lshlrev, v_lshl_add_u64, v_cmp x8, v_add_f32 x8), SALU/SMEM 23
     # (s_load_dwordx4, s_movk, s_and_saveexec x9, s_or_b64 x8, s_mov, s_lshl_b64, s_add, s_addc),
     # LDS 19 (ds_write x9, ds_read2* x7, ds_read x3), branch 10 (s_cbranch_execz x9, s_endpgm), VMEM 2.
