@@ -6,7 +6,8 @@
 #   ./install.sh --python PY     install into PY's environment instead of creating a virtualenv
 #   ./install.sh --venv DIR      put the virtualenv in DIR (default: <repo>/.venv)
 #   ./install.sh --no-mcp        do not register the MCP server
-#   ./install.sh --uninstall     remove exactly what an earlier run installed (links it made, its MCP entry)
+#   ./install.sh --uninstall     remove exactly what an earlier run installed (links it made, its MCP entry,
+#                                then the folders it created once they are empty)
 #
 # Idempotent: a second run changes nothing. It never overwrites a file or directory it did not create;
 # what it created is listed in ${CLAUDE_CONFIG_DIR:-$HOME/.claude}/.kernelpilot-install-manifest.
@@ -43,13 +44,26 @@ done
 manifest_has() { [ -f "$MANIFEST" ] && grep -Fxq "$1" "$MANIFEST"; }
 manifest_add() { mkdir -p "$CLAUDE_DIR"; manifest_has "$1" || echo "$1" >> "$MANIFEST"; }
 
+# make_dirs DIR...: create each missing folder (and its missing parents) and record every folder made as a
+# `dir:` line, outermost first, so --uninstall can remove the ones left empty.
+make_dirs() {
+  local target p made=()
+  for target in "$@"; do
+    local missing=()
+    p="$target"
+    while [ ! -e "$p" ] && [ ! -L "$p" ]; do missing=("$p" ${missing[@]+"${missing[@]}"}); p="$(dirname "$p")"; done
+    for p in ${missing[@]+"${missing[@]}"}; do mkdir "$p"; made+=("$p"); done
+  done
+  for p in ${made[@]+"${made[@]}"}; do manifest_add "dir:$p"; done
+}
+
 # A link is ours when it is a symlink resolving into this repository.
 is_our_link() { [ -L "$1" ] && case "$(readlink "$1")" in "$REPO"/*) return 0 ;; *) return 1 ;; esac; }
 
 find_claude() { command -v claude 2>/dev/null || true; }
 
 uninstall() {
-  local removed=0 line
+  local removed=0 line dirs=() i
   if [ -f "$MANIFEST" ]; then
     while IFS= read -r line; do
       case "$line" in
@@ -64,9 +78,16 @@ uninstall() {
           else
             say "claude not on PATH: remove the MCP server '${line#mcp:}' from your host's config by hand"
           fi ;;
+        dir:*) dirs+=("${line#dir:}") ;;
       esac
     done < "$MANIFEST"
     rm -f "$MANIFEST"
+    # innermost first: a folder this installer made goes once it is empty (the user's files keep it)
+    for ((i = ${#dirs[@]} - 1; i >= 0; i--)); do
+      if [ -d "${dirs[$i]}" ] && [ ! -L "${dirs[$i]}" ] && [ -z "$(ls -A "${dirs[$i]}")" ]; then
+        rmdir "${dirs[$i]}"; say "removed empty folder ${dirs[$i]}"
+      fi
+    done
   fi
   say "uninstalled ($removed links removed; the virtualenv at $VENV is left in place: delete it to remove the package)"
 }
@@ -118,7 +139,7 @@ link_one() {  # link_one SOURCE TARGET
   ln -s "$src" "$dst"; manifest_add "link:$dst"; say "linked $dst"
 }
 
-mkdir -p "$CLAUDE_DIR/skills" "$CLAUDE_DIR/commands"
+make_dirs "$CLAUDE_DIR" "$CLAUDE_DIR/skills" "$CLAUDE_DIR/commands"
 for dir in "$REPO"/skills/*/; do
   [ -f "$dir/SKILL.md" ] || continue
   name="$(basename "$dir")"

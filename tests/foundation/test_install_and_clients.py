@@ -105,7 +105,26 @@ def test_install_links_idempotent_respects_foreign_dirs_and_uninstalls(tmp_path)
     assert gone.returncode == 0, gone.stderr
     assert (foreign / "SKILL.md").read_text() == "mine, not kernelpilot's\n"
     assert sorted(p.name for p in (claude_dir / "skills").iterdir()) == [skills[0]]
-    assert list((claude_dir / "commands").iterdir()) == []
+    # the commands folder was the installer's own: removed once empty; skills/ held the user's skill first
+    assert not (claude_dir / "commands").exists()
+    assert f"removed empty folder {claude_dir / 'commands'}\n" in gone.stdout
+    assert f"removed empty folder {claude_dir / 'skills'}\n" not in gone.stdout
+
+
+def test_install_then_uninstall_leaves_a_fresh_home_as_it_was(tmp_path):
+    """Issue 42: `--uninstall` also removes the empty folders the installer created (~/.claude and below)."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".bashrc").write_text("# the user's\n")
+    before = _tree(home)
+    res = _install(home, "--no-mcp")
+    assert res.returncode == 0, res.stderr + res.stdout
+    assert (home / ".claude" / "skills").is_dir() and (home / ".claude" / "commands").is_dir()
+    gone = subprocess.run(
+        ["bash", str(INSTALL), "--uninstall"], env=_env(home), capture_output=True, text=True, timeout=120
+    )
+    assert gone.returncode == 0, gone.stderr
+    assert _tree(home) == before, gone.stdout
 
 
 def test_claude_code_registers_and_connects(tmp_path):
