@@ -1,9 +1,11 @@
-"""Capability declarations for workload triage: `workload run|read|diff|report`."""
+"""Capability declarations for workload triage: `workload run|read|diff|report|isolate`."""
 
 from kernelpilot.capabilities import Capability
 from kernelpilot.workload.models import (
     WorkloadDiffRequest,
     WorkloadDiffResult,
+    WorkloadIsolateRequest,
+    WorkloadIsolateResult,
     WorkloadReadRequest,
     WorkloadReportRequest,
     WorkloadReportResult,
@@ -95,6 +97,32 @@ CAPABILITIES = [
         request=WorkloadReportRequest,
         result=WorkloadReportResult,
         target=f"{_C}:report_workload",
+        positional=("path",),
+        read_only=False,
+        idempotent=True,
+    ),
+    Capability(
+        tool="workload_isolate",
+        command=("workload", "isolate"),
+        summary="Write a standalone benchmark and a reference contract of one kernel of a PyTorch trace.",
+        description=(
+            "The step from a hot kernel of the triage to the kernel loop. `path`: a PyTorch profiler trace "
+            "recorded with record_shapes (or the result JSON of `workload run --save-trace`/`read --out`); "
+            "`kernel`: the row number of the workload table or a part of the kernel's name. From the ATen op "
+            "that launched it (by External id; a backend-private op such as _cudnn_attention_forward through "
+            "its public caller) writes bench_<name>.py whose make() builds inputs of the recorded shapes, "
+            "dtypes and strides and calls the same op with the recorded scalar arguments (for "
+            "`kernelpilot time`), contract_<name>.py/.json (docs/guard.md: the op in float64 as reference, "
+            "the recorded dtype and its default tolerance, the recorded shape timed first and up to two more "
+            "the op ran at), and the roofline arguments for `workspace init` where the op has a model (gemm, "
+            "attention, normalization, softmax, elementwise, reduction). Names what the trace did not keep "
+            "(TensorList members, Python float lists, wrapped scalars) and what was used instead. A "
+            "rocprofv3, nsys or ncu table, a trace without shapes, a kernel no ATen op launched (Triton from "
+            "torch.compile: the inductor cache holds its source) are typed errors with the fix."
+        ),
+        request=WorkloadIsolateRequest,
+        result=WorkloadIsolateResult,
+        target="kernelpilot.workload.isolate:isolate_workload",
         positional=("path",),
         read_only=False,
         idempotent=True,

@@ -121,6 +121,16 @@ def choose_kernel(res: WorkloadResult, which: str) -> tuple[int, WorkloadKernel]
     )
 
 
+def _not_graph(k: WorkloadKernel) -> None:
+    if k.graph_launched:
+        raise NotIsolableError(
+            f"{k.short_name} was launched by a CUDA/HIP graph replay: the trace records the replay, not the "
+            "ops captured into the graph",
+            "record the step eagerly (without the graph) under "
+            "torch.profiler.profile(record_shapes=True) and isolate from that trace",
+        )
+
+
 def _why_no_op(kernel: str) -> NotIsolableError:
     if kernel.startswith("triton_"):
         return NotIsolableError(
@@ -191,7 +201,8 @@ def isolate_workload(req: WorkloadIsolateRequest) -> WorkloadIsolateResult:
     from kernelpilot.workload.op_calls import read_trace_ops
 
     res, trace_path = _sources(req)
-    row, _ = choose_kernel(res, req.kernel)
+    row, k = choose_kernel(res, req.kernel)
+    _not_graph(k)
     trace = read_trace_ops(trace_path)
     if not trace.record_shapes:
         raise NotIsolableError(
@@ -209,6 +220,7 @@ def isolate_row(
     from kernelpilot.workload.isolate_plan import plan_call
 
     k = res.kernels[row - 1]
+    _not_graph(k)
     op, shapes = _pick(k, trace.by_kernel.get(k.name, []))
     plan = plan_call(op, trace.ops)
     return _write(req, res, row, k, trace_path, trace, plan, shapes)

@@ -106,7 +106,9 @@ def random_tensor(shape, dtype, generator, device):
 
 def strided_random_tensor(shape, stride, dtype, generator, device):
     """A tensor with the recorded strides: a view of a storage just large enough."""
-    span = 1 + sum((n - 1) * s for n, s in zip(shape, stride)) if all(shape) else 0
+    if not all(shape):
+        return torch.empty(shape, dtype=dtype, device=device)
+    span = 1 + sum((n - 1) * s for n, s in zip(shape, stride, strict=True))
     return random_tensor((span,), dtype, generator, device).as_strided(shape, stride)
 '''
 

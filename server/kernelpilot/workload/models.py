@@ -300,6 +300,11 @@ class WorkloadResult(Result):
     def render_text(self) -> str:
         return render_result(self)
 
+    def answer_keep(self) -> dict[str, int]:
+        """Rows an MCP answer keeps while anything else can shrink (adapters/mcp_answer.py): the ranked hot
+        set, which the text view lists too, and the three largest opportunities."""
+        return {"kernels": max(1, sum(1 for k in self.kernels if k.hot)), "opportunities": 3}
+
 
 class WorkloadReadRequest(Request):
     """Read a recorded trace into the workload breakdown."""

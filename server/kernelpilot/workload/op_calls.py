@@ -191,7 +191,8 @@ def read_trace_ops(path: Path) -> TraceOps:
         dur = ev.get("dur")
         us = float(dur) if isinstance(dur, (int, float)) else 0.0
         launches.append(KernelLaunch(str(ev.get("name", "?")), us, launcher))
-    recorded = flag or any(op.recorded for op in ops)
+    recorded = any(op.recorded for op in ops)  # the header's flag is set in traces of graph replays too
+    del flag
     out = TraceOps(str(path), launches, ops, recorded)
     for k in launches:
         out.by_kernel.setdefault(k.name, []).append(k)
