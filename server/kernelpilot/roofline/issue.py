@@ -188,6 +188,7 @@ def floor_from_counts(
         source="static" if source == "static" else "measured",
         what=what,
         sm_count=int(rates.sm.number()),
+        unit="CU" if rates.amd else "SM",
         clock_mhz=rates.clock.number(),
         pipes=pipes,
         binding=pipes[0].pipe,
@@ -231,6 +232,7 @@ def _one_kernel(req: RooflineRequest) -> KernelMixModel:
 
 
 def _branch_notes(k: KernelMixModel) -> str | None:
+    counted = "--ncu-csv counts what ran" if k.wavefront_size is None else "a profile counts what ran"
     notes = []
     if k.backward_branches:
         notes.append(
@@ -241,7 +243,7 @@ def _branch_notes(k: KernelMixModel) -> str | None:
     if k.forward_branches:
         notes.append(
             f"{k.forward_branches} predicated forward branch(es): code a warp may skip is counted, so this "
-            "floor can overstate what ran; --ncu-csv counts what ran"
+            f"floor can overstate what ran; {counted}"
         )
     return "; ".join(notes) or None
 
@@ -265,9 +267,10 @@ def static_floor(req: RooflineRequest, wiki: Wiki, gpu_id: str) -> tuple[IssueFl
     assert k.issued_instructions is not None
     counts = {ISSUE: k.issued_instructions * warps}
     counts.update({p: n * warps for p, n in k.pipe_classes.items()})
+    warp = "warp" if k.wavefront_size is None else "wave"
     what = (
-        f"static: isa mix of {k.kernel} ({k.arch}): {k.issued_instructions} instr per warp pass "
-        f"x {how} = {counts[ISSUE]:.4g} warp instructions"
+        f"static: isa mix of {k.kernel} ({k.arch}): {k.issued_instructions} instr per {warp} pass "
+        f"x {how} = {counts[ISSUE]:.4g} {warp} instructions"
     )
     return floor_from_counts(rates, counts, "static", what, _branch_notes(k)), rates
 

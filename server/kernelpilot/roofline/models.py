@@ -220,7 +220,10 @@ class IssueFloor(BaseModel):
 
     source: Literal["static", "measured"] = Field(description="static: code object; measured: ncu counters")
     what: str = Field(description="where the counts come from and how they were scaled")
-    sm_count: int
+    sm_count: int = Field(description="SMs (NVIDIA) or CUs (AMD: unit CU) the rates are multiplied by")
+    unit: Literal["SM", "CU"] = Field(
+        default="SM", description="what the rates are per: SM (NVIDIA, warp instructions) or CU (AMD, waves)"
+    )
     clock_mhz: float = Field(
         description="cited boost clock: the fastest the SM runs, so the floor is a floor"
     )
@@ -318,10 +321,11 @@ class RooflineResult(Result):
         out = []
         for f in self.issue:
             out.append(f"  issue floor ({f.source}): {f.time_us:.4g} µs, bound by {f.binding}; {f.what}")
+            warp = "warp" if f.unit == "SM" else "wave"
             for p in f.pipes:
                 out.append(
-                    f"    {p.pipe}: {p.warp_instructions:.4g} warp inst / "
-                    f"({p.rate_inst_per_clk_per_sm:g} per clk per SM x {f.sm_count} SMs "
+                    f"    {p.pipe}: {p.warp_instructions:.4g} {warp} inst / "
+                    f"({p.rate_inst_per_clk_per_sm:g} per clk per {f.unit} x {f.sm_count} {f.unit}s "
                     f"x {f.clock_mhz:g} MHz) = {p.time_us:.4g} µs"
                 )
             if f.lower_bound:
