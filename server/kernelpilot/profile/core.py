@@ -44,6 +44,15 @@ def _sniff(path: Path, text: str) -> str:
     )
 
 
+_HEAD_BYTES = 1 << 20  # a full-set raw header is ~100 KB: the format is told from the first MiB
+
+
+def _head_text(path: Path) -> str:
+    """The first MiB of the file as text (for `_sniff`; the file is read whole only by the reader)."""
+    with path.open("rb") as fh:
+        return fh.read(_HEAD_BYTES).decode("utf-8", "replace")
+
+
 def _finish(
     kernels: list[KernelProfile], req_kernel: str | None, **kw: object
 ) -> tuple[list[KernelProfile], list[str], int | None]:
@@ -85,16 +94,26 @@ def profile_parse(req: ProfileParseRequest) -> ProfileResult:
             f"{req.path}: file is empty (empty report)", "re-run the profiler; check its log"
         )
     kind: str = req.kind
-    if kind == "ncu_rep" or (kind == "auto" and path.name.endswith(".ncu-rep")):
+    if kind == "auto" and not path.name.endswith(".ncu-rep"):
+        kind = _sniff(path, _head_text(path))
+    if kind == "ncu_raw":  # streamed: a 20,000-launch page is never held whole (ncu_csv.RawPage)
+        page = ncu_csv.RawPage.from_file(path, req.path)
+        kernels = [
+            profile_from_raw(k, req.include_raw_metrics)
+            for k in page
+            if not req.kernel or req.kernel in k.kernel
+        ]
+        profiler, warnings = "ncu", page.warnings
+    elif kind == "ncu_rep" or (kind == "auto" and path.name.endswith(".ncu-rep")):
         from kernelpilot.profile.ncu_runner import read_report
 
-        text = read_report(path, "raw")
-        kind = "ncu_raw"
+        profiler, kernels, warnings = parse_text(
+            read_report(path, "raw"), "ncu_raw", req.path, req.include_raw_metrics
+        )
     else:
-        text = ncu_csv.read_text(path)
-        if kind == "auto":
-            kind = _sniff(path, text)
-    profiler, kernels, warnings = parse_text(text, kind, req.path, req.include_raw_metrics)
+        profiler, kernels, warnings = parse_text(
+            ncu_csv.read_text(path), kind, req.path, req.include_raw_metrics
+        )
     kernels, missing, passes = _finish(kernels, req.kernel)
     return ProfileResult(
         profiler="ncu" if profiler == "ncu" else "rocprofv3",

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -126,16 +128,14 @@ def _cell_value(cell: str, factor: float) -> float | str | None:
     return v * factor
 
 
-def parse_raw(text: str, source_name: str = "<text>") -> ParsedPage:
-    """Parse `ncu --csv --page raw` (one row per launch, one column per metric, optional units row)."""
-    check_no_kernels(text)
-    rows = _csv_rows(text, source_name)
-    if not rows:
-        raise ProfileFormatError(
-            f"{source_name}: no CSV rows (empty report or not `ncu --csv --page raw` output)",
-            "re-run ncu with --csv --page raw, or pass the details/source page with the matching kind",
-        )
-    header = rows[0]
+def _no_rows(source_name: str) -> ProfileFormatError:
+    return ProfileFormatError(
+        f"{source_name}: no CSV rows (empty report or not `ncu --csv --page raw` output)",
+        "re-run ncu with --csv --page raw, or pass the details/source page with the matching kind",
+    )
+
+
+def _check_raw_header(header: list[str], source_name: str) -> None:
     if header[:1] != ["ID"] or "Kernel Name" not in header:
         raise ProfileFormatError(
             f"{source_name}: first CSV row is not an ncu raw-page header (starts {header[:3]})",
@@ -145,45 +145,113 @@ def parse_raw(text: str, source_name: str = "<text>") -> ParsedPage:
         raise ProfileFormatError(
             f"{source_name}: this is an ncu details page, not a raw page", "parse it with kind=ncu_details"
         )
-    idx = {h: i for i, h in enumerate(header)}
-    body = rows[1:]
-    units = [""] * len(header)
-    if body and body[0][:1] == [""]:
-        units = body[0] + [""] * (len(header) - len(body[0]))
-        body = body[1:]
-    warnings: list[str] = []
-    kernels: list[RawKernel] = []
-    first_metric = max(idx.get(c, 0) for c in ("CC", "Device", "Grid Size", "Kernel Name")) + 1
-    metric_cols = [(i, header[i], units[i]) for i in range(first_metric, len(header))]
-    scaled_cols = [(i, name, unit_scale(unit)[1]) for i, name, unit in metric_cols]
-    base_units = {name: unit_scale(unit)[0] for _, name, unit in metric_cols}
-    for n, row in enumerate(body):
-        if len(row) != len(header):
-            warnings.append(
-                f"{source_name}: launch row {n + 1} has {len(row)} of {len(header)} columns "
-                "(truncated file?); row ignored"
-            )
-            continue
-        values: dict[str, float | str | None] = {}
-        for i, name, factor in scaled_cols:
-            values[name] = _cell_value(row[i], factor)
-        kernels.append(
-            RawKernel(
+
+
+_MESSAGE_LINES = 2000  # of the "No kernels were profiled" list kept for its error (the rest is not needed)
+
+
+class RawPage:
+    """The launches of an `ncu --csv --page raw` page, streamed: one `RawKernel` per launch row, read as it
+    is iterated (once), so memory holds one row, not the page. A 20,000-launch full-set page (381 MB) held
+    whole peaked at 4.7 GB (`bench/ncu_csv_memory.py`); streaming keeps what the caller keeps.
+
+    `warnings` (truncated rows left out) is complete when the iteration ends. An "No kernels were profiled"
+    message anywhere in the output raises `NoKernelsProfiledError` (as `check_no_kernels`) at the end.
+    """
+
+    def __init__(self, lines: Iterable[str], source_name: str) -> None:
+        self.source_name = source_name
+        self.warnings: list[str] = []
+        self._lines = lines
+        self._messages: list[str] | None = None  # from the "No kernels were profiled" line on
+
+    @classmethod
+    def from_file(cls, path: str | Path, source_name: str | None = None) -> RawPage:
+        """A page streamed from a file (UTF-8, undecodable bytes replaced), read line by line."""
+        return cls(_file_lines(Path(path)), source_name or str(path))
+
+    def _csv_lines(self) -> Iterator[str]:
+        for ln in self._lines:
+            if ln.startswith('"'):
+                yield ln
+            elif self._messages is not None:
+                if len(self._messages) < _MESSAGE_LINES:
+                    self._messages.append(ln)
+            elif "No kernels were profiled" in ln:
+                self._messages = [ln]
+
+    def _rows(self) -> Iterator[list[str]]:
+        reader = csv.reader(self._csv_lines())
+        while True:
+            try:
+                row = next(reader)
+            except StopIteration:
+                return
+            except csv.Error as exc:  # an unclosed quote runs a field past the csv module's size limit
+                raise _csv_error(self.source_name, exc) from None
+            yield row
+
+    def __iter__(self) -> Iterator[RawKernel]:
+        rows = self._rows()
+        header = next(rows, None)
+        if header is None:
+            self._raise_no_kernels()
+            raise _no_rows(self.source_name)
+        _check_raw_header(header, self.source_name)
+        idx = {h: i for i, h in enumerate(header)}
+        first = next(rows, None)
+        units = [""] * len(header)
+        if first is not None and first[:1] == [""]:
+            units = first + [""] * (len(header) - len(first))
+            first = None
+        first_metric = max(idx.get(c, 0) for c in ("CC", "Device", "Grid Size", "Kernel Name")) + 1
+        metric_cols = [(i, header[i], units[i]) for i in range(first_metric, len(header))]
+        scaled_cols = [(i, name, unit_scale(unit)[1]) for i, name, unit in metric_cols]
+        base_units = {name: unit_scale(unit)[0] for _, name, unit in metric_cols}
+        count = 0
+        for n, row in enumerate(rows if first is None else itertools.chain([first], rows)):
+            if len(row) != len(header):
+                self.warnings.append(
+                    f"{self.source_name}: launch row {n + 1} has {len(row)} of {len(header)} columns "
+                    "(truncated file?); row ignored"
+                )
+                continue
+            count += 1
+            yield RawKernel(
                 launch_id=_launch_id(row[idx["ID"]]),
                 kernel=row[idx["Kernel Name"]],
                 device=row[idx["Device"]] if "Device" in idx else None,
                 grid=_dims(row[idx["Grid Size"]]) if "Grid Size" in idx else None,
                 block=_dims(row[idx["Block Size"]]) if "Block Size" in idx else None,
-                values=values,
+                values={name: _cell_value(row[i], factor) for i, name, factor in scaled_cols},
                 units=base_units,
             )
-        )
-    if not kernels:
-        raise ProfileFormatError(
-            f"{source_name}: raw page has a header but no complete launch row",
-            "the file is empty or truncated; re-run the profiler",
-        )
-    return ParsedPage(kernels, warnings)
+        self._raise_no_kernels()
+        if not count:
+            raise ProfileFormatError(
+                f"{self.source_name}: raw page has a header but no complete launch row",
+                "the file is empty or truncated; re-run the profiler",
+            )
+
+    def _raise_no_kernels(self) -> None:
+        if self._messages is not None:
+            check_no_kernels("\n".join(self._messages))
+
+
+def _file_lines(path: Path) -> Iterator[str]:
+    """The file's lines as `str.splitlines` would give them, read a line at a time."""
+    with path.open(encoding="utf-8-sig", errors="replace", newline="") as fh:  # a BOM is not a cell
+        for chunk in fh:
+            yield from chunk.splitlines()
+
+
+def parse_raw(text: str, source_name: str = "<text>") -> ParsedPage:
+    """Parse `ncu --csv --page raw` (one row per launch, one column per metric, optional units row) held
+    in memory; a file is better streamed with `RawPage.from_file`."""
+    check_no_kernels(text)
+    page = RawPage(text.splitlines(), source_name)
+    kernels = list(page)
+    return ParsedPage(kernels, page.warnings)
 
 
 def parse_details(text: str, source_name: str = "<text>") -> ParsedPage:

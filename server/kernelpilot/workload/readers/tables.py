@@ -10,15 +10,20 @@ cuda_gpu_trace` (Start (ns), Duration (ns), Name, GrdX..., BlkX...) and `--repor
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kernelpilot.foundation.errors import KernelpilotError
 from kernelpilot.foundation.readers import ReaderError, count, finite, read_bytes, read_csv_table
 from kernelpilot.workload.errors import TraceFormatError
-from kernelpilot.workload.readers.gzipped import maybe_gunzip
+from kernelpilot.workload.readers.gzipped import is_gzip, maybe_gunzip
 from kernelpilot.workload.readers.trace import Activity, Aggregate, Trace
 
 MAX_TRACE_BYTES = 4 * 2**30  # a CSV table read whole: past this, a tool's table is not what was given
+if TYPE_CHECKING:
+    from kernelpilot.profile.ncu_csv import RawKernel
+
 _ROCPROF_NOTE = "rocprofv3 kernel trace: kernels only (no host calls, ops or ranges)"
 
 
@@ -188,11 +193,16 @@ def read_nsys_kern_sum(text: str, source: str, steps: int | None) -> Trace:
 
 def read_ncu_csv(text: str, source: str, steps: int | None) -> Trace:
     """ncu raw page: one row per profiled launch; durations from gpu__time_duration.sum."""
-    from kernelpilot.profile.ncu_csv import parse_raw
+    from kernelpilot.profile.ncu_csv import RawPage
 
-    page = parse_raw(text, source)
+    return ncu_trace(RawPage(text.splitlines(), source), source, steps)
+
+
+def ncu_trace(page: Iterable[RawKernel], source: str, steps: int | None) -> Trace:
+    """The trace of an ncu raw page's launches, consumed as they stream (`profile.ncu_csv.RawPage`): each
+    launch keeps its name, duration, grid and block, never its ~2,000 other metrics."""
     acts = []
-    for k in page.kernels:
+    for k in page:
         dur = k.values.get("gpu__time_duration.sum")
         if not isinstance(dur, float):
             raise TraceFormatError(
@@ -220,7 +230,24 @@ READERS = {
 }
 
 
+def _ncu_streamed(path: Path, fmt: str, steps: int | None) -> Trace | None:
+    """An uncompressed ncu raw page read as a stream (its 20,000 launches held whole took 4.7 GB); None
+    for any other table (read whole below)."""
+    if fmt not in ("auto", "ncu_csv"):
+        return None
+    with path.open("rb") as fh:
+        start = fh.read(1 << 16)  # the header's first cells are in the first KB after ncu's banner
+    if is_gzip(start) or (fmt == "auto" and sniff(start.decode("utf-8", "replace")) != "ncu_csv"):
+        return None
+    from kernelpilot.profile.ncu_csv import RawPage
+
+    return ncu_trace(RawPage.from_file(path), str(path), steps)
+
+
 def read_table(path: Path, fmt: str, steps: int | None) -> Trace:
+    streamed = _ncu_streamed(path, fmt, steps)
+    if streamed is not None:
+        return streamed
     try:
         data = read_bytes(path, "trace", MAX_TRACE_BYTES)
     except KernelpilotError as exc:
