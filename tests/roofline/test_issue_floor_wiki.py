@@ -64,10 +64,16 @@ def test_which_gpus_have_a_complete_issue_floor() -> None:
 def test_gpus_missing_lists_the_issue_floor_gaps_with_reasons(run_cli) -> None:  # type: ignore[no-untyped-def]
     r = run_cli("--json", "gpus", "--missing")
     assert r.code == 0, r.err
-    rows = {g["gpu_id"]: g for g in json.loads(r.out)["gpus"]}
+    out = json.loads(r.out)
+    rows = {g["gpu_id"]: g for g in out["gpus"]}
     assert rows["h100-pcie"]["issue_floor_missing"] == [] and rows["mi300x"]["issue_floor_missing"] == []
-    assert rows["rtx-5090"]["issue_floor_missing"] == ["warp_shuffle_results_per_clk_per_sm"]
-    assert "12.0" in rows["rtx-5090"]["issue_floor_why"][0]
+    assert rows["rtx-5090"]["issue_floor_missing"] == [
+        "int32_add_results_per_clk_per_sm",
+        "warp_shuffle_results_per_clk_per_sm",
+    ]
+    why = [out["issue_floor_reasons"][n - 1] for n in rows["rtx-5090"]["issue_floor_why"]]
+    assert "disagree" in why[0] and "12.0" in why[1]
+    assert len(out["issue_floor_reasons"]) == len(set(out["issue_floor_reasons"]))  # each said once
     text = run_cli("gpus", "--missing").out
     assert "28 GPUs with every instruction-issue floor line cited" in text
     assert "    issue floor UNKNOWN: boost_clock_mhz [" in text  # h20, with a numbered reason

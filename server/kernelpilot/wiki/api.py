@@ -104,6 +104,7 @@ def spec_lookup(req: SpecRequest) -> SpecResult:
 def list_gpus(req: GpusRequest) -> GpusResult:
     wiki = wiki_from_dirs(req.wiki)
     infos = wiki.gpu_infos()
+    reasons: dict[str, int] = {}  # issue-floor reason -> its 1-based number, each said once
     if req.missing:
         from kernelpilot.wiki.coverage import critical_metrics, missing_critical, missing_issue_floor
 
@@ -111,9 +112,11 @@ def list_gpus(req: GpusRequest) -> GpusResult:
             entry = wiki.gpus[info.gpu_id]
             info.critical_metrics = critical_metrics(entry)
             info.missing_metrics = missing_critical(entry)
-            info.issue_floor_missing, info.issue_floor_why = missing_issue_floor(wiki, entry)
+            info.issue_floor_missing, why = missing_issue_floor(wiki, entry)
+            info.issue_floor_why = [reasons.setdefault(w, len(reasons) + 1) for w in why]
     return GpusResult(
         gpus=infos,
+        issue_floor_reasons=list(reasons),
         missing=req.missing,
         roots=[f"{r.name} ({'bundled' if r.bundled else r.path})" for r in wiki.roots],
         issues=[i.render() for i in wiki.issues if i.kind != "duplicate"],

@@ -25,6 +25,7 @@ UNITS: tuple[str, ...] = (
     "KB",
     "MHz",
     "W",
+    "us",
     "count",
     "bytes",
     "inst/clk",
@@ -137,9 +138,10 @@ class GpuInfo(BaseModel):
         "line "
         "(filled with --missing)",
     )
-    issue_floor_why: list[str] = Field(
+    issue_floor_why: list[int] = Field(
         default_factory=list,
-        description="why those are UNKNOWN: the reasons the file's `Issue-floor UNKNOWN:` line gives",
+        description="why those are UNKNOWN: numbers (1-based) into the result's issue_floor_reasons, the "
+        "reasons the file's `Issue-floor UNKNOWN:` line gives",
     )
 
 
@@ -232,6 +234,11 @@ class GpusResult(Result):
     roots: list[str] = Field(description="wiki folders loaded, bundled first")
     issues: list[str] = Field(default_factory=list)
     missing: bool = Field(default=False, description="true when the gap report (--missing) was asked for")
+    issue_floor_reasons: list[str] = Field(
+        default_factory=list,
+        description="each distinct reason a GPU file gives for an UNKNOWN issue-floor line, once; a GPU's "
+        "issue_floor_why numbers (1-based) point here (filled with --missing)",
+    )
 
     def render_text(self) -> str:
         out = [f"wiki roots: {', '.join(self.roots)}"]
@@ -249,7 +256,6 @@ class GpusResult(Result):
 
     def _render_missing(self) -> list[str]:
         out = []
-        reasons: dict[str, int] = {}  # issue-floor reason -> its number in the closing list
         total = 0
         for g in self.gpus:
             n, of = len(g.missing_metrics), len(g.critical_metrics)
@@ -257,7 +263,7 @@ class GpusResult(Result):
             gaps = ", ".join(g.missing_metrics) if n else "-"
             out.append(f"{g.gpu_id:<22} {n}/{of} UNKNOWN  {gaps}")
             if g.issue_floor_missing:
-                refs = "".join(f"[{reasons.setdefault(w, len(reasons) + 1)}]" for w in g.issue_floor_why)
+                refs = "".join(f"[{n}]" for n in g.issue_floor_why)
                 out.append(f"    issue floor UNKNOWN: {', '.join(g.issue_floor_missing)} {refs}")
         complete = sum(1 for g in self.gpus if not g.missing_metrics)
         out.append(
@@ -269,7 +275,7 @@ class GpusResult(Result):
             f"{floors} GPUs with every instruction-issue floor line cited "
             "(clock, SM/CU count, issue and pipe rates); why the others are UNKNOWN:"
         )
-        out.extend(f"  [{n}] {why}" for why, n in reasons.items())
+        out.extend(f"  [{n}] {why}" for n, why in enumerate(self.issue_floor_reasons, start=1))
         for issue in self.issues:
             out.append(f"wiki issue: {issue}")
         return out

@@ -441,6 +441,9 @@ def _f(v: float | None, fmt: str = ".1f") -> str:
 
 def drill_cell(k: WorkloadKernel) -> str:
     d = k.drill or {}
+    t = k.trace_roofline or {}
+    if not d and isinstance(t.get("share_of_floor"), (int, float)):  # computed from shapes, not measured
+        return f"{t.get('bound')} {float(t['share_of_floor']):.0%} of roof (trace)"
     if not d:
         return ""
     if not d.get("ok"):
@@ -449,6 +452,18 @@ def drill_cell(k: WorkloadKernel) -> str:
     return f"{d.get('bound', '?')}" + (
         f" {float(share):.0%} of roof" if isinstance(share, (int, float)) else ""
     )
+
+
+def shape_cell(k: WorkloadKernel) -> str:
+    """The launching op and its tensor inputs' dims (record_shapes), e.g. `mm 8x1024,1024x2816`."""
+    if not k.input_shapes:
+        return ""
+    try:
+        dims = json.loads(k.input_shapes)
+    except ValueError:
+        return k.input_shapes
+    tensors = ",".join("x".join(str(x) for x in d) for d in dims if isinstance(d, list) and d)
+    return f"{(k.shape_op or '').removeprefix('aten::')} {tensors}".strip()
 
 
 def isa_cell(k: WorkloadKernel) -> str:
@@ -543,13 +558,13 @@ def render_result(r: WorkloadResult) -> str:
     out.append("")
     out.append(
         f"{'#':>2} {'µs/step':>8} {'share':>6} {'cum':>5} {'n/step':>6} {'med µs':>7}  {'category':<13} "
-        f"{'kernel':<62} {'drill':<22} isa"
+        f"{'kernel':<62} {'drill / floor':<22} {'isa':<24} op inputs"
     )
     for i, k in enumerate(rows, 1):
         out.append(
             f"{i:>2} {k.us_per_step:8.1f} {k.share:6.1%} {k.cumulative_share:5.0%} {k.launches_per_step:6g} "
             f"{k.launch.median_us:7.2f}  {k.category:<13} {('*' if k.hot else ' ') + k.short_name:<62} "
-            f"{drill_cell(k):<22} {isa_cell(k)}"
+            f"{drill_cell(k):<22} {isa_cell(k):<24} {shape_cell(k)}".rstrip()
         )
     if len(r.kernels) > len(rows):
         rest = r.kernels[len(rows) :]
