@@ -186,3 +186,28 @@ def test_an_amd_code_object_on_an_nvidia_gpu_is_refused() -> None:
     _need_amd("gfx942")
     with pytest.raises(InvalidArgumentError, match="AMD code object"):
         _floor("H100", ISA / "amd" / "k.gfx942.hsaco", "lds_reduce")
+
+
+@pytest.mark.needs_tool("llvm-objdump")
+def test_the_amd_floors_citations_pass_the_audit(tmp_path: Path) -> None:
+    """The composite citations of a CU floor (rates x CU count x clock, wave size from the code object) are
+    wiki lines the citation audit can check, like the SM floor's."""
+    from kernelpilot.wiki.audit import audit_paths
+
+    _need_amd("gfx942")
+    r = analyze(
+        RooflineRequest(
+            gpu="MI300X",
+            bytes_moved=1e3,
+            isa=str(ISA / "amd" / "k.gfx942.hsaco"),
+            isa_kernel="lds_reduce",
+            grid=[GRID],
+            block=[BLOCK],
+        )
+    )
+    assert r.bound == "issue" and r.stop.ceiling.unit == "Ginst/s"
+    report = tmp_path / "stop.md"
+    report.write_text("\n".join(f"- {s}" for s in r.stop_conditions) + "\n" + r.render_text())
+    res = audit_paths([report], load_wiki(), history=False)
+    assert res.ok and res.citations_checked >= 8, [p.reason for p in res.problems]
+    assert "valu: 3.932e+05 wave inst / (1 per clk per CU x 304 CUs x 2099.6 MHz)" in r.render_text()
