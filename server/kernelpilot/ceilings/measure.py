@@ -1,9 +1,12 @@
 """Measure practical memory and matmul ceilings of a CUDA GPU with PyTorch, as `## Measured` wiki lines.
 
 Owns only the measurement: device-to-device copy bandwidth (bytes read + bytes written), read-heavy
-bandwidth (a sum reduction: bytes read), and square matmul throughput per dtype (2·n³ FLOPs) on random
-data. Each measurement: warm-up runs, then `runs` timed samples of back-to-back launches taken by the
-timing engine's warm mode (`kernelpilot.timing.gpu`: launches queued behind a spin hold, CUDA events,
+bandwidth (a sum reduction: bytes read), square matmul throughput per dtype (2·n³ FLOPs) on random
+data, and the latency floor: the per-launch time of the smallest kernel (one fp32 element added in place),
+the fixed cost below which no kernel of a stream runs however few bytes it moves (workload triage uses it as
+`measured_min_kernel_us`, workload/trace_roofline.py). Each measurement: warm-up runs, then `runs` timed
+samples of back-to-back launches taken by the timing engine's warm mode
+(`kernelpilot.timing.gpu`: launches queued behind a spin hold, CUDA events,
 direct launches, no graph); the value is the median throughput and the spread is
 (p90 − p10)/median. Clocks, power limits and MIG are never touched. Needs a CUDA GPU and PyTorch
 (DeviceUnavailableError otherwise).
@@ -210,6 +213,31 @@ def _bandwidths(
     torch.cuda.empty_cache()
 
 
+LATENCY_METRIC = "measured_min_kernel_us"
+
+
+def _latency(torch: Any, req: CeilingsRequest, dev: Any, record: _Recorder) -> None:
+    """The smallest kernel's per-launch time: `x.add_(1)` on one fp32 element, launched back to back in the
+    warm mode. It includes the device's kernel-to-kernel gap, as every kernel of a stream pays it."""
+    x = torch.zeros(1, dtype=torch.float32, device=dev)
+    fn = functools.partial(x.add_, 1)
+    times = _time_ms(torch, fn, req.runs, req.warmup)
+    per_launch_us = sorted(t * 1e3 for t in times if t > 0)
+    if not per_launch_us:
+        raise KernelpilotError("all timed runs of the latency floor reported 0 ms", "run it again")
+    med = statistics.median(per_launch_us)
+    spread = 100.0 * (_percentile(per_launch_us, 0.9) - _percentile(per_launch_us, 0.1)) / med
+    record(
+        LATENCY_METRIC,
+        "us",
+        med,
+        spread,
+        "torch Tensor.add_ on 1 fp32 element, per-launch time of back-to-back launches (CUDA events, warm "
+        "mode): the shortest kernel plus the device's kernel-to-kernel gap",
+    )
+    del x, fn
+
+
 def _matmuls(
     torch: Any, req: CeilingsRequest, dev: Any, gen: Any, record: _Recorder, progress: Progress, total: int
 ) -> list[str]:
@@ -275,6 +303,8 @@ def measure_ceilings(req: CeilingsRequest, progress: Progress = no_progress) -> 
     gen.manual_seed(0)
     progress(0, total, f"copy bandwidth on {device_name}")
     _bandwidths(torch, req, dev, gen, record, progress, total)
+    progress(1, total, "latency floor (the smallest kernel)")
+    _latency(torch, req, dev, record)
     skipped = _matmuls(torch, req, dev, gen, record, progress, total)
     progress(total, total, "done")
     records = record.records

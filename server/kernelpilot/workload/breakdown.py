@@ -26,6 +26,10 @@ from kernelpilot.workload.readers.trace import Trace
 @dataclass
 class _Acc:
     kind: str
+    name: str = ""
+    shape_op: str | None = None  # the ATen op whose input dims split this row from the name's others
+    dims: str | None = None  # those dims as compact JSON
+    types: Any = None
     durs: list[float] = field(default_factory=list)
     per_step: list[float] = field(default_factory=list)
     first: float = 0.0
@@ -34,7 +38,6 @@ class _Acc:
     ranges: dict[str, float] = field(default_factory=dict)
     modules: dict[str, float] = field(default_factory=dict)
     phases: dict[str, float] = field(default_factory=dict)
-    shape_samples: list[tuple[Any, float]] = field(default_factory=list)
     grid: list[int] | None = None
     block: list[int] | None = None
     graph: bool = False
@@ -48,16 +51,18 @@ def dims(v: object) -> list[int] | None:
     return None
 
 
-SHAPE_SAMPLES = 64  # launches per kernel name whose op input shapes are kept (rendering each costs)
+RowKey = tuple[str, str | None, str | None]  # kernel name, launching op, its input dims (compact JSON)
 
 
-def _shapes(samples: list[tuple[Any, float]]) -> str | None:
-    """The input shapes of the ATen op behind most of the sampled launch time, as compact JSON."""
-    by: dict[str, float] = {}
-    for dims, dur in samples:
-        key = json.dumps(dims, separators=(",", ":"))
-        by[key] = by.get(key, 0.0) + dur
-    return max(by, key=lambda k: by[k]) if by else None
+def compact_dims(dims: str | None) -> str:
+    """`[[8,1024],[1024,2816],[]]` -> `8x1024,1024x2816` (the tensor inputs only), for a row's name."""
+    try:
+        parsed = json.loads(dims) if dims else None
+    except ValueError:
+        return ""
+    if not isinstance(parsed, list):
+        return ""
+    return ",".join("x".join(str(x) for x in d) for d in parsed if isinstance(d, list) and d)
 
 
 def _top(c: dict[str, float], n: int = 3) -> list[str]:
@@ -65,29 +70,39 @@ def _top(c: dict[str, float], n: int = 3) -> list[str]:
 
 
 _START = operator.attrgetter("start_us")
-Combo = tuple[str, str | None, str | None, str | None, str | None, str | None]  # name, op, top op, range, ...
+Combo = tuple[Any, str | None, str | None, str | None, str | None, str | None]  # row, op, top op, range, ...
 
 
-def _accumulate(trace: Trace) -> tuple[dict[str, _Acc], dict[Combo, list[float]]]:
-    """Per kernel name: durations, per-step sums, shape samples; and µs and launches per (name, op, outer
-    op, range, module, phase) combination, which the op/range/module/phase tables are summed from (a step's
-    thousands of launches fall into a few hundred combinations)."""
-    accs: dict[str, _Acc] = {}
+def _accumulate(trace: Trace) -> tuple[dict[RowKey, _Acc], dict[Combo, list[float]]]:
+    """Per row (kernel name, and where `record_shapes` recorded them the launching op's input dims: never
+    two shapes under one row): durations, per-step sums; and µs and launches per (name, op, outer op, range,
+    module, phase) combination, which the op/range/module/phase tables are summed from (a step's thousands
+    of launches fall into a few hundred combinations)."""
+    accs: dict[RowKey, _Acc] = {}
     combos: dict[Combo, list[float]] = {}
     steps = trace.steps
+    texts: dict[int, str] = {}  # dims text by the identity of the reader's shared dims object
     for a in trace.activities:  # the hot loop of a 100,000-kernel read: each field is read once
-        name, dur, step = a.name, a.dur_us, a.step
-        acc = accs.get(name)
+        name, dur, step, shapes = a.name, a.dur_us, a.step, a.shapes
+        if shapes is None:
+            row: RowKey = (name, None, None)
+        else:
+            text = texts.get(id(shapes))
+            if text is None:
+                text = texts[id(shapes)] = json.dumps(shapes, separators=(",", ":"))
+            row = (name, a.op, text)
+        acc = accs.get(row)
         if acc is None:
-            acc = accs[name] = _Acc(
-                a.kind, per_step=[0.0] * steps, first=a.start_us, grid=dims(a.grid), block=dims(a.block)
-            )
+            acc = accs[row] = _Acc(
+                a.kind, name, row[1], row[2], a.input_types, per_step=[0.0] * steps, first=a.start_us,
+                grid=dims(a.grid), block=dims(a.block),
+            )  # fmt: skip
             if a.args is not None:
                 acc.launch = a.args.launch_record()
         acc.durs.append(dur)
         if 0 <= step < steps:
             acc.per_step[step] += dur
-        key = (name, a.op, a.top_op, a.range, a.module, a.phase)
+        key = (row, a.op, a.top_op, a.range, a.module, a.phase)
         v = combos.get(key)
         if v is None:
             combos[key] = [dur, 1.0]
@@ -96,10 +111,8 @@ def _accumulate(trace: Trace) -> tuple[dict[str, _Acc], dict[Combo, list[float]]
             v[1] += 1.0
         if a.graph:
             acc.graph = True
-        if a.shapes and len(acc.shape_samples) < SHAPE_SAMPLES:
-            acc.shape_samples.append((a.shapes, dur))
-    for (name, op, top, rng, mod, phase), (us, _n) in combos.items():
-        acc = accs[name]
+    for (row, op, top, rng, mod, phase), (us, _n) in combos.items():
+        acc = accs[row]
         for counter, k in (
             (acc.ops, op),
             (acc.top_ops, top),
@@ -115,14 +128,14 @@ def _accumulate(trace: Trace) -> tuple[dict[str, _Acc], dict[Combo, list[float]]
     return accs, combos
 
 
-def _kernels(trace: Trace, accs: dict[str, _Acc]) -> list[WorkloadKernel]:
+def _kernels(trace: Trace, accs: dict[RowKey, _Acc]) -> list[WorkloadKernel]:
     from kernelpilot.workload.names import normalize, unique_short_names
 
     out: list[WorkloadKernel] = []
     steps = trace.steps
     if trace.activities:
         total = sum(sum(a.durs) for a in accs.values())
-        for name, acc in sorted(accs.items(), key=lambda kv: (-sum(kv[1].durs), kv[1].first)):
+        for (name, _, _), acc in sorted(accs.items(), key=lambda kv: (-sum(kv[1].durs), kv[1].first)):
             cat, rule = categorize(name, acc.kind)
             s = sum(acc.durs)
             out.append(
@@ -146,7 +159,9 @@ def _kernels(trace: Trace, accs: dict[str, _Acc]) -> list[WorkloadKernel]:
                     phases=_top(acc.phases),
                     grid=acc.grid,
                     block=acc.block,
-                    input_shapes=_shapes(acc.shape_samples),
+                    input_shapes=acc.dims,
+                    shape_op=acc.shape_op,
+                    input_types=[str(t) for t in acc.types] if isinstance(acc.types, list) else None,
                     graph_launched=acc.graph,
                     launch_record=acc.launch or None,
                 )
@@ -173,13 +188,28 @@ def _kernels(trace: Trace, accs: dict[str, _Acc]) -> list[WorkloadKernel]:
                     ),
                 )
             )
-    for k, short in zip(out, unique_short_names([k.name for k in out], 60), strict=True):
-        k.short_name = short
+    _name_rows(out, unique_short_names)
     cum = 0.0
     for k in out:
         cum += k.share
         k.cumulative_share = min(cum, 1.0)
     return out
+
+
+def _name_rows(out: list[WorkloadKernel], unique: Any) -> None:
+    """Short names unique per kernel name; a name split over several shapes gets each row's shapes in its
+    short name and key (`name @8x1024,1024x2816`), so diff and the opportunities tell the rows apart."""
+    names = list(dict.fromkeys(k.name for k in out))
+    short = dict(zip(names, unique(names, 60), strict=True))
+    rows: dict[str, int] = {}
+    for k in out:
+        rows[k.name] = rows.get(k.name, 0) + 1
+    for k in out:
+        k.short_name = short[k.name]
+        if rows[k.name] > 1:
+            tag = compact_dims(k.input_shapes) or (k.shape_op or "no op recorded")
+            k.short_name = f"{k.short_name} @{tag}"
+            k.key = f"{k.key} @{tag}"
 
 
 def _steps(trace: Trace, kernel_us: float, launches: float) -> StepSummary:
@@ -235,7 +265,7 @@ def _group_keys(
                 n,
                 {"category": cat[name], "op": top or op, "range": rng, "module": mod, "phase": phase},
             )
-            for (name, op, top, rng, mod, phase), (us, n) in combos.items()
+            for ((name, _, _), op, top, rng, mod, phase), (us, n) in combos.items()
         ]
     n = trace.steps
     return [(k.name, k.us_per_step * n, k.launches_per_step * n, {"category": k.category}) for k in kernels]

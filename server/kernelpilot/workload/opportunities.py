@@ -1,9 +1,13 @@
 """Opportunities: µs per step a change could win back, each with the formula that gives it, ranked.
 
 - headroom: a hot kernel's time above its attainable roof, time × (1 - achieved/attainable), from the
-  drill-down (workload/drill.py: roofline position from the cited peaks);
+  drill-down (workload/drill.py: roofline position from the cited peaks); without a drill-down, from the
+  shapes the trace recorded (workload/trace_roofline.py: computed, not measured, labelled so), with the
+  latency floor of a launch; its next step is `workload isolate` (a standalone benchmark of the row);
 - launch overhead and idle: the step's launch-bound idle time, which replaying the step as a CUDA/HIP graph
-  removes (playbooks/cuda.md, "L5. Launch overhead and kernel boundaries");
+  removes (playbooks/cuda.md, "L5. Launch overhead and kernel boundaries"). Measured under the profiler,
+  whose per-launch recording slows the host: an upper bound, labelled so, with the tracer's cost per launch
+  where the capture also timed the step without it;
 - fusion: chains of back-to-back small memory-bound kernels (elementwise, normalization, dtype copies,
   reductions) on one stream in a step. Fusing a
   chain into one kernel leaves about one pass over the data, so the estimate is the chain's time minus its
@@ -48,6 +52,42 @@ def _fnum(d: dict[str, Any], *keys: str) -> float | None:
         if isinstance(v, (int, float)) and not isinstance(v, bool):
             return float(v)
     return None
+
+
+def isolate_command(source: str, row: int) -> str:
+    return (
+        f"kernelpilot workload isolate {source} --kernel {row} (writes bench_<op>.py with make(), the "
+        "contract for kernelpilot eval and the roofline args for workspace init)"
+    )
+
+
+def _trace_headroom(k: WorkloadKernel, row: int, step: StepSummary, source: str) -> Opportunity | None:
+    """A hot row's time above the floor computed from its recorded shapes (workload/trace_roofline.py)."""
+    t = k.trace_roofline or {}
+    saving = _fnum(t, "headroom_us_per_step")
+    floor, share = _fnum(t, "floor_us"), _fnum(t, "share_of_floor")
+    if saving is None or floor is None or share is None:
+        return None
+    formula = (
+        f"{k.us_per_step:.1f} µs/step × (1 − floor {floor:.2f} µs / median launch "
+        f"{k.launch.median_us:.2f} µs) = {saving:.1f} µs/step; {t.get('basis')}"
+    )
+    evidence = [
+        f"{k.shape_op} {k.input_shapes}: {t.get('op')} ({t.get('formula')})",
+        f"bound: {t.get('bound')}; floor from bytes and FLOPs {_fnum(t, 'work_floor_us') or 0:.3g} µs; "
+        f"{t.get('latency_floor')}",
+        "peaks: " + "; ".join(str(c) for c in t.get("citations") or []),
+    ]
+    return Opportunity(
+        kind="headroom",
+        title=f"{k.short_name}: {saving:.1f} µs/step above its floor (computed from the trace, not measured)",
+        saving_us_per_step=saving,
+        share_of_step=_share(saving, step),
+        formula=formula,
+        evidence=evidence,
+        kernels=[k.short_name],
+        next_command=isolate_command(source, row),
+    )
 
 
 def _headroom(k: WorkloadKernel, step: StepSummary, gpu: str | None) -> Opportunity | None:
@@ -101,7 +141,7 @@ def _headroom(k: WorkloadKernel, step: StepSummary, gpu: str | None) -> Opportun
 def _launch(step: StepSummary) -> Opportunity | None:
     """Launch-bound idle a CUDA/HIP graph removes. The tracer slows the host (every op and launch is
     recorded), so when the capture also timed the steps with CUDA events alone, the idle time without the
-    tracer (event step time - busy) caps the estimate."""
+    tracer (event step time - busy) caps the estimate; otherwise it is an upper bound, said so."""
     bound = step.launch_bound_gap_us
     if step.wall_us is None or step.idle_us is None or step.busy_us is None or bound is None:
         return None  # without launch calls (rocprofv3, nsys, ncu tables) idle cannot be told from host work
@@ -121,7 +161,7 @@ def _launch(step: StepSummary) -> Opportunity | None:
     formula += f" = {saving:.1f} µs/step"
     if saving < MIN_SAVING_US:
         return None
-    evidence = [f"{step.launches:g} launches/step"]
+    evidence = [f"{step.launches:g} launches/step", _profiler_bound(step)]
     if step.launch_call_us is not None:
         evidence.append(f"median launch call {step.launch_call_us:.1f} µs on the host (under the tracer)")
     if step.host_wait_us:
@@ -138,6 +178,26 @@ def _launch(step: StepSummary) -> Opportunity | None:
         next_command="playbooks/cuda.md L5: capture the step as a CUDA/HIP graph "
         "(torch.cuda.graphs.CUDAGraph or torch.compile(mode='reduce-overhead')), then "
         "`kernelpilot workload run` again and `kernelpilot workload diff`",
+    )
+
+
+def _profiler_bound(step: StepSummary) -> str:
+    """The label of a saving measured under the profiler: an upper bound, with the tracer's cost per launch
+    where the step was also timed without it, and how to confirm it without the tracer."""
+    confirm = (
+        "confirm without the tracer: `kernelpilot workload run STEP.py:make_step` times the step with CUDA "
+        "events alone, and `kernelpilot workload diff` before/after the fix measures the saving"
+    )
+    if step.event_step_us is not None and step.wall_us is not None and step.launches:
+        per = (step.wall_us - step.event_step_us) / step.launches
+        return (
+            f"upper bound: measured under the profiler, which added about {max(per, 0.0):.2f} µs per launch "
+            f"(wall {step.wall_us:.1f} under the tracer − {step.event_step_us:.1f} by CUDA events, over "
+            f"{step.launches:g} launches); {confirm}"
+        )
+    return (
+        "upper bound: measured under the profiler, whose per-launch recording slows the host (its cost per "
+        f"launch cannot be told from a trace alone); {confirm}"
     )
 
 
@@ -262,7 +322,18 @@ def _fusion(trace: Trace, kernels: list[WorkloadKernel], step: StepSummary) -> l
 def opportunities(
     trace: Trace, step: StepSummary, kernels: list[WorkloadKernel], gpu: str | None
 ) -> list[Opportunity]:
-    found = [o for k in kernels if k.hot for o in [_headroom(k, step, gpu)] if o is not None]
+    from kernelpilot.workload.trace_roofline import place_hot
+
+    place_hot(kernels, gpu)
+    found = []
+    for row, k in enumerate(kernels, 1):
+        if not k.hot:
+            continue
+        o = _headroom(k, step, gpu) or _trace_headroom(k, row, step, trace.source)
+        if o is not None:
+            if k.shape_op and trace.format == "kineto":
+                o.next_command = isolate_command(trace.source, row)
+            found.append(o)
     launch = _launch(step)
     if launch is not None:
         found.append(launch)

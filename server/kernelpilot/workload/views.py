@@ -8,7 +8,14 @@ from __future__ import annotations
 
 from html import escape
 
-from kernelpilot.workload.models import CAUSE_WORDS, WorkloadResult, drill_cell, isa_cell, step_lines
+from kernelpilot.workload.models import (
+    CAUSE_WORDS,
+    WorkloadResult,
+    drill_cell,
+    isa_cell,
+    shape_cell,
+    step_lines,
+)
 
 
 def _bars_svg(r: WorkloadResult, rows: int = 20) -> str:
@@ -85,4 +92,5 @@ def render_html(r: WorkloadResult) -> str:
         drill=drill_cell,
         cause_words=CAUSE_WORDS,
         isa=isa_cell,
+        shapes=shape_cell,
     )
