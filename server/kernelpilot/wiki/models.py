@@ -135,8 +135,7 @@ class GpuInfo(BaseModel):
     issue_floor_missing: list[str] = Field(
         default_factory=list,
         description="instruction-issue floor keys (clock, SM/CU count, issue and pipe rates) without a spec "
-        "line "
-        "(filled with --missing)",
+        "line (filled with --missing)",
     )
     issue_floor_why: list[int] = Field(
         default_factory=list,
