@@ -35,7 +35,7 @@ from kernelpilot.experiments.api import (
 from kernelpilot.experiments.backends import open_store
 from kernelpilot.experiments.errors import StoreCorruptError
 from kernelpilot.experiments.record import ExperimentRecord
-from kernelpilot.foundation.errors import StoreError
+from kernelpilot.foundation.errors import NotFoundError, StoreError
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "experiments" / "store_v1.db"
 
@@ -240,3 +240,21 @@ def test_stored_text_that_is_not_utf8_fails_that_record_only(tmp_path: Path) -> 
     listed = ops.list_records(ExpListRequest(db=str(db)))
     assert [r.id for r in listed.records] == ["r4", "r1"]
     assert sorted(u.split(":")[0] for u in listed.unreadable) == ["r2", "r3"]
+
+
+def test_a_given_store_in_a_missing_folder_is_refused_the_default_folder_is_made(tmp_path: Path) -> None:
+    with pytest.raises(StoreError, match="does not exist"):
+        open_store(str(tmp_path / "no_such_folder" / "exp.db"))
+    assert not (tmp_path / "no_such_folder").exists()
+    store = open_store()  # the default location (conftest: $XDG_DATA_HOME under tmp_path): folders made
+    assert store.url == str(tmp_path / "xdg" / "kernelpilot" / "experiments.db")
+    store.close()
+
+
+def test_a_failed_command_removes_the_store_it_created(tmp_path: Path) -> None:
+    db = tmp_path / "new.db"
+    with pytest.raises(NotFoundError):
+        ops.update(ExpUpdateRequest(db=str(db), id="r1", why="retry"))
+    assert not db.exists() and not list(tmp_path.glob("new.db*"))
+    assert ops.list_records(ExpListRequest(db=str(db))).records == []  # a read creates the empty store
+    assert db.exists()

@@ -10,7 +10,7 @@ ENDED: list[int] = []  # one entry per blocked call that has ended (list.append 
 
 def crash_on_path(request: ExpGetRequest) -> RecordResult:
     """Fails the way an unguarded open of the `db` argument would (no kernelpilot error)."""
-    raise IsADirectoryError(21, "Is a directory", request.db)
+    raise PermissionError(13, "Permission denied", request.db)
 
 
 def crash_plain(request: ExpGetRequest) -> RecordResult:

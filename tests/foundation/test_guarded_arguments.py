@@ -148,3 +148,27 @@ def test_cli_refuses_a_non_utf8_argument(run_cli) -> None:  # type: ignore[no-un
     arg = os.fsdecode(b"r\xff")  # what Python makes of a non-UTF-8 byte in argv
     cli = run_cli("exp", "get", arg, "--json")
     assert cli.code == 2 and "lone UTF-16 surrogate" in cli.err and cli.out == ""
+
+
+@pytest.mark.parametrize("case", ["long_name", "loop", "file_as_folder", "proc_mem"])
+def test_capability_turns_a_path_the_os_refuses_into_a_typed_error(tmp_path: Path, case: str) -> None:
+    """Capability.invoke: ENAMETOOLONG and ELOOP anywhere, ENOTDIR/EISDIR/EIO on the user's own path, become
+    InputFileError naming the argument (the MCP fuzz found them in four tools' `Path.exists()` calls)."""
+    from kernelpilot.capabilities import all_capabilities
+
+    cap = next(c for c in all_capabilities() if c.tool == "profile_hotspots")
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    (tmp_path / "mem").symlink_to("/proc/self/mem")
+    path = {
+        "long_name": str(tmp_path / ("n" * 300)),
+        "loop": str(tmp_path / "loop" / "x.csv"),
+        "file_as_folder": "/proc/self/status/x.csv",
+        "proc_mem": str(tmp_path / "mem"),
+    }[case]
+    with pytest.raises(InputFileError) as info:
+        cap.invoke(cap.request.model_validate({"path": path}))
+    assert info.value.hint
+    if case == "long_name":  # raised by Path.exists() inside the tool: named by Capability.invoke
+        assert info.value.message.startswith("--path path ") and "File name too long" in info.value.message
+    if case == "proc_mem":  # read() fails with EIO and names no file
+        assert info.value.message == "reading an input file: Input/output error"

@@ -67,7 +67,7 @@ def test_unexpected_error_names_class_argument_and_fix(tmp_path: Path) -> None:
         async with Client(server) as client:
             res = await client.call_tool("crash_on_path", {"id": "r1", "db": str(tmp_path)})
             text = _text(res)
-            assert res.is_error and text.startswith("IsADirectoryError (argument `db`): ")
+            assert res.is_error and text.startswith("PermissionError (argument `db`): ")
             assert "fix: check `db`" in text and "Error executing tool" not in text
             res = await client.call_tool("crash_plain", {"id": "r1"})
             assert res.is_error and _text(res).startswith("KeyError: 'missing'\nfix: check the arguments")

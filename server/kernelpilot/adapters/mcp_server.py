@@ -90,6 +90,7 @@ def _tool_error(cap: Capability, exc: KernelpilotError) -> ToolError:
     return ToolError(text)
 
 
+ARGUMENTS_FIX = "give each named argument as the tool's input schema says"
 TOOL_TIMEOUT_ENV = "KERNELPILOT_MCP_TOOL_TIMEOUT_S"
 LONG_TOOL_TIMEOUT_ENV = "KERNELPILOT_MCP_LONG_TOOL_TIMEOUT_S"
 DEFAULT_TOOL_TIMEOUT_S = 600.0  # a reader, a lookup or a store query; the slowest recorded take seconds
@@ -155,7 +156,7 @@ def _make_tool_fn(cap: Capability) -> Callable[..., Awaitable[CallToolResult]]:
         try:
             request = cap.request.model_validate(kwargs)
         except ValidationError as exc:
-            raise ToolError(validation_message(exc, style="mcp")) from exc
+            raise ToolError(f"{validation_message(exc, style='mcp')}\nfix: {ARGUMENTS_FIX}") from exc
 
         def progress(done: float, total: float | None = None, message: str = "") -> None:
             # Best effort: a client that went away must not abort the work it asked for.
@@ -217,10 +218,7 @@ def unexpected_error_text(name: str, arguments: dict[str, Any], cause: BaseExcep
     """The answer to a call that failed without a kernelpilot error: the error's class and message, the
     argument involved and the fix, instead of the SDK's bare `Error executing tool X` (issue 41)."""
     if isinstance(cause, ValidationError):
-        return (
-            f"{name}: {validation_message(cause, style='mcp')}\n"
-            "fix: give each named argument as the tool's input schema says"
-        )
+        return f"{name}: {validation_message(cause, style='mcp')}\nfix: {ARGUMENTS_FIX}"
     message = str(cause).replace("\n", " ")
     message = message if len(message) <= 300 else message[:300] + "..."
     arg = _argument_involved(arguments, cause)
@@ -398,7 +396,7 @@ def _toolsets_tool(
             request = ToolsetsRequest.model_validate(kwargs)
             wanted = select_toolsets(request.enable) if request.enable else ()
         except ValidationError as exc:
-            raise ToolError(validation_message(exc, style="mcp")) from exc
+            raise ToolError(f"{validation_message(exc, style='mcp')}\nfix: {ARGUMENTS_FIX}") from exc
         except KernelpilotError as exc:
             raise ToolError(f"{exc.message}\nfix: {exc.hint}") from exc
         served = {t.name for t in await server.list_tools()}

@@ -8,6 +8,7 @@ heavy modules; it is imported on first call.
 
 from __future__ import annotations
 
+import errno
 import importlib
 import pkgutil
 from collections.abc import Callable, Sequence
@@ -15,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import Any
 
+from kernelpilot.foundation.errors import InputFileError
 from kernelpilot.foundation.models import Request, Result
 from kernelpilot.foundation.progress import Progress, no_progress
 
@@ -70,12 +72,52 @@ class Capability:
         return fn
 
     def invoke(self, request: Request, progress: Progress = no_progress) -> Result:
-        """Run the core function; the one place both adapters call through."""
+        """Run the core function; the one place both adapters call through.
+
+        A path the operating system refuses for its shape (a name longer than the file system holds, a
+        symbolic-link loop) fails wherever a core function first looks at it, often in `Path.exists()`,
+        which raises for these in Python 3.11 (issue 41: the MCP fuzz found four tools doing so): it
+        becomes here one typed error naming the argument, instead of a check at every call site.
+        """
         fn = self.resolve()
-        out = fn(request, progress) if self.takes_progress else fn(request)
+        try:
+            out = fn(request, progress) if self.takes_progress else fn(request)
+        except OSError as exc:
+            # EIO: the system could not read a file (a /proc file such as /proc/self/mem, a failing disk);
+            # its read() names no file, so it is typed whatever path it came from
+            shape = exc.errno in (errno.ENAMETOOLONG, errno.ELOOP, errno.EIO)
+            # a file given where a folder belongs (or the reverse): typed only when the path is (inside)
+            # the user's argument
+            user_path = _argument_of(request, exc) is not None
+            kind = exc.errno in (errno.ENOTDIR, errno.EISDIR) and user_path
+            if not (shape or kind):
+                raise
+            raise _path_shape_error(request, exc) from exc
         if not isinstance(out, self.result):
             raise TypeError(f"{self.target} returned {type(out).__name__}, expected {self.result.__name__}")
         return out
+
+
+def _argument_of(request: Request, exc: OSError) -> str | None:
+    """The request field whose text is (part of) the path the OSError names, or None."""
+    name = str(exc.filename or "")
+    return next(
+        (k for k, v in request.__dict__.items() if isinstance(v, str) and len(v) > 1 and v in name), None
+    )
+
+
+def _path_shape_error(request: Request, exc: OSError) -> InputFileError:
+    """The typed error for a path the OS refused for its shape or kind, naming the field that holds it."""
+    name = str(exc.filename or "")
+    arg = _argument_of(request, exc)
+    shown = name if len(name) <= 120 else f"{name[:120]}... ({len(name)} characters)"
+    where = f"--{arg.replace('_', '-')} " if arg else ""
+    what = f"{where}path {shown!r}" if name else "reading an input file"
+    return InputFileError(
+        f"{what}: {exc.strerror}",
+        "give a regular file where a file is asked for and a folder where a folder is, by a path whose "
+        "every name is at most 255 bytes and that is not a symbolic link loop (nor a /proc file)",
+    )
 
 
 @cache

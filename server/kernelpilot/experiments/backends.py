@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kernelpilot.experiments.store import Store, default_location, is_pg_url
+from kernelpilot.experiments.store import Store, default_data_location, default_location, is_pg_url
 
 
 def open_store(db: str | None = None, *, busy_timeout_s: float | None = None, upgrade: bool = False) -> Store:
@@ -18,4 +18,9 @@ def open_store(db: str | None = None, *, busy_timeout_s: float | None = None, up
         return PostgresStore(location, busy_timeout_s=busy_timeout_s)
     from kernelpilot.experiments.sqlite_store import SQLiteStore
 
-    return SQLiteStore(Path(location).expanduser(), busy_timeout_s=busy_timeout_s, upgrade=upgrade)
+    return SQLiteStore(
+        Path(location).expanduser(),
+        busy_timeout_s=busy_timeout_s,
+        upgrade=upgrade,
+        make_folder=location == default_data_location(),
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -40,7 +41,7 @@ from kernelpilot.experiments.api import (
 )
 from kernelpilot.experiments.backends import open_store
 from kernelpilot.experiments.record import FAILURE_STATUSES, ExperimentRecord, Status
-from kernelpilot.experiments.store import RecordFilter, Store, record_error
+from kernelpilot.experiments.store import RecordFilter, Store, default_location, is_pg_url, record_error
 from kernelpilot.foundation import readers
 from kernelpilot.foundation.atomic import output_path, write_text_atomic
 from kernelpilot.foundation.errors import FormatError, InputFileError, InvalidArgumentError
@@ -50,11 +51,40 @@ ANALYZE_AFTER = 1000  # records: an import this large refreshes the planner stat
 
 @contextmanager
 def _store(db: str | None) -> Iterator[Store]:
-    store = open_store(db)
+    """The store, closed after use; a SQLite file (and folders) this call created is removed again when
+    the call fails, so a failed command leaves nothing behind (issue 41: `exp update --db new.db` of a
+    missing record left an empty store)."""
+    location = db or default_location()
+    made = [] if is_pg_url(location) else _missing_chain(Path(location).expanduser())
+    store = open_store(location)
     try:
         yield store
-    finally:
+    except BaseException:
         store.close()
+        _remove_made(made)
+        raise
+    store.close()
+
+
+def _missing_chain(path: Path) -> list[Path]:
+    """`path` and its missing ancestors (deepest first) when `path` does not exist; [] when it does."""
+    out: list[Path] = []
+    while not os.path.lexists(path) and path != path.parent:
+        out.append(path)
+        path = path.parent
+    return out
+
+
+def _remove_made(made: list[Path]) -> None:
+    """Remove the store file this call created, its journal files and the folders made for it (if empty)."""
+    if not made:
+        return
+    for side in ("", "-wal", "-shm", "-journal"):
+        with contextlib.suppress(FileNotFoundError, IsADirectoryError):
+            Path(str(made[0]) + side).unlink()
+    for folder in made[1:]:
+        with contextlib.suppress(OSError):  # not empty (someone else wrote there): leave it
+            folder.rmdir()
 
 
 def upgrade(req: ExpUpgradeRequest) -> UpgradeResult:

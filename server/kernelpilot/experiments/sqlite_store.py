@@ -228,16 +228,30 @@ def fts5_available() -> bool:
 class SQLiteStore(SQLStore):
     """The experiment store in one SQLite file."""
 
-    def __init__(self, path: Path, *, busy_timeout_s: float | None = None, upgrade: bool = False) -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        busy_timeout_s: float | None = None,
+        upgrade: bool = False,
+        make_folder: bool = True,
+    ) -> None:
         """Open the store; an older schema is refused (left untouched) unless `upgrade`, which first
-        copies the file to `<name>.v<N>.bak` (`backup`) and then migrates it."""
+        copies the file to `<name>.v<N>.bak` (`backup`) and then migrates it. A missing folder is created
+        only with `make_folder` (the default location); else it is a typed error."""
         self.path = path
         self.url = str(path)
         self.busy_timeout_s = busy_timeout_default() if busy_timeout_s is None else busy_timeout_s
         self.upgraded_from: int | None = None
         self.backup: Path | None = None
         self._check_header()
-        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.parent.is_dir():
+            if not make_folder:
+                raise StoreError(
+                    f"the folder {path.parent} of the experiment store {path} does not exist",
+                    "create it first, or give --db / KERNELPILOT_DB a path in an existing folder",
+                )
+            path.parent.mkdir(parents=True, exist_ok=True)
         with self._errors("open"):
             self.conn = sqlite3.connect(
                 str(path), timeout=self.busy_timeout_s, isolation_level=None, check_same_thread=False
@@ -352,7 +366,7 @@ class SQLiteStore(SQLStore):
         SQLite opens beside the store (`-wal`, `-shm`, `-journal`) are held to the same rule.
         """
         for side in ("-wal", "-shm", "-journal"):
-            self._check_kind(self.path.with_name(self.path.name + side), "the store's journal file ")
+            self._check_kind(Path(str(self.path) + side), "the store's journal file ")
         head = self._check_kind(self.path, "")
         if head and head != SQLITE_HEADER:
             raise StoreCorruptError(

@@ -152,6 +152,13 @@ def default_location(cwd: Path | None = None) -> str:
     ws = _workspace_db(cwd or Path.cwd())
     if ws:
         return ws
+    return default_data_location()
+
+
+def default_data_location() -> str:
+    """`$XDG_DATA_HOME/kernelpilot/experiments.db` (or under ~/.local/share): the one store location whose
+    missing folders kernelpilot creates; a `--db`, KERNELPILOT_DB or workspace path must name an existing
+    folder (issue 41: no folder is made that the user did not ask for)."""
     xdg = os.environ.get("XDG_DATA_HOME")
     base = Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".local" / "share"
     return str(base / "kernelpilot" / "experiments.db")

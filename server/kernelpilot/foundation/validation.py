@@ -32,7 +32,8 @@ def validation_message(exc: ValidationError, style: str = "cli") -> str:
         name = flag(loc[0]) if style == "cli" and loc else ".".join(loc)
         if style == "cli" and len(loc) > 1:
             name += "." + ".".join(loc[1:])
-        parts.append(f"{name}: {err['msg']}")
+        msg = err["msg"].removeprefix("Value error, ")
+        parts.append(f"{name}: {msg}" if name else msg)  # a model-level check names the argument itself
     return "invalid arguments: " + "; ".join(parts)
 
 

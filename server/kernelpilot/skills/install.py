@@ -20,6 +20,7 @@ from pathlib import Path
 
 from kernelpilot.foundation.atomic import write_text_atomic
 from kernelpilot.foundation.paths import bundled_dir
+from kernelpilot.foundation.validation import path_kind
 from kernelpilot.skills.errors import ClaudeProfileError
 from kernelpilot.skills.models import SkillsInstallRequest, SkillsInstallResult, SkippedPath
 
@@ -193,8 +194,11 @@ def install_skills(req: SkillsInstallRequest) -> SkillsInstallResult:
         manifest=str(root / MANIFEST_NAME),
         mcp_command=_mcp_command(),
     )
-    if root.exists() and not root.is_dir():
-        raise ClaudeProfileError(f"{root} is not a folder", "pass --config-dir with a Claude config folder")
+    kind = path_kind(root)  # never raises: a name too long or a link loop is a kind (issue 41)
+    if kind not in ("missing", "directory"):
+        raise ClaudeProfileError(
+            f"{str(root)[:300]} is not a folder ({kind})", "pass --config-dir with a Claude config folder"
+        )
     if req.uninstall:
         _uninstall(root, result)
     else:
