@@ -7,7 +7,10 @@ table, every raw ncu metric). So each answer has two parts, each said once:
 - text content: the result's `render_text()`, the view the CLI prints, cut at `TEXT_CHARS` at a line end;
 - structured content: the result model's JSON with its largest lists and mappings halved, largest first,
   until it fits `STRUCTURED_CHARS`, so the decision fields (totals, verdicts, opportunities, citations,
-  the first rows of each table) stay and the long tables shrink to their top rows. Two fields are added to
+  the first rows of each table) stay and the long tables shrink to their top rows. A result may name rows
+  that go last (`answer_keep()`: top-level list -> rows kept while anything else can shrink; the workload's
+  ranked hot set): the halving trims every other field first (issue 42: `workload_read` kept 1 of 55
+  kernels while its text showed 20). Two fields are added to
   the published output schema (`answer_model`): `truncated` says what was cut ("kernels: first 20 of 341")
   and `full_result_path` names the full result, written as JSON under `results_dir()`.
 
@@ -35,6 +38,7 @@ ANSWER_CHARS = 32_000
 TEXT_CHARS = 12_000
 STRUCTURED_CHARS = 16_000  # at least this much for the structured content, more when the text is short
 STRING_CHARS = 2_000  # last resort: a single string longer than this is cut when lists alone do not fit
+ROW_STRING_CHARS = 120  # strings in rows a result keeps (`answer_keep`) are cut to this before the rows go
 MAX_NOTES = 12
 NOTES_CHARS = 2_000  # room kept for `truncated`, `full_result_path` and the text's closing line
 KEEP_RESULTS = 200  # newest full results kept in results_dir(); older ones are removed when one is written
@@ -87,6 +91,8 @@ class _Digest:
         self.result = result
         self.data = data
         self.cuts: dict[_Path, tuple[int, int]] = {}
+        keep = getattr(result, "answer_keep", None)
+        self.floors: dict[_Path, int] = {(k,): n for k, n in (keep() if callable(keep) else {}).items()}
 
     def _walk(self, obj: Any, node: Any, path: _Path, found: list[tuple[int, Any, _Path]]) -> int:
         """Serialized size of `node`; every list and mapping (not a model) under it goes to `found`."""
@@ -112,6 +118,10 @@ class _Digest:
             return total
         return _size(node)
 
+    def _in_kept_row(self, path: _Path) -> bool:
+        """A container inside a row a result keeps: trimmed only after everything outside those rows."""
+        return any(len(path) > len(kept) and path[: len(kept)] == kept for kept in self.floors)
+
     def _cut(self, node: Any, path: _Path, keep: int) -> None:
         total = self.cuts.get(path, (len(node), len(node)))[1]
         if isinstance(node, list):
@@ -122,29 +132,52 @@ class _Digest:
         self.cuts[path] = (keep, total)
 
     def shrink(self, limit: int) -> None:
-        """Halve the largest list or mapping until the JSON fits `limit`; strings last."""
+        """Halve the largest list or mapping until the JSON fits `limit`; strings last. The rows a result
+        keeps (`floors`) go last: first everything outside them, then their strings over `ROW_STRING_CHARS`,
+        then the lists and mappings inside them, then the rows themselves."""
+        rows_shortened = False
         while True:
             found: list[tuple[int, Any, _Path]] = []
             size = self._walk(self.result, self.data, (), found)
             if size <= limit:
                 return
             # a list's last row goes only when nothing longer is left to halve (a 1-kernel profile keeps
-            # its kernel and loses raw metrics instead)
-            cuttable = [f for f in found if len(f[1]) > 1] or [f for f in found if len(f[1]) == 1]
+            # its kernel and loses raw metrics instead); rows a result keeps (`floors`) go after both
+            cuttable = [
+                f
+                for f in found
+                if not self._in_kept_row(f[2]) and len(f[1]) > max(1, self.floors.get(f[2], 0))
+            ]
+            floor = bool(cuttable)
+            if not floor and self.floors and not rows_shortened:
+                rows_shortened = True
+                for path in self.floors:
+                    node = self.data.get(str(path[0]))
+                    if isinstance(node, list):
+                        self._shorten_strings(node, path, ROW_STRING_CHARS)
+                continue
+            inside = [f for f in found if self._in_kept_row(f[2]) and len(f[1]) > 1]  # a kept row's own lists
+            cuttable = (
+                cuttable
+                or inside
+                or [f for f in found if len(f[1]) > 1]
+                or [f for f in found if len(f[1]) == 1]
+            )
             if not cuttable:
                 break
             _, node, path = max(cuttable, key=lambda f: f[0])
-            self._cut(node, path, min(len(node) // 2, 64) if len(node) > 1 else 0)
+            keep = min(len(node) // 2, 64) if len(node) > 1 else 0
+            self._cut(node, path, max(keep, self.floors.get(path, 0)) if floor else keep)
         self._shorten_strings(self.data, ())
 
-    def _shorten_strings(self, node: Any, path: _Path) -> None:
+    def _shorten_strings(self, node: Any, path: _Path, limit: int = STRING_CHARS) -> None:
         items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
         for key, value in list(items):
-            if isinstance(value, str) and len(value) > STRING_CHARS:
-                node[key] = value[:STRING_CHARS] + f"... [cut: {len(value) - STRING_CHARS} more characters]"
-                self.cuts[(*path, key)] = (STRING_CHARS, len(value))
+            if isinstance(value, str) and len(value) > limit:
+                node[key] = value[:limit] + f"... [cut: {len(value) - limit} more characters]"
+                self.cuts[(*path, key)] = (limit, len(value))
             else:
-                self._shorten_strings(value, (*path, key))
+                self._shorten_strings(value, (*path, key), limit)
 
     def notes(self) -> list[str]:
         """One line per cut list pattern ("kernels: first 20 of 341"), the largest cuts first."""

@@ -25,7 +25,7 @@ from kernelpilot.workload.models import (
     WorkloadResult,
     WorkloadRunRequest,
 )
-from kernelpilot.workload.opportunities import opportunities
+from kernelpilot.workload.opportunities import opportunities, retarget_isolate
 from kernelpilot.workload.readers.trace import Trace
 
 
@@ -67,6 +67,15 @@ def _write(res: WorkloadResult, req: WorkloadReadRequest | WorkloadRunRequest) -
         write_text_atomic(Path(req.html), render_html(res), arg="--html", mkdir=req.mkdir)
 
 
+# What a trace read cannot do, said in its output (issue 42: the README promised a drill-down from a read).
+TRACE_READ_LIMITS = (
+    "a trace read drills into no kernel: a trace holds no code objects and no counters, so the drill and isa "
+    "columns stay empty and no kernel-level cause is named (only the step's time, idle and fusion); "
+    "next: `kernelpilot workload run STEP.py:make_step` (or `--command ... --region NAME`) captures the step "
+    "and drills into the hot set (ISA facts, roofline position)"
+)
+
+
 def read_workload(req: WorkloadReadRequest) -> WorkloadResult:
     """A recorded trace into the breakdown and the opportunities it supports (no drill-down)."""
     from kernelpilot.workload.readers.detect import read_trace
@@ -78,6 +87,7 @@ def read_workload(req: WorkloadReadRequest) -> WorkloadResult:
         trace = read_trace(req.path, req.format, req.steps, req.skip_steps)
         res, _ = _result(trace, req.hot_share, req.hot_cap, None)
         res.opportunities = opportunities(trace, res.step, res.kernels, res.gpu)
+        res.notes.append(TRACE_READ_LIMITS)
         del trace
     finally:
         if enabled:
@@ -251,6 +261,7 @@ def run_workload(req: WorkloadRunRequest, progress: Progress = no_progress) -> W
         _drill(res, hot, req, gpu, progress)
         _shares(res, hot)
     res.opportunities = opportunities(cap.trace, res.step, res.kernels, gpu)
+    retarget_isolate(res.opportunities, cap.trace.source, req.save_trace)
     if req.try_remedies:
         _remedies(res, req, target, progress)
     res.wall_s = time.perf_counter() - t0

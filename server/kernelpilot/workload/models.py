@@ -482,9 +482,17 @@ def isa_cell(k: WorkloadKernel) -> str:
     return f"r{i.get('registers')} smem {i.get('shared_bytes')}{dyn} occ {occ}{src}"
 
 
+def step_count(s: StepSummary) -> str:
+    """How many steps and how they were told apart: the reader of "3 captured" asked "why 3?" (issue 42)."""
+    n = f"{s.steps} step{'s' if s.steps != 1 else ''}"
+    if s.marked:
+        return f"{n}, told apart by the trace's step ranges"
+    return f"{n}: no step ranges, the timeline split evenly" if s.steps > 1 else "1 step: the whole timeline"
+
+
 def step_lines(r: WorkloadResult) -> list[str]:
     s = r.step
-    lines = [f"step ({s.steps} captured): kernels {s.kernel_us:.1f} µs, {s.launches:g} launches"]
+    lines = [f"step ({step_count(s)}): kernels {s.kernel_us:.1f} µs, {s.launches:g} launches"]
     if s.wall_us is not None:
         lines.append(
             f"  wall {s.wall_us:.1f} µs · busy {_f(s.busy_us)} µs · idle {_f(s.idle_us)} µs"
@@ -514,12 +522,15 @@ def idle_lines(s: StepSummary) -> list[str]:
         return []
     total = sum(c.us_per_step for c in s.idle_causes)
     counted = f"{s.idle_steps} step{'s' if s.idle_steps != 1 else ''}"
+    if s.marked and s.idle_steps is not None and s.idle_steps < s.steps:
+        # StepSummary.idle_steps: the last step's window lacks the gap to the next step
+        counted += f" of {s.steps}: the last step has no gap to a next one"
     parts = [
         f"{CAUSE_WORDS[c.cause]} {c.us_per_step:.1f} ({c.share_of_idle:.0%})"
         for c in s.idle_causes
         if c.us_per_step > 0 or c.cause == "unexplained"
     ]
-    lines = [f"  idle by cause (mean of {counted}, {total:.1f} µs/step): " + "; ".join(parts)]
+    lines = [f"  idle by cause ({total:.1f} µs/step, mean of {counted}): " + "; ".join(parts)]
     for c in s.idle_causes:
         if c.us_per_step > 0 and c.evidence:
             lines.append(f"    {CAUSE_WORDS[c.cause]}: " + "; ".join(c.evidence[:2]))
