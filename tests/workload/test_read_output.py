@@ -68,3 +68,23 @@ def test_the_mcp_answer_keeps_the_ranked_hot_set(tmp_path: Path) -> None:
     whole = json.loads(Path(data["full_result_path"]).read_text())
     assert len(whole["kernels"]) == len(full.kernels)  # every row reachable
     assert text.count("\n") > 20  # the text view still lists its 20 rows
+
+
+def test_diff_shows_the_step_rows_its_verdict_is_about() -> None:
+    """The verdict names the step (CUDA events, idle); those rows sat past row 40 of 66 (issue 42)."""
+    from kernelpilot.workload.core import diff_workload
+    from kernelpilot.workload.models import DIFF_ROWS, WorkloadDiffRequest
+
+    res = diff_workload(
+        WorkloadDiffRequest(a=str(W / "h100_train_run1.json"), b=str(W / "h100_train_run2.json"))
+    )
+    assert res.verdict.startswith("step (CUDA events) changed") and "step idle" in res.verdict
+    step_rows = [r.short_name for r in res.rows if r.level == "step"]
+    assert "step idle" in step_rows and "step (CUDA events, no tracer)" in step_rows
+    assert [r.level for r in res.rows].index("step") >= DIFF_ROWS  # the model's order: kernels first
+    lines = res.render_text().splitlines()
+    table = lines[lines.index("") + 2 :]
+    assert [ln.split()[0] for ln in table[: len(step_rows)]] == ["step"] * len(step_rows)
+    assert all(name in "\n".join(table[: len(step_rows)]) for name in step_rows)
+    assert len([ln for ln in table if not ln.startswith("...")]) == DIFF_ROWS
+    assert table[-1] == f"... {len(res.rows) - DIFF_ROWS} more rows in the JSON"

@@ -431,6 +431,7 @@ class WorkloadReportResult(Result):
 # ---- text views (sized for an agent's context; the JSON model keeps everything) ----
 
 TEXT_ROWS = 20
+DIFF_ROWS = 40
 TEXT_OPPS = 6
 GROUP_ROWS = 5
 
@@ -629,7 +630,10 @@ def render_diff(d: WorkloadDiffResult) -> str:
     out.append(
         f"{'level':<8} {'A µs':>8} {'B µs':>8} {'Δ µs':>8} {'Δ %':>7} {'CI µs':>17}  {'verdict':<9} name"
     )
-    for r in d.rows[:40]:
+    # the step and idle rows first: the verdict is about them (issue 42: they sat beyond row 40)
+    lead = [r for r in d.rows if r.level in ("step", "idle")]
+    shown = lead + [r for r in d.rows if r.level not in ("step", "idle")][: max(0, DIFF_ROWS - len(lead))]
+    for r in shown:
         ci = (
             f"[{r.ci_low_us:+.2f}, {r.ci_high_us:+.2f}]"
             if r.ci_low_us is not None and r.ci_high_us is not None
@@ -639,8 +643,8 @@ def render_diff(d: WorkloadDiffResult) -> str:
             f"{r.level:<8} {_f(r.a_us_per_step):>8} {_f(r.b_us_per_step):>8} {r.delta_us:+8.2f} "
             f"{_f(r.delta_pct, '+.1f'):>7} {ci:>17}  {r.verdict:<9} {r.short_name[:60]}"
         )
-    if len(d.rows) > 40:
-        out.append(f"... {len(d.rows) - 40} more rows in the JSON")
+    if len(d.rows) > len(shown):
+        out.append(f"... {len(d.rows) - len(shown)} more rows in the JSON")
     return "\n".join(out)
 
 
