@@ -65,11 +65,35 @@ def files_state(folder: Path) -> dict[str, tuple[int, int, int, int]]:
     return out
 
 
+def saved_files(folder: Path) -> dict[str, bytes]:
+    """The task's own files, kept while the judged processes run (a candidate's process can write files)."""
+    out = {}
+    for name in TASK_FILES:
+        path = folder / name
+        if path.is_file() and not path.is_symlink():
+            out[name] = path.read_bytes()
+    return out
+
+
+def restore(folder: Path, saved: dict[str, bytes], changed: list[str]) -> None:
+    """Put back the task files a candidate changed (stored records are never lost to it)."""
+    for name in changed:
+        path = folder / name
+        if name in saved:
+            tmp = folder / f".{name}.restore-{os.getpid()}"
+            tmp.write_bytes(saved[name])
+            os.replace(tmp, path)  # replaces a link or a rewritten file alike
+        elif path.is_file() or path.is_symlink():
+            path.unlink()
+
+
 def run(req: JudgeRequest, task: Task, task_dir: Path, baseline_tree: Path | None) -> JudgeReport:
-    """The judge's report, turned into a rejection when the task's files or the baseline tree changed."""
+    """The judge's report, turned into a rejection when the task's files or the baseline tree changed (the
+    task's files are put back as they were)."""
     from kernelpilot.guard.steps import tree_changes, tree_state
     from kernelpilot.judge.launch import run_judge
 
+    saved = saved_files(task_dir)
     before_task = files_state(task_dir)
     before_tree = tree_state(baseline_tree) if baseline_tree is not None else {}
     report = run_judge(
@@ -80,6 +104,7 @@ def run(req: JudgeRequest, task: Task, task_dir: Path, baseline_tree: Path | Non
         n for n in sorted(set(before_task) | set(after_task)) if before_task.get(n) != after_task.get(n)
     ]
     if changed:
+        restore(task_dir, saved, changed)
         return _tampered(report, "rejected_task_tampered", f"the task's own files changed while the judged "
                          f"processes ran: {', '.join(changed)}")  # fmt: skip
     if baseline_tree is not None:
