@@ -74,9 +74,9 @@ def task_for(root: Path, contract: str, slow: bool) -> Path:
     _git(repo, "commit", "-qm", "baseline: the honest twin")
     create_task(
         CreateTaskRequest(
-            name=contract, contract="contract.json", allowed_file=["kernel.py"], workdir=str(repo), runs=PAIRS,
-            warmup=1, cv_threshold=10.0, timing_mode="warm", timeout_s=SLOW_TIMEOUT_S if slow else TIMEOUT_S,
-            min_effect=MIN_EFFECT,
+            name=contract, contract="contract.json", allowed_file=["kernel.py"], workdir=str(repo),
+            runs=PAIRS, warmup=1, cv_threshold=10.0, timing_mode="warm", min_effect=MIN_EFFECT,
+            timeout_s=SLOW_TIMEOUT_S if slow else TIMEOUT_S,
         )
     )  # fmt: skip
     evaluate(EvaluateRequest(task=str(task_dir), refresh_baseline=True))

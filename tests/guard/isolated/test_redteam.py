@@ -7,7 +7,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from tests.guard.isolated.corpus import CASES
 from tests.guard.isolated.judging import run_case
 
