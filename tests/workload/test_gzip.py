@@ -19,6 +19,8 @@ FIX = Path(__file__).resolve().parent.parent / "fixtures"
 def _read(path: Path) -> dict:
     doc = read_workload(WorkloadReadRequest(path=str(path))).model_dump(mode="json")
     doc["source"] = ""
+    for o in doc["opportunities"]:  # `workload isolate <this file> --kernel N` names the file read
+        o["next_command"] = o["next_command"].replace(str(path), "TRACE")
     return doc
 
 

@@ -88,7 +88,10 @@ def test_run_joins_drills_and_computes_headroom(fake_gpu: dict, tmp_path: Path):
     top = next(o for o in res.opportunities if o.kind == "headroom")
     assert top.saving_us_per_step == 15.0  # 20 µs × (1 − 0.25)
     assert "20.0 µs/step × (1 − 0.25 achieved/attainable)" in top.formula
-    assert top.next_command.startswith("kernelpilot workspace init ")
+    # the capture's trace was temporary: isolating the row needs one kept with --save-trace (issue 44)
+    assert top.next_command.startswith(
+        "run again with --save-trace trace.json, then kernelpilot workload isolate"
+    )
     # the failed drill-down keeps the breakdown and names the kernel and why
     assert len(res.kernels) == 3 and res.drill_failures and "ncu could not replay it" in res.drill_failures[0]
     assert res.unmatched and "no symbol with that name" in res.unmatched[0]

@@ -204,10 +204,17 @@ def _name_rows(out: list[WorkloadKernel], unique: Any) -> None:
     rows: dict[str, int] = {}
     for k in out:
         rows[k.name] = rows.get(k.name, 0) + 1
+    tags: dict[str, list[str]] = {}
     for k in out:
         k.short_name = short[k.name]
         if rows[k.name] > 1:
-            tag = compact_dims(k.input_shapes) or (k.shape_op or "no op recorded")
+            tag = compact_dims(k.input_shapes) or "no shapes"
+            seen = tags.setdefault(k.name, [])
+            if tag in seen:  # the same dims under another op (or none recorded): the op tells them apart
+                tag = f"{(k.shape_op or 'no op').removeprefix('aten::')} {tag}"
+            if tag in seen:
+                tag = f"{tag} #{len(seen) + 1}"
+            seen.append(tag)
             k.short_name = f"{k.short_name} @{tag}"
             k.key = f"{k.key} @{tag}"
 

@@ -54,11 +54,28 @@ def _fnum(d: dict[str, Any], *keys: str) -> float | None:
     return None
 
 
+ISOLATE_WRITES = "(writes bench_<op>.py with make(), the contract for kernelpilot eval and the roofline args "
+ISOLATE_WRITES += "for workspace init)"
+
+
 def isolate_command(source: str, row: int) -> str:
-    return (
-        f"kernelpilot workload isolate {source} --kernel {row} (writes bench_<op>.py with make(), the "
-        "contract for kernelpilot eval and the roofline args for workspace init)"
-    )
+    return f"kernelpilot workload isolate {source} --kernel {row} {ISOLATE_WRITES}"
+
+
+def retarget_isolate(opps: list[Opportunity], captured: str, saved: str | None) -> None:
+    """`workload run`: the captured trace is a temporary file; isolate reads the one --save-trace kept, or
+    says to keep one."""
+    prefix = f"kernelpilot workload isolate {captured} "
+    for o in opps:
+        if not o.next_command.startswith(prefix):
+            continue
+        rest = o.next_command[len(prefix) :]
+        o.next_command = (
+            f"kernelpilot workload isolate {saved} {rest}"
+            if saved
+            else "run again with --save-trace trace.json, then kernelpilot workload isolate trace.json "
+            + rest
+        )
 
 
 def _trace_headroom(k: WorkloadKernel, row: int, step: StepSummary, source: str) -> Opportunity | None:
