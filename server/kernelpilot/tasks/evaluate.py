@@ -7,9 +7,11 @@ commit, paired (`tasks.paired`: the commit as a detached worktree in `<task>/.ba
 timed now, interleaved A,B,B,A; verdict from the median per-pair ratio and its bootstrap CI -> improved /
 regressed / neutral, unstable only when the ratio is) or, when the baseline cannot run now, unpaired
 against baseline.json's samples (stability of both sides, then the bootstrap CI of the ratio of
-medians), the record saying which and why. A contract task is judged by the isolated judge instead
+medians), the record saying which and why. A CPU contract task is judged by the isolated judge instead
 (`tasks.judged`, `kernelpilot.judge`: checks and paired batches in processes the candidate cannot reach);
-its report comes first, then the correctness commands, then physics on the candidate's median.
+its report comes first, then the correctness commands, then physics on the candidate's median. A GPU
+contract keeps the in-process guard (`guard.checked`: checks and paired timing in one process, judged
+here) until the judge's GPU arena has its device record.
 Everything is computed first; result.json is then written atomically and one
 ledger line appended, so a crash mid-eval leaves neither.
 """
@@ -22,13 +24,13 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kernelpilot.foundation.atomic import write_temp
 from kernelpilot.foundation.errors import InputFileError, KernelpilotError, StateError, ToolchainError
 from kernelpilot.foundation.models import compact_json
 from kernelpilot.foundation.progress import Progress, no_progress
-from kernelpilot.guard.models import Rejection
+from kernelpilot.guard.models import Contract, HarnessReport, Rejection
 from kernelpilot.tasks import paired
 from kernelpilot.tasks.create import command_env, interpreter_argv, now_iso
 from kernelpilot.tasks.errors import CorrectnessFailedError
@@ -45,6 +47,9 @@ from kernelpilot.timing import environment, instrumentation
 from kernelpilot.timing.commands import OUTPUT_TAIL_CHARS, run_command
 from kernelpilot.timing.core import measure_command
 from kernelpilot.timing.stats import bootstrap_speedup_ci, speedup_of, summarize
+
+if TYPE_CHECKING:
+    from kernelpilot.guard.steps import HarnessOutcome
 
 
 def load_task(path_arg: str) -> tuple[Task, Path, Path]:
@@ -196,8 +201,10 @@ def _refresh_baseline(
             "fix the baseline (or the check) first",
             stderr_tail=tail,
         )
-    if task.contract is not None:
+    if task.contract is not None and _isolated(task):
         samples = _judged_baseline(req, task, task_dir, workdir, env)
+    elif task.contract is not None:  # a GPU contract: the in-process guard until issue 46's record
+        samples = _guarded_baseline(req, task, task_dir, workdir, env, progress)
     else:
         samples, _ = _measure(task, workdir, env, req.runs or task.runs, progress)
     stats = summarize(samples, task.cv_threshold)
@@ -227,6 +234,24 @@ def _refresh_baseline(
         )
     )
     return EvaluateResult(mode="baseline", baseline=baseline, written=["baseline.json"], message=msg)
+
+
+def _guarded_baseline(
+    req: EvaluateRequest, task: Task, task_dir: Path, workdir: Path, env: dict[str, str], progress: Progress
+) -> list[float]:
+    """A contract task's baseline passes the same guard as a candidate, else no baseline is written."""
+    fields: dict[str, Any] = {}
+    why, report = _guard_correctness(task, workdir, env, fields)
+    if why is None:
+        samples, _, why = _guard_timing(req, task, task_dir, workdir, env, fields, progress, report)
+        if why is None:
+            return samples
+    raise CorrectnessFailedError(
+        f"the guard did not pass the baseline ({fields.get('status')}: {_evidence(fields, why)}); "
+        "no baseline written",
+        "fix the baseline candidate (or the contract) first",
+        stderr_tail=why,
+    )
 
 
 def _evidence(fields: dict[str, Any], why: str) -> str:
@@ -332,13 +357,35 @@ def _run_candidate(
     progress: Progress,
 ) -> str:
     """correctness -> timing -> observation -> physics -> verdict; fills `fields`, returns the message."""
-    if task.contract is not None:  # the isolated judge (tasks.judged), then the correctness commands
+    if task.contract is not None and _isolated(task):  # the isolated judge (tasks.judged), then the commands
         return _judged_candidate(req, task, task_dir, workdir, env, base, fields)
+    report = None
+    root, why = (None, "") if task.contract is None else _baseline_root(workdir, task_dir, base)
+    if root is not None:  # a GPU contract's checks and its paired timing in one process (guard.checked)
+        return _guarded_paired(task, workdir, env, root, task_dir, fields)
+    if task.contract is not None:
+        rejected, report = _guard_correctness(task, workdir, env, fields)
+        if rejected is not None:
+            return rejected
     ok, tail = _run_checks(task, workdir, env)
     if not ok:
         fields.update(status="correctness_failed", output_tail=tail)
         return "a correctness command failed; nothing timed"
-    return _timed_into(fields, _time_candidate(req, task, task_dir, workdir, env, base, progress))
+    if task.contract is None:  # paired timing and its verdict (tasks.paired)
+        timed = _time_candidate(req, task, task_dir, workdir, env, base, progress)
+    else:  # a GPU contract without a baseline tree: guarded timing processes against baseline.json
+        timed = _guarded_unpaired(req, task, task_dir, workdir, env, base, progress, report, why)
+    return _timed_into(fields, timed)
+
+
+def _isolated(task: Task) -> bool:
+    """A contract the isolated judge runs: on the CPU (declared, or `auto` on a machine without a GPU). A GPU
+    contract keeps the in-process guard (`guard.checked`) until the judge's GPU arena has its device record
+    (docs/guard.md, "The isolated judge": what is not isolated yet)."""
+    assert task.contract is not None
+    if task.contract.device != "auto":
+        return task.contract.device == "cpu"
+    return not environment.query_gpus()
 
 
 def _timed_into(fields: dict[str, Any], timed: paired.Timed) -> str:
@@ -460,6 +507,76 @@ def _physics_into(task: Task, fields: dict[str, Any], median: float, device: str
     return paired.Timed(fields, _flagged(fields.pop("_message", "") or "", fields))
 
 
+# The harness process has just run the candidate on the GPU (imports, JIT and disk caches, clocks), which
+# is what an untimed warm-up run is for: it counts as the first of a contract task's warm-up runs.
+HARNESS_WARMUP_RUNS = 1
+
+
+def _guard_correctness(
+    task: Task, workdir: Path, env: dict[str, str], fields: dict[str, Any]
+) -> tuple[str | None, HarnessReport | None]:
+    """The contract harness in its own process: (a message when the candidate is rejected or failed, the
+    harness report when it passed)."""
+    from kernelpilot.guard.steps import run_harness
+
+    assert task.contract is not None
+    return _harness_verdict(run_harness(task.contract, workdir, env, task.timeout_s), fields)
+
+
+def _harness_verdict(got: HarnessOutcome, fields: dict[str, Any]) -> tuple[str | None, HarnessReport | None]:
+    """The checks' outcome into the record: (a message when the candidate is rejected or failed, the
+    report when it passed); the same whether they ran in the harness's process or in `guard.checked`."""
+    if got.report is None or got.report.error:
+        why = got.failure or (got.report.error if got.report else "")
+        fields.update(status="correctness_failed", output_tail=why[-OUTPUT_TAIL_CHARS:])
+        return (
+            "the guard harness could not pass the candidate: " + why.splitlines()[0] if why else "failed"
+        ), None
+    fields["correctness"] = got.report.summary()
+    if got.report.rejection is not None:
+        return _reject(fields, got.report.rejection), None
+    return None, got.report
+
+
+def _guard_timing(
+    req: EvaluateRequest,
+    task: Task,
+    task_dir: Path,
+    workdir: Path,
+    env: dict[str, str],
+    fields: dict[str, Any],
+    progress: Progress,
+    report: HarnessReport | None,
+) -> tuple[list[float], str, str | None]:
+    """Observed timing runs and the physics check: (samples, output tail, rejection message or None)."""
+    from kernelpilot.guard.steps import measure_guarded, physics_step
+
+    assert task.contract is not None
+    got = measure_guarded(
+        interpreter_argv(task.eval_command),
+        task_dir / "task.json",
+        workdir,
+        env,
+        runs=req.runs or task.runs,
+        warmup=max(0, task.warmup - HARNESS_WARMUP_RUNS),
+        timeout_s=task.timeout_s,
+        refs=report.timed_refs if report else None,
+        tol=report.tolerance if report else None,
+        progress=progress,
+    )
+    fields["observation"] = got.observation
+    if got.rejection is not None:
+        fields["candidate_median"] = got.samples[-1] if got.samples else None
+        return got.samples, got.tail, _reject(fields, got.rejection)
+    median = sorted(got.samples)[len(got.samples) // 2]
+    physics = physics_step(task.contract, median, got.gpu)
+    fields["physics"] = physics
+    if physics.rejection is not None:
+        fields.update(samples=got.samples, candidate_median=median)
+        return got.samples, got.tail, _reject(fields, physics.rejection)
+    return got.samples, got.tail, None
+
+
 def _record_in_db(req: EvaluateRequest, task: Task, task_dir: Path) -> list[str]:
     """Ingest the result.json just written into the experiment database (after it is safely on disk)."""
     from kernelpilot.experiments.api import ExpIngestRequest
@@ -511,6 +628,91 @@ def _time_candidate(
         t = getattr(exc, "stderr_tail", "") or ""
         tail = f"{exc.message}\n{t}"[-OUTPUT_TAIL_CHARS:]
         return paired.Timed({"status": "failed", "method": "paired", "output_tail": tail}, exc.message)
+
+
+# `guard.checked` runs what the harness process and the compare process each ran under the task's timeout.
+CHECKED_TIMEOUT_FACTOR = 2
+
+
+def _guarded_paired(
+    task: Task, workdir: Path, env: dict[str, str], root: Path, task_dir: Path, fields: dict[str, Any]
+) -> str:
+    """A contract task's candidate: the guard's checks, then the paired timing against the baseline
+    commit's (`kernelpilot.guard.timed:make` under both roots), in one `guard.checked` process; its report
+    is judged first, as the harness's own process's was, then the correctness commands, then the timing
+    (`_judge_guarded`). Its timeout covers what the two processes it replaces each had."""
+    from kernelpilot.guard.steps import run_checked
+    from kernelpilot.guard.timed import TASK_ENV, TIMED_SETS
+    from kernelpilot.tasks.create import GUARD_SPEC
+
+    assert task.contract is not None
+    genv = {**env, TASK_ENV: str(task_dir / "task.json")}
+    request = paired.compare_request(task, GUARD_SPEC, root, workdir, TIMED_SETS, observe=True)
+    got = run_checked(task.contract, workdir, request, genv, CHECKED_TIMEOUT_FACTOR * task.timeout_s)
+    rejected, report = _harness_verdict(got.harness, fields)
+    if rejected is not None:
+        return rejected
+    ok, tail = _run_checks(task, workdir, env)  # after the process: the checks' verdict comes first
+    if not ok:
+        fields.update(status="correctness_failed", output_tail=tail)
+        return "a correctness command failed; its timing is discarded"
+    if got.killed:  # the timing process ran past the task's timeout and was killed
+        timed = _failed_paired(got.killed)
+    else:
+        timed = paired.compare_outcome(got.returncode, got.stdout, got.stderr, got.result)
+    return _timed_into(fields, _judge_guarded(timed, task.contract, report))
+
+
+def _judge_guarded(timed: paired.Timed, contract: Contract, report: HarnessReport | None) -> paired.Timed:
+    """The candidate side of the paired timing judged by the guard (guard.steps.judge_paired)."""
+    from kernelpilot.guard.steps import findings_rejection, judge_paired
+
+    if timed.compare is None:  # the timing process failed: a replaced timer or a thread it saw rejects
+        rej = findings_rejection(str(timed.fields.get("output_tail", "")))
+        return _guard_rejected(rej, {"method": "paired"}) if rej is not None else timed
+    try:
+        got = judge_paired(timed.compare, contract, report)
+    except KernelpilotError as exc:
+        return _failed_paired(exc.message)
+    fields = {**timed.fields, "observation": got.observation, "physics": got.physics}
+    if got.rejection is not None:
+        kept = {k: fields[k] for k in ("method", "observation", "physics", "samples", "baseline_samples",
+                                       "baseline_median", "candidate_median", "clocks")}  # fmt: skip
+        return _guard_rejected(got.rejection, kept)
+    return paired.Timed(fields, _flagged(timed.message, fields), timed.compare)
+
+
+def _failed_paired(why: str) -> paired.Timed:
+    return paired.Timed({"status": "failed", "method": "paired", "output_tail": why}, why)
+
+
+def _guard_rejected(rejection: Rejection, fields: dict[str, Any]) -> paired.Timed:
+    """A rejection as the timing step's outcome: no speed-up, the evidence as the output tail."""
+    f = {**fields, "status": rejection.status, "rejection": rejection, "output_tail": rejection.evidence}
+    return paired.Timed(f, f"rejected by the guard ({rejection.status}): never a win")
+
+
+def _guarded_unpaired(
+    req: EvaluateRequest, task: Task, task_dir: Path, workdir: Path, env: dict[str, str], base: Baseline,
+    progress: Progress, report: HarnessReport | None, why: str,
+) -> paired.Timed:  # fmt: skip
+    """Guarded timing processes now (guard.steps.measure_guarded) against baseline.json's samples."""
+    note = f"unpaired (candidate now vs baseline.json samples): {why}"
+    fields: dict[str, Any] = {"method": "unpaired", "output_tail": ""}
+    try:
+        samples, tail, rejected = _guard_timing(req, task, task_dir, workdir, env, fields, progress, report)
+    except (ToolchainError, KernelpilotError) as exc:
+        t = getattr(exc, "stderr_tail", "") or ""
+        tail = f"{exc.message}\n{t}"[-OUTPUT_TAIL_CHARS:]
+        return paired.Timed({"status": "failed", "method": "unpaired", "output_tail": tail}, exc.message)
+    if rejected is not None:
+        return paired.Timed(fields, rejected)
+    fields.update(_verdict(task, base, samples))
+    message = _flagged(fields.pop("_message"), fields)
+    message = f"{message}; {note}" if message else note
+    keep = max(0, OUTPUT_TAIL_CHARS - len(message) - 1)  # the message first, whole; the tail's end after it
+    fields["output_tail"] = f"{message}\n{tail[-keep:] if keep else ''}"
+    return paired.Timed(fields, message)
 
 
 def _unpaired(
