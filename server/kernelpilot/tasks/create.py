@@ -309,9 +309,13 @@ def create_task(req: CreateTaskRequest) -> CreateTaskResult:
     atomic_write_json(task_json, task.model_dump(mode="json"))
     write_text_atomic(task_dir / "TASK.md", render_task_md(task))
     rel = os.path.relpath(task_dir, workdir)
+    here = Path.cwd().resolve()
+    # `next:` must run from where the user is, not from --workdir (issue 42)
+    from_here = os.path.relpath(task_dir, here) if task_dir.is_relative_to(here) else str(task_dir)
     return CreateTaskResult(
         task_dir=rel,
         task_json=os.path.join(rel, "task.json"),
         task_md=os.path.join(rel, "TASK.md"),
         task=task,
+        task_dir_here=from_here,
     )

@@ -3,6 +3,7 @@ import)."""
 
 from __future__ import annotations
 
+import shlex
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -258,13 +259,19 @@ class CreateTaskRequest(Request):
 
 
 class CreateTaskResult(Result):
-    task_dir: str
+    task_dir: str = Field(description="task folder, relative to the task's workdir")
     task_json: str
     task_md: str
     task: Task
+    task_dir_here: str = Field(
+        "",
+        description="the task folder as given to `kernelpilot eval` from the directory the task was created "
+        "in (relative below it, else absolute): what `next` prints",
+    )
 
     def render_text(self) -> str:
         t = self.task
+        where = shlex.quote(self.task_dir_here or self.task_dir)
         return "\n".join(
             [
                 f"task {t.name!r} written: {self.task_json}, {self.task_md}",
@@ -272,7 +279,7 @@ class CreateTaskResult(Result):
                 f"  allowed files: {', '.join(t.allowed_files)}",
                 f"  correctness: {len(t.correctness_commands)} command(s)",
                 f"  stripped now: {', '.join(t.environment.stripped_at_creation) or 'none'}",
-                f"next: kernelpilot eval {self.task_dir} --refresh-baseline",
+                f"next: kernelpilot eval {where} --refresh-baseline",
             ]
         )
 
