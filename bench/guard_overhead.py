@@ -1,4 +1,5 @@
-"""What the guard adds to an eval's wall time on a ~50 us kernel (issue 25: added checks <= 10 %).
+"""What the guard adds to an eval's wall time: on a ~50 us GPU kernel (issue 25: added checks <= 10 %), and
+the isolated judge on a ~1 ms CPU op (issue 40: <= 15 %, process start-up paid once per eval).
 
 Two tasks on the same kernel in one scratch repository, each evaluated with `kernelpilot eval` (a process,
 as an agent runs it) on an unchanged tree, paired against its baseline commit (`tasks.paired`):
@@ -17,9 +18,12 @@ plus the float64 references of the checked calls; doubled, since the baseline si
 thread attribution costs nothing here (no thread is started: no forced trace).
 
 GPU (default; needs an NVIDIA GPU with torch): out = x + 2y, fp32, 12.6 M elements (~50 us on an H100),
-cold timing (tests/guard/gpu_cases/add_kernel.py, contract_add.py). `--cpu`: the numpy axpy of
-tests/guard/cases on the host timer, to check the bench itself where there is no GPU (not the figure the
-issue asks for).
+cold timing (tests/guard/gpu_cases/add_kernel.py, contract_add.py). `--cpu` (issue 40): the isolated
+judge (kernelpilot.judge) on the red-team corpus's torch axpy of 2^20 fp32 (~1 ms a call on one core:
+tests/guard/isolated/contracts/contract_axpy.py, cases/honest_axpy.py), warm timing, against a
+`--time-spec` task on the same call; `judge_figure` is the judge's own work inside its process (fresh input
+values, output checks, float64 references: `JudgeReport.phases_s`) as a share of the eval's wall, and
+`startup_figure` the runners' start-up (once per eval: interpreter, torch, the candidate's import).
 
 Usage: python bench/guard_overhead.py [--reps 5] [--cpu]
 """
@@ -46,21 +50,23 @@ GPU_CONTRACT = {
     "dtype": "fp32",
     "roofline": {"op": "elementwise", "params": {"numel": "n", "inputs": 2, "outputs": 1}},
 }
+CPU_N = 1 << 20
 CPU_CONTRACT = {
     "module": "contract_axpy.py",
-    "candidate": "honest_axpy.py:axpy",
-    "shapes": [{"n": 4096}, {"n": 1000}, {"n": 4099}],
+    "candidate": "honest_axpy.py:candidate",
+    "shapes": [{"n": CPU_N}, {"n": 100_003}],
     "dtype": "fp32",
+    "device": "cpu",
 }
-CPU_FACTORY = """import numpy as np
+CPU_FACTORY = f"""import torch
 
-from honest_axpy import axpy
+from honest_axpy import candidate
 
 
 def make():
-    rng = np.random.default_rng(7)
-    x, y = rng.standard_normal(4096).astype(np.float32), rng.standard_normal(4096).astype(np.float32)
-    return lambda: axpy(x, y)
+    g = torch.Generator().manual_seed(7)
+    x, y = torch.randn({CPU_N}, generator=g), torch.randn({CPU_N}, generator=g)
+    return lambda: candidate(x, y)
 """
 
 
@@ -76,7 +82,12 @@ def _repo(scratch: Path, cpu: bool) -> dict[str, Path]:
     """The scratch repository, its two tasks and their baselines (setup: not in the figure)."""
     if scratch.exists():
         shutil.rmtree(scratch)
-    shutil.copytree(ROOT / "tests" / "guard" / ("cases" if cpu else "gpu_cases"), scratch)
+    if cpu:
+        scratch.mkdir(parents=True)
+        shutil.copy(ROOT / "tests" / "guard" / "isolated" / "contracts" / "contract_axpy.py", scratch)
+        shutil.copy(ROOT / "tests" / "guard" / "isolated" / "cases" / "honest_axpy.py", scratch)
+    else:
+        shutil.copytree(ROOT / "tests" / "guard" / "gpu_cases", scratch)
     (scratch / ".gitignore").write_text(".kernelpilot/\n__pycache__/\n")
     (scratch / "contract.json").write_text(json.dumps(CPU_CONTRACT if cpu else GPU_CONTRACT))
     if cpu:
@@ -85,7 +96,8 @@ def _repo(scratch: Path, cpu: bool) -> dict[str, Path]:
                  ["git", "-c", "user.email=b@x", "-c", "user.name=b", "commit", "-qm", "base"]):  # fmt: skip
         _sh(argv, scratch)
     kernel, spec = ("honest_axpy.py", "kmake.py:make") if cpu else ("add_kernel.py", "add_kernel.py:make")
-    common = ["--allowed-file", kernel, "--workdir", str(scratch), "--timing-mode", "cold", "--runs", "2"]
+    mode, runs = ("warm", "8") if cpu else ("cold", "2")
+    common = ["--allowed-file", kernel, "--workdir", str(scratch), "--timing-mode", mode, "--runs", runs]
     tasks = {}
     for name, how in (("guarded", ["--contract", "contract.json"]), ("unguarded", ["--time-spec", spec])):
         p = _sh(_cli("task", "create", "--name", name, *how, *common), scratch)
@@ -126,6 +138,15 @@ def _fresh_s(rec: dict[str, Any]) -> float | None:
     return 2 * per_side
 
 
+def _judge_s(rec: dict[str, Any]) -> tuple[float, float] | None:
+    """(the judge's own work, the runners' start-up) in seconds, from an isolated judge's record."""
+    phases = (rec.get("judge") or {}).get("phases_s") or {}
+    if not phases:
+        return None
+    own = phases.get("fresh_values_s", 0.0) + phases.get("timed_checks_s", 0.0)
+    return own, phases.get("runners_start_s", 0.0)
+
+
 def _what(rec: dict[str, Any]) -> str:
     """Status, method, pairs, median; for a guarded record the harness's and the observation's seconds."""
     out = f"{rec.get('status')} ({rec.get('method')}, {rec.get('pairs')} pairs, "
@@ -133,6 +154,9 @@ def _what(rec: dict[str, Any]) -> str:
     checks = _checks_s(rec)
     if checks is not None:
         out += f", harness checks {checks:.2f} s in-process"
+    judge = rec.get("judge") or {}
+    if judge:
+        out += f", judge phases {judge.get('phases_s')}, calls per batch {judge.get('calls_per_batch')}"
     obs = rec.get("observation") or {}
     if obs.get("observed"):
         out += f", observation {obs.get('seconds', 0.0):.2f} s in-process"
@@ -162,6 +186,8 @@ def main() -> None:
     shares: list[float] = []
     direct: list[float] = []
     fresh: list[float] = []
+    judge: list[float] = []
+    startup: list[float] = []
     for i in range(args.reps):
         order = ["guarded", "unguarded"] if i % 2 == 0 else ["unguarded", "guarded"]
         for name in order:
@@ -174,8 +200,19 @@ def main() -> None:
             added = _fresh_s(rec) if name == "guarded" else None
             if added is not None:
                 fresh.append(added / wall * 100)
+            own = _judge_s(rec) if name == "guarded" else None
+            if own is not None:
+                judge.append(own[0] / wall * 100)
+                startup.append(own[1])
         g, u = walls["guarded"][-1], walls["unguarded"][-1]
         shares.append((g - u) / g * 100)
+        if judge:
+            print(
+                f"  judge_figure={statistics.median(judge):.1f} % (its fresh values and output checks; "
+                f"spread {min(judge):.1f}..{max(judge):.1f} %), startup_figure="
+                f"{statistics.median(startup):.2f} s once per eval (runners started and set up)",
+                flush=True,
+            )
         _report(walls, shares, direct, args.cpu, fresh)  # after every repetition: a cut-off run still reports
 
 
@@ -185,14 +222,14 @@ def _report(
     for name, xs in walls.items():
         print(f"  {name:9s} eval {_spread(xs, 's')}")
     kernel = (
-        "numpy axpy of 4096 fp32 on the host timer (CPU DRY RUN)"
+        f"the isolated judge on a ~1 ms CPU op (torch axpy of {CPU_N} fp32, warm, 8 pairs)"
         if cpu
         else f"~50 us fp32 add of {N} elements"
     )
     print(
         f"figure={statistics.median(shares):.1f} % of a guarded eval's wall time is the guard's (median of "
         f"{len(shares)} interleaved repetitions, spread {min(shares):.1f}..{max(shares):.1f} %; paired "
-        f"eval of an unchanged tree, cold timing, {kernel})",
+        f"eval of an unchanged tree, {kernel})",
         flush=True,
     )
     if direct:
