@@ -73,13 +73,15 @@ def _flaky_patterns(path: Path) -> list[str]:
 
 def _test_modules() -> list[Path]:
     """Test code: not fixtures, not fake tools (programs that stand in for a GPU tool and may hang on
-    purpose), not the red team's candidates (attacks on the guard that wait on their own threads), not the
-    one waiting helper."""
+    purpose), not the red teams' candidates (attacks on the guard that wait on their own threads or hang on
+    purpose: tests/guard/redteam, and the isolated corpus's cases and helpers beside its tests), not the one
+    waiting helper."""
     return [
         p
         for p in sorted(TESTS.rglob("*.py"))
         if "fixtures" not in p.parts
         and "redteam" not in p.parts
+        and not ("isolated" in p.parts and "guard" in p.parts and not p.name.startswith("test_"))
         and not p.name.startswith("fake_")
         and p.name != "waiting.py"
     ]
