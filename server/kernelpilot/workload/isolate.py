@@ -306,7 +306,7 @@ def _next(
     out = [f"kernelpilot time {bench}:make"]
     if contract:
         out.append(
-            f"kernelpilot task create {name} --contract {contract} --allowed-file {bench.name} "
+            f"kernelpilot task create --name {name} --contract {contract} --allowed-file {bench.name} "
             f"(then kernelpilot eval --refresh-baseline)"
         )
     if roof is not None:
