@@ -46,6 +46,7 @@ from kernelpilot.tasks.store import append_jsonl, atomic_write_json, read_json, 
 from kernelpilot.timing import environment, instrumentation
 from kernelpilot.timing.commands import OUTPUT_TAIL_CHARS, run_command
 from kernelpilot.timing.core import measure_command
+from kernelpilot.timing.models import ClockEvidence
 from kernelpilot.timing.stats import bootstrap_speedup_ci, speedup_of, summarize
 
 if TYPE_CHECKING:
@@ -224,6 +225,7 @@ def _refresh_baseline(
             "stripped_env": instrumentation.present(patterns=task.environment.strip),
         },
     )
+    baseline.metric_basis = cpu_fallback_basis(task, baseline.environment)
     atomic_write_json(task_dir / "baseline.json", baseline.model_dump(mode="json"))
     msg = (
         ""
@@ -332,6 +334,10 @@ def _candidate(
         **environment.capture(),
         "stripped_env": instrumentation.present(patterns=task.environment.strip),
     }
+    fields["metric_basis"] = basis = cpu_fallback_basis(task, fields["environment"])
+    clocks = fields.get("clocks")
+    if basis and isinstance(clocks, ClockEvidence) and clocks.source == "none":
+        fields["clocks"] = clocks.model_copy(update={"note": "none: no GPU to read clocks from (CPU timer)"})
     record = EvalRecord(
         created=now_iso(), timing_mode=task.timing_mode, guarded=task.contract is not None, **fields
     )
@@ -376,6 +382,22 @@ def _run_candidate(
     else:  # a GPU contract without a baseline tree: guarded timing processes against baseline.json
         timed = _guarded_unpaired(req, task, task_dir, workdir, env, base, progress, report, why)
     return _timed_into(fields, timed)
+
+
+def cpu_fallback_basis(task: Task, env: dict[str, Any]) -> str:
+    """`EvalRecord.metric_basis` of a time_spec task: `kernelpilot time` times the CPU where torch has no GPU
+    (no GPU listed, or a CPU-only torch), and the numbers then are host wall time under a GPU metric's name
+    (issue 42: `cold_time_us` with an NVML note on a machine with no GPU). Empty for command metrics."""
+    if task.timing_mode is None:
+        return ""
+    torch_version = str((env.get("versions") or {}).get("torch") or "")
+    if env.get("gpus") and not torch_version.endswith("+cpu"):
+        return ""
+    why = "no GPU on this machine" if not env.get("gpus") else f"torch {torch_version} has no GPU support"
+    return (
+        f"CPU wall time, not GPU time: {why}, so `kernelpilot time` fell back to its CPU timer "
+        "(perf_counter around each call; no L2 flush, no clocks)"
+    )
 
 
 def _isolated(task: Task) -> bool:

@@ -99,6 +99,12 @@ class Task(BaseModel):
     created: str = ""
 
 
+_METRIC_BASIS = (
+    "What the metric's numbers are when they are not what its name says: a time_spec task timed where no GPU "
+    "is usable holds CPU wall time (`kernelpilot time`'s CPU fallback), not GPU time; empty otherwise."
+)
+
+
 class Baseline(BaseModel):
     """baseline.json."""
 
@@ -116,6 +122,7 @@ class Baseline(BaseModel):
     stable: bool
     created: str
     environment: dict[str, Any]
+    metric_basis: str = Field("", description=_METRIC_BASIS)
 
 
 class EvalRecord(Result):
@@ -141,6 +148,7 @@ class EvalRecord(Result):
     timing_mode: Literal["cold", "warm"] | None = Field(
         None, description="The GPU timing the verdict used (time_spec tasks), else None (command metric)."
     )
+    metric_basis: str = Field("", description=_METRIC_BASIS)
     method: Literal["paired", "unpaired"] | None = Field(
         None,
         description="paired: baseline and candidate timed now, interleaved (ABBA and BAAB blocks in turn), "
@@ -327,6 +335,7 @@ class EvaluateResult(Result):
                 [
                     f"baseline for {b.task!r} at {b.commit[:12]}: median {s.median:g} {b.metric} "
                     f"(min {s.min:g}, max {s.max:g}, CV {s.cv * 100:.2f}% {s.verdict}, {s.count} runs)",
+                    *([f"  {b.metric} here is {b.metric_basis}"] if b.metric_basis else []),
                     *([self.message] if self.message else []),
                     f"written: {', '.join(self.written)}",
                 ]
@@ -334,6 +343,8 @@ class EvaluateResult(Result):
         r = self.record
         assert r is not None
         lines = [f"status: {r.status.upper()}  task {r.task!r}  metric {r.metric} ({r.direction} is better)"]
+        if r.metric_basis:
+            lines.append(f"  {r.metric} here is {r.metric_basis}")
         if r.speedup is not None and r.speedup_ci is not None:
             lines.append(
                 f"  speed-up {r.speedup:.4f}x  (95% CI {r.speedup_ci[0]:.4f}-{r.speedup_ci[1]:.4f})  "
