@@ -226,6 +226,11 @@ CALLS: tuple[Call, ...] = (
         rows="rows",
     ),
     Call(
+        "workload_isolate",
+        "h100-decode-top",
+        lambda t: {"path": str(W / "h100_decode_trace.json"), "kernel": "1", "out_dir": str(t / "iso")},
+    ),
+    Call(
         "workload_report",
         "h100-train",
         lambda t: {"path": str(W / "h100_train_run1.json"), "out": str(t / "w.html")},
