@@ -20,8 +20,10 @@ Outcomes: ok (no error), typed (a kernelpilot error class, an argument validatio
 tool answer, each with `fix:`), traceback (an error the server did not expect: `unexpected_error_text`'s
 answer names a non-kernelpilot class), untyped (any other error text), hang (the call hit its MCP time limit,
 `KERNELPILOT_MCP_TOOL_TIMEOUT_S`, or the bench's own limit), memory (a MemoryError), changed (anything in the
-sandbox, the store or the home folder changed that the call was not asked to write: only a successful
-call may create or replace a regular file it named in an output argument).
+sandbox changed that the call was not asked to write, or the store changed by a call that failed: only a
+successful call may create or replace a regular file it named in an output argument (`OUTPUT_ARGS`), write
+inside a folder it named there (a new one, or an existing one for the folder arguments, `FOLDER_ARGS`), or
+make the missing folders on the way to one).
 Last line: figure=<tracebacks + hangs + untyped errors + memory + changed files> (cases, surfaces, peak RSS).
 """
 
@@ -56,7 +58,8 @@ CALL_LIMIT_S = 20.0  # the server's limit per call (KERNELPILOT_MCP_TOOL_TIMEOUT
 BENCH_LIMIT_S = 90.0  # past this the bench gives up on a call itself (a hang the server did not catch)
 MEMORY_BYTES = 16 * 2**30  # address space of the bench: a reader that reads /dev/zero whole fails here
 OUTPUT_ARGS = ("out", "out_dir", "output_dir", "html", "manifest", "svg", "save_trace", "export", "db")
-OUTPUT_ARGS += ("record_db", "att_dir", "root", "workdir", "task_dir")
+FOLDER_ARGS = ("out_dir", "output_dir", "att_dir", "root", "workdir", "task_dir", "config_dir")
+OUTPUT_ARGS += ("record_db", *FOLDER_ARGS)
 INPUT_ARGS = frozenset(
     {
         "path",
@@ -223,6 +226,7 @@ class Case:
     tool: str
     arguments: dict[str, Any]
     outputs: list[str] = field(default_factory=list)
+    folders: list[str] = field(default_factory=list)  # outputs that name a folder to write into
 
 
 def plan(tools: list[Any], box: Path, seed: int, surface: str, case: int) -> Case:
@@ -248,13 +252,13 @@ def plan(tools: list[Any], box: Path, seed: int, surface: str, case: int) -> Cas
             )
     elif surface == "output_paths":
         names = [n for n in props if n in OUTPUT_ARGS] or texts
-        outs = []
         for name in rng.sample(names, min(len(names), rng.randint(1, 2))) if names else []:
-            value = rng.choice([*hostile_paths(box), str(box / "new_output.txt"), str(box / "data.json")])
-            args[name] = value
-            outs.append(value)
-        return Case(surface, case, tool.name, args, outs)
-    return Case(surface, case, tool.name, args)
+            extra = [str(box / "new_output.txt"), str(box / "data.json")]
+            args[name] = rng.choice([*hostile_paths(box), *extra])
+    # whatever the surface, an output argument names what the call is asked to write
+    outs = [v for k, v in args.items() if k in OUTPUT_ARGS and isinstance(v, str)]
+    folders = [v for k, v in args.items() if k in FOLDER_ARGS and isinstance(v, str)]
+    return Case(surface, case, tool.name, args, outs, folders)
 
 
 # ---- outcomes ----
@@ -294,7 +298,8 @@ def classify(tool: str, is_error: bool, text: str, typed_names: set[str]) -> str
 
 def allowed_change(path: str, case: Case, before: dict[str, tuple[Any, ...]], ok: bool) -> bool:
     """A change the call was asked for: a successful call wrote a regular file at a path it was given as
-    an output (a new name, or a regular file that was there), or inside a folder it was told to make."""
+    an output (a new name, or a regular file that was there), inside a folder it was told to make, or made
+    the missing folders on the way to it."""
     if not ok:
         return False
     for out in case.outputs:
@@ -302,8 +307,11 @@ def allowed_change(path: str, case: Case, before: dict[str, tuple[Any, ...]], ok
         was = before.get(target)
         if path == target and (was is None or was[0] == "file"):
             return True
-        if path.startswith(target.rstrip("/") + "/") and was is None:
-            return True
+        inside = path.startswith(target.rstrip("/") + "/")
+        if inside and (was is None or (out in case.folders and was[0] not in ("file", "link"))):
+            return True  # inside a folder the call was told to make, or to write into
+        if target.startswith(path.rstrip("/") + "/") and before.get(path) is None:
+            return True  # a missing folder on the way to it (skills_install makes and records them)
     return False
 
 
