@@ -1,12 +1,14 @@
-"""Shows that each attack of families 1-6 really does its trick against a harness in the candidate's process.
+"""Shows that each attack really does its trick against a harness in the candidate's process.
 
 Run by `test_attack_mechanics.py` as `python mechanics.py NAME`, one fresh interpreter per attack (they
 patch torch when imported). A probe plays the part of an in-process harness just far enough to trigger the
 attack (writes fresh values with `copy_`, repeats a set of inputs, holds a float64 reference in a local,
 calls from a file under a `kernelpilot` folder, keeps a pool alive, ...) and checks that the attack took
 its shortcut: it returned a memo or a view, skipped the work, bent a function, or computed below the
-declared precision. Prints one JSON line, `{"fired": bool, "detail": str}`. An attack that never fires is a
-dud: a judge that "neutralizes" it proves nothing. Judging the attacks is the runner's job, not this one's.
+declared precision. Family 7's probes deploy the case as `kernel.py` in a temporary folder and drive it
+from a child process (`DRIVER`): what they check is what the child did to its driver. Prints one JSON
+line, `{"fired": bool, "detail": str}`. An attack that never fires is a dud: a judge that "neutralizes" it
+proves nothing. Judging the attacks is the runner's job, not this one's.
 """
 
 import importlib.util
@@ -14,6 +16,7 @@ import json
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -374,6 +377,164 @@ def probe_version_memo_axpy():
 
 def probe_ptr_memo_gemm():
     return _warm_probe("ptr_memo_gemm", "gemm")
+
+
+DRIVER = """
+import importlib.util, json, sys
+from pathlib import Path
+
+def load(path, name):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+root, contracts, stem, calls = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+data = json.loads((contracts / f"{stem}.json").read_text())
+inputs = load(contracts / data["module"], "contract").make_inputs(data["shapes"][0], data["dtype"], 1, "cpu")
+kernel = load(root / "kernel.py", "kernel")
+for i in range(calls):
+    kernel.candidate(*inputs)
+    print(f"call {i + 1}", flush=True)
+"""
+
+
+def _drive(name: str, tmp: Path, calls: int, **popen):
+    """Deploys `name` as tmp/kernel.py and starts a driver that calls it `calls` times, one line per call."""
+    _deploy(name, tmp)
+    (tmp / "driver.py").write_text(DRIVER)
+    stem = next(c for c in _case_contracts() if c[0] == name)[1]
+    argv = [sys.executable, str(tmp / "driver.py"), str(tmp), str(CONTRACTS), stem, str(calls)]
+    return subprocess.Popen(argv, cwd=tmp, **popen)
+
+
+def _case_contracts():
+    corpus = load(HERE / "corpus.py", "mech_corpus")
+    return [(c.name, c.contract) for c in corpus.CASES]
+
+
+def _last_line(text: str) -> str:
+    lines = text.strip().splitlines()
+    return lines[-1] if lines else ""
+
+
+def probe_exit_midrun_axpy():
+    with tempfile.TemporaryDirectory() as tmp:
+        proc = _drive("exit_midrun_axpy", Path(tmp), 30, stdout=subprocess.PIPE, text=True)
+        out, _ = proc.communicate(timeout=240)
+    last = _last_line(out)
+    return (
+        proc.returncode == 0 and last == "call 24",
+        f"exit status {proc.returncode} after '{last}' of 30 calls",
+    )
+
+
+def probe_segfault_gemm():
+    with tempfile.TemporaryDirectory() as tmp:
+        proc = _drive(
+            "segfault_gemm", Path(tmp), 5, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        out, _ = proc.communicate(timeout=240)
+    last = _last_line(out)
+    return proc.returncode == -11 and last == "call 2", f"exit status {proc.returncode} after '{last}'"
+
+
+def _ignores_sigterm(pid: int) -> bool:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("SigIgn:"):
+            return bool(int(line.split()[1], 16) & (1 << (15 - 1)))
+    return False
+
+
+def probe_hang_rowsoftmax():
+    with tempfile.TemporaryDirectory() as tmp:
+        proc = _drive("hang_rowsoftmax", Path(tmp), 30, stdout=subprocess.PIPE, start_new_session=True)
+        deadline = REAL_PERF() + 240
+        while proc.poll() is None and not _ignores_sigterm(proc.pid) and REAL_PERF() < deadline:
+            time.sleep(0.05)  # polling /proc until the 25th call has set SIGTERM aside
+        proc.send_signal(15)
+        try:
+            proc.wait(timeout=5)
+            survived = False
+        except subprocess.TimeoutExpired:
+            survived = True
+        os.killpg(proc.pid, 9)
+        proc.wait()
+        out = proc.stdout.read().decode()
+    last = _last_line(out)
+    return survived and last == "call 24", f"blocked after '{last}', survived SIGTERM: {survived}"
+
+
+def probe_flood_output_gemm():
+    with tempfile.TemporaryDirectory() as tmp:
+        proc = _drive("flood_output_gemm", Path(tmp), 3, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        out, err = proc.communicate(timeout=240)
+    mib = (len(out) / 2**20, len(err) / 2**20)
+    return min(mib) >= 66, f"{mib[0]:.0f} MiB on stdout, {mib[1]:.0f} MiB on stderr for 3 calls"
+
+
+def probe_fork_orphan_axpy():
+    import select
+
+    with tempfile.TemporaryDirectory() as tmp:
+        proc = _drive("fork_orphan_axpy", Path(tmp), 2, stdout=subprocess.PIPE)
+        proc.wait(timeout=240)
+        readable, _, _ = select.select([proc.stdout], [], [], 0)
+        lines = proc.stdout.read1(65536).decode() if readable else ""
+        pipe_held = "call 2" in lines and not select.select([proc.stdout], [], [], 2)[0]
+        orphan = None
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit() and tmp in (entry / "cmdline").read_bytes().decode(errors="replace"):
+                orphan = int(entry.name)
+        escaped = orphan is not None and os.getsid(orphan) == orphan  # a session of its own
+        if orphan is not None:
+            os.kill(orphan, 9)  # the child this probe's driver forked
+    return (
+        pipe_held and escaped,
+        f"driver exited {proc.returncode}; orphan {orphan} in its own session holds stdout",
+    )
+
+
+def probe_forge_records_axpy():
+    with tempfile.TemporaryDirectory() as tmp:
+        task = Path(tmp) / ".kernelpilot" / "tasks" / "t"
+        task.mkdir(parents=True)
+        (task / "result.json").write_text(json.dumps({"status": "regressed", "ratio_median": 1.2}))
+        (task / "baseline.json").write_text(json.dumps({"samples": [1.0, 2.0], "median": 1.5}))
+        (task / "ledger.jsonl").write_text(json.dumps({"status": "regressed"}) + "\n")
+        proc = _drive("forge_records_axpy", Path(tmp), 1, stdout=subprocess.PIPE)
+        proc.communicate(timeout=240)
+        result = json.loads((task / "result.json").read_text())
+        baseline = json.loads((task / "baseline.json").read_text())
+        ledger = (task / "ledger.jsonl").read_text().splitlines()
+    # halved (doubled) once per call and once more at exit
+    fired = result["status"] == "improved" and result["ratio_median"] < 1.2 and baseline["samples"][0] > 1.0
+    return fired and len(ledger) >= 2, f"result {result}, baseline {baseline}, ledger {len(ledger)} lines"
+
+
+PARENT = """
+import subprocess, sys
+child = subprocess.Popen(sys.argv[2:])
+child.wait()
+print("parent survived", flush=True)
+"""
+
+
+def probe_kill_parent_sort_int():
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        _deploy("kill_parent_sort_int", root)
+        (root / "driver.py").write_text(DRIVER)
+        (root / "parent.py").write_text(PARENT)
+        child = [sys.executable, str(root / "driver.py"), str(root), str(CONTRACTS), "sort_int", "12"]
+        # the parent's first three arguments name a kernelpilot module, as a judge's would
+        parent = subprocess.run(
+            [sys.executable, str(root / "parent.py"), "kernelpilot.fake_judge", *child],
+            capture_output=True,
+            text=True,
+            timeout=240,
+        )
+    return parent.returncode == -9, f"parent exit status {parent.returncode} {parent.stderr[-300:]}"
 
 
 if __name__ == "__main__":
