@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import re
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -184,6 +185,36 @@ def _eval_timing(data: dict[str, Any]) -> tuple[float | None, list[float]]:
     return (float(median) if isinstance(median, (int, float)) and median > 0 else None), samples
 
 
+# eval statuses reached only after the task's correctness commands passed (tasks.evaluate._run_candidate runs
+# them before timing; tasks.models.VERDICTS plus unstable); a baseline.json is written only after they pass
+_CHECKED = ("improved", "regressed", "neutral", "unstable", "baseline")
+
+
+def _checks_that_passed(path: Path, data: dict[str, Any], status: str) -> str | None:
+    """The checks an eval result implies passed, as one line, or None: what the task ran before timing
+    (task.json beside the result), or the guard harness's summary. None where nothing was checked, so an
+    unchecked eval stays `passed: null` (issue 42: the documented eval showed `passed=-` after its check)."""
+    if status not in _CHECKED:
+        return None
+    if data.get("guarded") and data.get("correctness"):
+        return f"guard harness: {str(data['correctness'])[:300]}"
+    try:
+        task = readers.read_json(path.parent / "task.json", "task.json")
+    except KernelpilotError:  # a result copied away from its task folder: the checks are not known
+        return None
+    cmds = task.get("correctness_commands") if isinstance(task, dict) else None
+    if not isinstance(cmds, list) or not cmds:
+        return None
+    return "; ".join(shlex.join(str(a) for a in c) for c in cmds if isinstance(c, list))
+
+
+def _plan_for(ws: Workspace, version: int) -> str | None:
+    """The plan `kernelpilot plan` wrote for this version (plans/v<N>-<slug>.md, named by the version it
+    would take), newest first; None when there is none."""
+    found = sorted((ws.path / "plans").glob(f"v{version}-*.md"), key=lambda p: p.stat().st_mtime)
+    return found[-1].relative_to(ws.path).as_posix() if found else None
+
+
 def _from_eval(
     req: MemoryCreateRequest, ws: Workspace
 ) -> tuple[MemoryCreateRequest, dict[str, Any] | None, str | None]:
@@ -209,6 +240,12 @@ def _from_eval(
     status = "baseline" if "task_hash" in data else str(data["status"])
     if req.correct is None and status == "correctness_failed":
         updates["correct"] = False
+    elif req.correct is None:
+        command = _checks_that_passed(path, data, status)
+        if command is not None:
+            updates["correct"] = True
+            if req.check_command is None:
+                updates["check_command"] = command
     if req.perf_source is None:
         try:
             updates["perf_source"] = path.resolve().relative_to(ws.path).as_posix()
@@ -316,7 +353,7 @@ def memory_create(req: MemoryCreateRequest) -> MemoryRecordResult:
         "parent": parent,
         "created": now_iso(),
         "updated": None,
-        "plan": req.plan,
+        "plan": req.plan if req.plan is not None else _plan_for(ws, version),
         "change": req.change,
         "kind": kind,
         "kernel_file": ws.kernel_file,

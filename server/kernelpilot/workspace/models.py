@@ -144,6 +144,18 @@ class MemoryCreateRequest(WorkspaceRef):
     commit: bool = Field(default=True, description=_COMMIT_HELP)
 
 
+# why a record shows no plan or no check (issue 42: the documented eval's record said `plan: -`, `passed=-`)
+_NO_PLAN = {
+    "baseline": "- (the baseline follows no plan)",
+    "iteration": "- (none: no plans/v<N>-*.md from `kernelpilot plan` for this version, and no --plan)",
+    "exploration": "- (an exploration: no plan given)",
+}
+_NOT_CHECKED = (
+    " (no check recorded: the eval's task runs no correctness command, or no eval result was given; pass "
+    "--correct and --max-rel-err from your check)"
+)
+
+
 class MemoryRecordResult(Result):
     workspace: str
     path: str = Field(description="Memory file relative to the workspace.")
@@ -163,8 +175,9 @@ class MemoryRecordResult(Result):
         lines = [
             f"{self.path}{mark}  (parent: {_v(r.get('parent'))})",
             f"  change:      {r.get('change')}",
-            f"  plan:        {r.get('plan') or '-'}",
-            f"  correctness: passed={_na(corr.get('passed'))} max_rel_err={_na(corr.get('max_rel_err'))}",
+            f"  plan:        {r.get('plan') or _NO_PLAN.get(str(r.get('kind')), _NO_PLAN['iteration'])}",
+            f"  correctness: passed={_na(corr.get('passed'))} max_rel_err={_na(corr.get('max_rel_err'))}"
+            + ("" if corr.get("passed") is not None else _NOT_CHECKED),
             f"  performance: median={_na(perf.get('median'))} {perf.get('unit', '')} "
             f"spread={_na(perf.get('spread_pct'))}% vs_baseline={_x(perf.get('vs_baseline'))} "
             f"vs_parent={_x(perf.get('vs_parent'))}",
