@@ -10,13 +10,10 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-
-REPO = Path(__file__).resolve().parents[2]
-NPM_BIN = REPO / ".ci" / "npm" / "node_modules" / ".bin"
+from tests.sandbox_home import REPO, sandbox_env
 
 
 def _snapshot(root: Path) -> dict[str, tuple[str, int]]:
@@ -42,20 +39,6 @@ def _sentinel_home(home: Path) -> None:
     (home / ".bashrc").write_text("# sentinel\n")
 
 
-def _pip_settings() -> dict[str, str]:
-    """The caller's pip cache and user config, so the run downloads nothing and writes no cache into HOME."""
-    out = {}
-    cache = subprocess.run(
-        [sys.executable, "-m", "pip", "cache", "dir"], capture_output=True, text=True, timeout=60
-    ).stdout.strip()
-    if cache:
-        out["PIP_CACHE_DIR"] = cache
-    config = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "pip" / "pip.conf"
-    if config.is_file():
-        out["PIP_CONFIG_FILE"] = str(config)
-    return out
-
-
 @pytest.mark.slow
 @pytest.mark.needs_tool("claude")
 def test_ci_install_step_changes_nothing_in_home(tmp_path: Path) -> None:
@@ -65,14 +48,9 @@ def test_ci_install_step_changes_nothing_in_home(tmp_path: Path) -> None:
     before = _snapshot(home)
     tmp = tmp_path / "tmp"
     tmp.mkdir()
-    env = {k: v for k, v in os.environ.items() if k not in ("CLAUDE_CONFIG_DIR", "KERNELPILOT_CI")}
-    env.update(_pip_settings())
-    env.update(
-        HOME=str(home),
-        TMPDIR=str(tmp),
-        PATH=str(NPM_BIN) + os.pathsep + env.get("PATH", ""),
-        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
-    )
+    env = sandbox_env(home)
+    del env["CLAUDE_CONFIG_DIR"]  # .ci/run is to set its own: HOME alone is the sentinel
+    env["TMPDIR"] = str(tmp)
     run = subprocess.run(
         ["bash", str(REPO / ".ci" / "run"), "--install-step"],
         cwd=REPO,
