@@ -107,7 +107,11 @@ class MemoryCreateRequest(WorkspaceRef):
     parent: int | None = Field(
         default=None, ge=0, description="Version this one started from (default: latest unmasked)."
     )
-    plan: str | None = Field(default=None, description="Plan followed: a path under plans/ or one line.")
+    plan: str | None = Field(
+        default=None,
+        description="Plan followed: a path under plans/ or one line (default: the plans/v<N>-*.md that "
+        "`kernelpilot plan` wrote for this version, if any).",
+    )
     correct: bool | None = Field(default=None, description="Did the correctness check pass?")
     max_rel_err: float | None = Field(default=None, ge=0, description="Max relative error vs the reference.")
     tolerance: float | None = Field(default=None, ge=0, description="Relative tolerance of the check.")
@@ -125,8 +129,9 @@ class MemoryCreateRequest(WorkspaceRef):
     eval_result: str | None = Field(
         default=None,
         description="Path of a `kernelpilot eval` result.json: fills median (candidate_median, unit from a "
-        "metric name ending _ns/_us/_ms/_s), vs_baseline (speedup), samples, source, and correct=false on "
-        "status correctness_failed. Explicit options win.",
+        "metric name ending _ns/_us/_ms/_s), vs_baseline (speedup), samples, source, correct=false on "
+        "status correctness_failed, and correct=true with the task's correctness commands (task.json beside "
+        "it) when the eval got past them. Explicit options win.",
     )
     perf_source: str | None = Field(
         default=None, description="Where the timing came from (result.json path)."
