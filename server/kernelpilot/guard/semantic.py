@@ -220,8 +220,8 @@ def _pairs(ctx: CallContext, out: Any, ref: Any) -> tuple[list[tuple[Any, Any, s
     """(candidate array, reference array, declared dtype or "int", name) per output; a selection's
     reference loses its trailing scores. A candidate tuple of the wrong length is rejected here."""
     spec = ctx.selection
-    if spec is None:
-        return [(out, ref, ctx.dtype, "output")], None
+    if spec is None:  # an integer reference (counts, sorted keys, ids) has an integer output of any width
+        return [(out, ref, "int" if smod.is_int(ref) else ctx.dtype, "output")], None
     refs, _ = smod.split_reference(spec, ref)
     got = smod.parts(out)
     if len(got) != spec.n_outputs:
