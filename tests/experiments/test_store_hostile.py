@@ -258,3 +258,9 @@ def test_a_failed_command_removes_the_store_it_created(tmp_path: Path) -> None:
     assert not db.exists() and not list(tmp_path.glob("new.db*"))
     assert ops.list_records(ExpListRequest(db=str(db))).records == []  # a read creates the empty store
     assert db.exists()
+
+
+def test_upgrade_of_a_missing_store_creates_nothing(tmp_path: Path) -> None:
+    with pytest.raises(NotFoundError, match="no experiment store"):
+        ops.upgrade(ExpUpgradeRequest(db=str(tmp_path / "typo.db")))
+    assert sorted(p.name for p in tmp_path.iterdir()) == []

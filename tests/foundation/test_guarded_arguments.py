@@ -172,3 +172,23 @@ def test_capability_turns_a_path_the_os_refuses_into_a_typed_error(tmp_path: Pat
         assert info.value.message.startswith("--path path ") and "File name too long" in info.value.message
     if case == "proc_mem":  # read() fails with EIO and names no file
         assert info.value.message == "reading an input file: Input/output error"
+
+
+def test_cli_refuses_fifo_and_device_named_inputs_untouched(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Issue 41 acceptance, on the command line: a FIFO and a device-like FIFO (never a real device node)
+    given as inputs are refused at once, with the fix, and left as they were."""
+    import stat
+
+    os.mkfifo(tmp_path / "fifo")
+    os.mkfifo(tmp_path / "dev_zero")
+    for target in (tmp_path / "fifo", tmp_path / "dev_zero"):
+        for argv in (
+            ["exp", "list", "--db", str(target)],
+            ["exp", "upgrade", "--db", str(target)],
+            ["exp", "import", str(target), "--db", str(tmp_path / "x.db")],
+            ["suggest", "--bottleneck", str(target)],
+        ):
+            cli = run_cli(*argv)
+            assert cli.code in (1, 2) and "not a regular file" in cli.err and "fix:" in cli.err, (argv, cli)
+        assert stat.S_ISFIFO(os.lstat(target).st_mode)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dev_zero", "fifo"]

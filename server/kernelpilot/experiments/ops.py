@@ -44,7 +44,7 @@ from kernelpilot.experiments.record import FAILURE_STATUSES, ExperimentRecord, S
 from kernelpilot.experiments.store import RecordFilter, Store, default_location, is_pg_url, record_error
 from kernelpilot.foundation import readers
 from kernelpilot.foundation.atomic import output_path, write_text_atomic
-from kernelpilot.foundation.errors import FormatError, InputFileError, InvalidArgumentError
+from kernelpilot.foundation.errors import FormatError, InputFileError, InvalidArgumentError, NotFoundError
 
 ANALYZE_AFTER = 1000  # records: an import this large refreshes the planner statistics
 
@@ -88,8 +88,14 @@ def _remove_made(made: list[Path]) -> None:
 
 
 def upgrade(req: ExpUpgradeRequest) -> UpgradeResult:
-    """The one place an older store is migrated: `SQLiteStore(upgrade=True)` copies it beside itself first."""
-    store = open_store(req.db, upgrade=True)
+    """The one place an older store is migrated: `SQLiteStore(upgrade=True)` copies it beside itself first.
+
+    A SQLite path with no file is refused rather than created: there is nothing to upgrade, and a typo
+    must not leave a new empty store behind."""
+    location = req.db or default_location()
+    if not is_pg_url(location) and not os.path.lexists(Path(location).expanduser()):
+        raise NotFoundError(f"no experiment store at {location}", "check --db (or KERNELPILOT_DB)")
+    store = open_store(location, upgrade=True)
     try:
         backup = getattr(store, "backup", None)  # SQLite only; PostgreSQL migrates on the server
         return UpgradeResult(
