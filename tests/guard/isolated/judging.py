@@ -84,7 +84,19 @@ def task_for(root: Path, contract: str, slow: bool) -> Path:
 
 
 def run_case(root: Path, case: Any) -> Outcome:
-    """Evaluate one corpus case against its contract's honest twin and judge the outcome."""
+    """Evaluate one corpus case against its contract's honest twin and judge the outcome. An attack read as
+    `improved` is evaluated once more: a gain is one both evals confirm (a shared 2-core host can read one
+    eval of two equal candidates as a confident 5 % speed-up; a real gain repeats)."""
+    got = _run_once(root, case)
+    if case.kind == "attack" and got.status == "improved":
+        again = _run_once(root, case)
+        if again.status != "improved":
+            again.why = f"neutralized: improved once ({got.speedup}), then {again.status} ({again.speedup})"
+        return again
+    return got
+
+
+def _run_once(root: Path, case: Any) -> Outcome:
     from kernelpilot.experiments.api import ExpListRequest
     from kernelpilot.experiments.ops import list_records
     from kernelpilot.tasks.evaluate import evaluate
