@@ -108,7 +108,7 @@ def _run_once(root: Path, case: Any) -> Outcome:
     if case.function != "candidate":
         text += f"\n\ncandidate = {case.function}\n"
     (repo / "kernel.py").write_text(text)
-    db = root / f"{case.name}.sqlite"
+    db = root / f"{case.name}-{_ledger_lines(task_dir)}.sqlite"  # one database per eval
     lines_before = _ledger_lines(task_dir)
     try:
         res = evaluate(EvaluateRequest(task=str(task_dir), record_db=str(db), change=case.name))
