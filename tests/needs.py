@@ -18,13 +18,13 @@ def in_ci() -> bool:
     return os.environ.get("KERNELPILOT_CI") == "1"
 
 
-def needs_module(name: str, extra: str = "dev") -> ModuleType:
-    """The module `name`, imported; when it cannot be imported the test skips naming it (outside CI) or
-    fails (in CI), naming the extra that installs it."""
+def needs_module(name: str, install: str = "pip install -e '.[dev]'") -> ModuleType:
+    """The module `name`, imported; when it cannot be imported the test (or, called at module level, the
+    module's tests) skips naming it outside CI, and fails in CI, saying how to install it."""
     try:
         return importlib.import_module(name)
     except ImportError as exc:
-        why = f"needs the Python package {name!r} (pip install -e '.[{extra}]'): {exc}"
+        why = f"needs the Python package {name!r} ({install}): {exc}"
         if in_ci():
-            pytest.fail(f"KERNELPILOT_CI=1 and {why}")
-        pytest.skip(why)
+            pytest.fail(f"KERNELPILOT_CI=1 and {why}", pytrace=False)
+        pytest.skip(why, allow_module_level=True)

@@ -13,6 +13,7 @@ from tests.needs import needs_module
 TESTS = Path(__file__).resolve().parents[1]
 SKIP = re.compile(r"\bpytest\.(?:skip\(|importorskip\(|mark\.skipif\(|mark\.skip\()")
 
+_OUTSIDE_CI_ONLY = "skips only when KERNELPILOT_CI is not 1 (llvm-objdump too old for it; CI has LLVM 19)"
 # file -> why each of its skips cannot happen in CI (count of skip sites, reason)
 ALLOWED: dict[str, tuple[int, str]] = {
     "conftest.py": (
@@ -20,7 +21,10 @@ ALLOWED: dict[str, tuple[int, str]] = {
         "needs_tool itself: vendor GPU tools (NOT_INSTALLABLE_IN_CI) and, outside CI only, the rest",
     ),
     "needs.py": (1, "needs_module itself: skips outside CI only"),
-    "isa/test_isa_amd.py": (1, "skips only when KERNELPILOT_CI is not 1 (CI installs LLVM 19)"),
+    "isa/test_isa_amd.py": (1, _OUTSIDE_CI_ONLY),
+    "isa/test_isa_amd_issue_counts.py": (1, _OUTSIDE_CI_ONLY),
+    "roofline/test_issue_floor_archs.py": (1, _OUTSIDE_CI_ONLY),
+    "foundation/test_guarded_arguments.py": (1, "no /proc: not Linux; CI runs on Linux"),
     "isa/test_isa_pool.py": (1, "no fork start method: Windows only; CI runs on Linux"),
     "wiki/test_wiki_ceilings.py": (1, "a machine with a CUDA GPU; CI has none"),
     "workload/test_remedies.py": (1, "a machine with a GPU; CI has none"),

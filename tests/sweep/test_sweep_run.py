@@ -108,7 +108,7 @@ def test_the_run_timeline_accounts_for_every_cell_and_workers_load_modules_once(
 def test_worker_killed_mid_cell_its_cell_reruns_and_every_cell_lands_once(
     sweep_dir: Path, db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
-    distributed = needs_module("distributed", "sweep")
+    distributed = needs_module("distributed", "pip install -e '.[sweep]'")
     marks = tmp_path / "marks"
     marks.mkdir()
     monkeypatch.setenv("KP_SWEEP_TEST_MARKS", str(marks))

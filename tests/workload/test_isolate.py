@@ -19,6 +19,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from tests.needs import needs_module
 
 from kernelpilot.foundation.errors import InputFileError, KernelpilotError
 from kernelpilot.workload.core import read_workload
@@ -27,7 +28,7 @@ from kernelpilot.workload.isolate import isolate_row, isolate_workload
 from kernelpilot.workload.models import WorkloadIsolateRequest, WorkloadReadRequest, WorkloadResult
 from kernelpilot.workload.op_calls import TENSOR_TYPES, OpCall, read_trace_ops
 
-torch = pytest.importorskip("torch")
+torch = needs_module("torch", "pip install torch==2.13.0 (the CPU wheel; .ci/run installs it)")
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "workload"
 TRACES = {

@@ -7,7 +7,7 @@ import os
 import subprocess
 from pathlib import Path
 
-import pytest
+from tests.needs import needs_module
 
 from kernelpilot.tasks.create import create_task
 from kernelpilot.tasks.evaluate import evaluate
@@ -15,7 +15,7 @@ from kernelpilot.tasks.models import CreateTaskRequest, EvaluateRequest
 from kernelpilot.workload.isolate import isolate_workload
 from kernelpilot.workload.models import WorkloadIsolateRequest
 
-pytest.importorskip("torch")
+needs_module("torch", "pip install torch==2.13.0 (the CPU wheel; .ci/run installs it)")
 
 TRACE = Path(__file__).resolve().parent.parent / "fixtures" / "workload" / "h100_decode_trace.json"
 GIT_ENV = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e", "GIT_COMMITTER_NAME": "t"}
