@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import csv
+import fnmatch
+import gzip
 import json
-import os
 import sys
 from pathlib import Path
 
 import pytest
+from tests import fixture_paths
 
 from kernelpilot.foundation.errors import (
     PermissionDeniedError,
@@ -295,7 +297,52 @@ def test_cli_parse_and_hotspots(run_cli) -> None:  # type: ignore[no-untyped-def
 
 
 def test_no_device_paths_leak() -> None:
-    assert os.path.isdir(FIX)
+    """No fixture (any area, gzip read through) holds a build machine's home, temporary or work folder,
+    except the files tests/fixture_paths.py lists with why; each allowed file still exists and still holds
+    one (a stale exception is removed, not kept)."""
+    assert fixture_paths.leaks() == []
+    for pattern in fixture_paths.ALLOWED:
+        held = [
+            p
+            for p in fixture_paths.FIXTURES.rglob("*")
+            if p.is_file() and fnmatch.fnmatchcase(p.relative_to(fixture_paths.FIXTURES).as_posix(), pattern)
+        ]
+        assert held, f"ALLOWED names {pattern!r}, which matches no fixture"
+        assert any(fixture_paths.LEAK.search(p.read_bytes()) for p in held), f"{pattern!r} holds no path now"
+
+
+def test_the_leak_check_fails_on_a_planted_path_and_the_scrubber_clears_it(tmp_path: Path) -> None:
+    root = tmp_path / "fixtures"
+    (root / "area").mkdir(parents=True)
+    planted = {
+        "area/run.log": "==PROF== Connected to process 9 (/tmp/kp/kp_kernels)\n",
+        "area/trace.json": '{"file": "/home/alice/src/kernel.cu", "repo": "/work/main/bench/x.py"}\n',
+        "area/note.md": "written to /root/out/measured.md; see https://example.org/tmp/page and ~/tmp/x\n",
+    }
+    for rel, text in planted.items():
+        (root / rel).write_text(text)
+    (root / "area" / "ncu.csv.gz").write_bytes(gzip.compress(b"cmd,/Users/bob/a.out\n"))
+    assert fixture_paths.leaks(root, {}) == [
+        "area/ncu.csv.gz: /Users/bob/a.out",
+        "area/note.md: /root/out/measured.md;",
+        "area/run.log: /tmp/kp/kp_kernels)",
+        "area/trace.json: /home/alice/src/kernel.cu",
+    ]
+    assert fixture_paths.leaks(root, {"area/*.gz": "why", "area/*.md": "why"}) == [
+        "area/run.log: /tmp/kp/kp_kernels)",
+        "area/trace.json: /home/alice/src/kernel.cu",
+    ]
+    for p in root.rglob("*"):
+        if p.is_file():
+            assert fixture_paths.scrub_file(p)
+    assert fixture_paths.leaks(root, {}) == []
+    assert (root / "area" / "trace.json").read_text() == (
+        '{"file": "<home>/src/kernel.cu", "repo": "<repo>/bench/x.py"}\n'
+    )
+    assert (root / "area" / "note.md").read_text() == (
+        "written to <home>/out/measured.md; see https://example.org/tmp/page and ~/tmp/x\n"
+    )
+    assert gzip.decompress((root / "area" / "ncu.csv.gz").read_bytes()) == b"cmd,<home>/a.out\n"
 
 
 def test_passes_from_real_messages_and_units() -> None:
