@@ -26,6 +26,7 @@ from typing import Any
 import anyio
 import anyio.from_thread
 import anyio.to_thread
+from anyio.lowlevel import RunVar
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.resources import FileResource
@@ -98,17 +99,20 @@ DEFAULT_LONG_TOOL_TIMEOUT_S = 3600.0  # `long_running` tools: profiler runs, swe
 
 
 TOOL_WORKERS = 256  # threads tool bodies may hold at once (the SDK's default pool has 40 for everything)
-_tool_limiter: anyio.CapacityLimiter | None = None
+_tool_limiter: RunVar[anyio.CapacityLimiter] = RunVar("kernelpilot_tool_limiter")
 
 
 def _workers() -> anyio.CapacityLimiter:
     """The pool tool bodies run in, apart from the SDK's default one: calls blocked up to their limit (a
     slow network file, a profiler that hangs) hold these, never the threads the SDK itself needs, and
-    TOOL_WORKERS of them can wait at once before a new call queues behind them."""
-    global _tool_limiter
-    if _tool_limiter is None:
-        _tool_limiter = anyio.CapacityLimiter(TOOL_WORKERS)
-    return _tool_limiter
+    TOOL_WORKERS of them can wait at once before a new call queues behind them. One per event loop
+    (`RunVar`), as anyio keeps its own default limiter."""
+    try:
+        return _tool_limiter.get()
+    except LookupError:
+        limiter = anyio.CapacityLimiter(TOOL_WORKERS)
+        _tool_limiter.set(limiter)
+        return limiter
 
 
 def call_limit_s(cap: Capability) -> float:
