@@ -105,7 +105,7 @@ def test_cli_bad_input(run_cli, tmp_path: Path) -> None:  # type: ignore[no-unty
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"operator": "gemm", "summary": "a - b", "status": "success"}\n{"operator": "gemm"}\n')
     r = run_cli("exp", "import", "--db", db, str(bad))
-    assert r.code == 2 and f"{bad}:2" in r.err and "summary: Field required" in r.err
+    assert r.code == 2 and f"{bad}:2" in r.err and "summary: is missing" in r.err
     r = run_cli("exp", "list", "--db", db)
     assert "(no records)" in r.out  # the import was all-or-nothing
 

@@ -39,7 +39,7 @@ def test_good_record_defaults() -> None:
         ({"score": "fast"}, "score", "number"),
         ({"status": "great"}, "status", "success"),
         ({"operator": ""}, "operator", "at least 1"),
-        ({"bogus": 1}, "bogus", "Extra inputs"),
+        ({"bogus": 1}, "bogus", "not a known field"),
         ({"id": "a b"}, "id", "letters, digits"),
         ({"id": "'; DROP TABLE records; --"}, "id", "letters, digits"),
         ({"parent_id": "../x"}, "parent_id", "letters, digits"),

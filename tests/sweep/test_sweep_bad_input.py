@@ -83,7 +83,7 @@ def test_unknown_factory_function_names_the_variant(sweep_dir: Path, tmp_path: P
 def test_spec_key_errors_are_named(sweep_dir: Path, tmp_path: Path):
     spec = sweep_dir / "sweep.toml"
     spec.write_text(spec.read_text().replace('mode = "warm"', 'mode = "tepid"'))
-    with pytest.raises(SweepSpecError, match=r"mode: Input should be 'cold' or 'warm'"):
+    with pytest.raises(SweepSpecError, match=r"mode: must be 'cold' or 'warm'"):
         run_sweep(_req(spec, tmp_path / "e.db"))
 
 

@@ -31,6 +31,7 @@ from kernelpilot.bottleneck.pipes import (
 )
 from kernelpilot.bottleneck.rules import Ctx, evaluate
 from kernelpilot.foundation.errors import InvalidArgumentError
+from kernelpilot.foundation.text import plain_errors
 from kernelpilot.foundation.validation import load_json_argument
 from kernelpilot.profile.models import KernelProfile, ProfileParseRequest, ProfileResult
 from kernelpilot.roofline import stop
@@ -537,7 +538,7 @@ def classify_bottleneck(req: ClassifyRequest) -> ClassifyResult:
             res = ProfileResult.model_validate(load_json_argument(req.profile_json, "profile_json"))
         except ValidationError as exc:
             raise InvalidArgumentError(
-                f"profile_json is not a profile result: {str(exc)[:300]}",
+                f"profile_json is not a profile result: {plain_errors(exc.errors())}",
                 "pass the JSON printed by `kernelpilot profile parse --json`",
             ) from None
         where_base = res.path or "profile_json"
@@ -545,9 +546,14 @@ def classify_bottleneck(req: ClassifyRequest) -> ClassifyResult:
     if req.peaks_json:
         try:
             peaks = [CitedPeak.model_validate(x) for x in load_json_argument(req.peaks_json, "peaks_json")]
-        except (ValidationError, TypeError) as exc:
+        except ValidationError as exc:
             raise InvalidArgumentError(
-                f"peaks_json is invalid: {str(exc)[:300]}",
+                f"peaks_json is invalid: {plain_errors(exc.errors())}",
+                'give [{"metric":..,"value":..,"unit":"TB/s","citation":"..."}]',
+            ) from None
+        except TypeError:  # not a list of objects
+            raise InvalidArgumentError(
+                "peaks_json is invalid: it must be a JSON list of objects",
                 'give [{"metric":..,"value":..,"unit":"TB/s","citation":"..."}]',
             ) from None
     isa_doc: object = None

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from kernelpilot.experiments.record import ExperimentRecord, Status, Text, UtcTime
 from kernelpilot.foundation.errors import InputFileError, InvalidArgumentError
+from kernelpilot.foundation.text import plain_error
 
 WORKSPACE_CONFIG = "kernelpilot.toml"
 PG_SCHEMES = ("postgresql://", "postgres://")
@@ -207,7 +208,7 @@ def record_error(exc: ValidationError, where: str) -> InvalidArgumentError:
     for err in exc.errors():
         # drop pydantic's union-branch tags ("int", "list[int]", "function-after[...]") from the path
         parts = [str(p) for p in err["loc"] if not (isinstance(p, str) and (p in _UNION_TAGS or "[" in p))]
-        msg = err["msg"].removeprefix("Value error, ")
+        msg = plain_error(err)
         by_loc.setdefault(".".join(parts) or "record", []).append(msg)
     text = "; ".join(f"{loc}: {' or '.join(dict.fromkeys(msgs))}" for loc, msgs in by_loc.items())
     return InvalidArgumentError(f"invalid experiment record ({where}): {text}", "fix the named field")
@@ -220,7 +221,7 @@ def stored_record_problem(exc: Exception) -> str:
         parts = []
         for err in errs[:3]:
             loc = ".".join(str(p) for p in err["loc"] if not (isinstance(p, str) and p in _UNION_TAGS))
-            parts.append(f"{loc or 'document'}: {err['msg'].removeprefix('Value error, ')}")
+            parts.append(f"{loc or 'document'}: {plain_error(err)}")
         more = f" (+{len(errs) - 3} more)" if len(errs) > 3 else ""
         return "invalid record (" + "; ".join(parts) + more + ")"
     if isinstance(exc, RecursionError):

@@ -17,6 +17,7 @@ from pydantic import BeforeValidator, ValidationError
 
 from kernelpilot.foundation import readers
 from kernelpilot.foundation.errors import InputFileError, InvalidArgumentError, KernelpilotError
+from kernelpilot.foundation.text import plain_error
 
 
 def flag(name: str) -> str:
@@ -32,7 +33,7 @@ def validation_message(exc: ValidationError, style: str = "cli") -> str:
         name = flag(loc[0]) if style == "cli" and loc else ".".join(loc)
         if style == "cli" and len(loc) > 1:
             name += "." + ".".join(loc[1:])
-        msg = err["msg"].removeprefix("Value error, ")
+        msg = plain_error(err)  # plain words, not pydantic's (issue 42)
         parts.append(f"{name}: {msg}" if name else msg)  # a model-level check names the argument itself
     return "invalid arguments: " + "; ".join(parts)
 

@@ -21,6 +21,7 @@ from pydantic import ValidationError
 from kernelpilot.foundation import readers
 from kernelpilot.foundation.errors import KernelpilotError
 from kernelpilot.foundation.models import compact_json
+from kernelpilot.foundation.text import plain_error
 from kernelpilot.sweep.errors import LedgerError, SweepSpecError, UnknownVariantError
 from kernelpilot.sweep.models import LEDGER_META, Shape, SweepSpec, VariantSpec
 
@@ -38,7 +39,7 @@ def _validation_text(exc: ValidationError) -> str:
     parts = []
     for err in exc.errors():
         loc = ".".join(str(p) for p in err["loc"]) or "spec"
-        parts.append(f"{loc}: {err['msg'].removeprefix('Value error, ')}")
+        parts.append(f"{loc}: {plain_error(err)}")
     return "; ".join(parts)
 
 

@@ -30,6 +30,7 @@ from kernelpilot.foundation.atomic import write_temp
 from kernelpilot.foundation.errors import InputFileError, KernelpilotError, StateError, ToolchainError
 from kernelpilot.foundation.models import compact_json
 from kernelpilot.foundation.progress import Progress, no_progress
+from kernelpilot.foundation.text import plain_errors
 from kernelpilot.guard.models import Contract, HarnessReport, Rejection
 from kernelpilot.tasks import paired
 from kernelpilot.tasks.create import command_env, interpreter_argv, now_iso
@@ -273,7 +274,7 @@ def _load_baseline(task: Task, task_dir: Path) -> tuple[Baseline | None, str]:
         base = Baseline.model_validate(read_json(path, "baseline file"))
     except ValidationError as exc:
         raise InputFileError(
-            f"{path} is not a valid baseline.json: {exc.errors()[0]['msg']}", "refresh it"
+            f"{path} is not a valid baseline.json: {plain_errors(exc.errors())}", "refresh it"
         ) from exc
     if base.task_hash != task_hash(task):
         return None, "baseline.json is stale (eval command, metric, checks or env changed): refresh it"

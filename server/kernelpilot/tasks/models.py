@@ -283,7 +283,8 @@ class CreateTaskResult(Result):
         return "\n".join(
             [
                 f"task {t.name!r} written: {self.task_json}, {self.task_md}",
-                f"  eval: {t.eval_command}  metric {t.metric.name} ({t.metric.direction} is better)",
+                f"  eval: {shlex.join(t.eval_command)}  metric {t.metric.name} ({t.metric.direction} is "
+                "better)",
                 f"  allowed files: {', '.join(t.allowed_files)}",
                 f"  correctness: {len(t.correctness_commands)} command(s)",
                 f"  stripped now: {', '.join(t.environment.stripped_at_creation) or 'none'}",

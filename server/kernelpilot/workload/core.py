@@ -13,6 +13,7 @@ from typing import Any
 from kernelpilot.foundation.atomic import output_path, write_text_atomic
 from kernelpilot.foundation.errors import InputFileError, InvalidArgumentError, KernelpilotError
 from kernelpilot.foundation.progress import Progress, no_progress
+from kernelpilot.foundation.text import plain_errors
 from kernelpilot.workload.breakdown import breakdown, mark_hot
 from kernelpilot.workload.models import (
     CaptureTarget,
@@ -282,7 +283,7 @@ def load_result(path: str) -> WorkloadResult:
         return WorkloadResult.model_validate_json(p.read_bytes())
     except ValidationError as exc:
         raise InputFileError(
-            f"{path!r} is not a workload result: {exc.errors()[0]['msg']}",
+            f"{path!r} is not a workload result: {plain_errors(exc.errors())}",
             "give the JSON that workload run/read wrote with --out",
         ) from exc
 

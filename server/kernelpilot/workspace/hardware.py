@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from kernelpilot.foundation.errors import KernelpilotError
+from kernelpilot.foundation.text import plain_error, plain_errors
 
 # dtype spelling -> wiki metric key of the peak that dtype runs at (a vocabulary map, not a number).
 DTYPE_PEAK_METRIC: dict[str, str] = {
@@ -163,7 +164,7 @@ def roofline_args_problem(platform: str, dtype: str | None, args: dict[str, Any]
         _roofline_request(mod, platform, dtype, None, None, args, [], None)
     except ValidationError as exc:
         return "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}" for e in exc.errors()
+            f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {plain_error(e)}" for e in exc.errors()
         )
     return None
 
@@ -240,7 +241,7 @@ def gather(
         )
         res = mod.analyze(req)
     except ValidationError as exc:
-        info.roofline_reason = f"roofline arguments rejected: {exc.errors()[0]['msg']}"
+        info.roofline_reason = f"roofline arguments rejected: {plain_errors(exc.errors())}"
         return info
     except KernelpilotError as exc:
         info.roofline_reason = exc.message
