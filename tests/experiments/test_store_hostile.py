@@ -264,3 +264,12 @@ def test_upgrade_of_a_missing_store_creates_nothing(tmp_path: Path) -> None:
     with pytest.raises(NotFoundError, match="no experiment store"):
         ops.upgrade(ExpUpgradeRequest(db=str(tmp_path / "typo.db")))
     assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_a_failed_sweep_report_leaves_no_store_behind(tmp_path: Path) -> None:
+    from kernelpilot.sweep.models import SweepReportRequest
+    from kernelpilot.sweep.report import sweep_report
+
+    with pytest.raises(NotFoundError, match="no sweep"):
+        sweep_report(SweepReportRequest(id="x", db=str(tmp_path / "exp.db")))
+    assert sorted(p.name for p in tmp_path.iterdir()) == []

@@ -192,3 +192,12 @@ def test_cli_refuses_fifo_and_device_named_inputs_untouched(run_cli, tmp_path: P
             assert cli.code in (1, 2) and "not a regular file" in cli.err and "fix:" in cli.err, (argv, cli)
         assert stat.S_ISFIFO(os.lstat(target).st_mode)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dev_zero", "fifo"]
+
+
+def test_an_argument_too_long_for_a_child_process_is_typed() -> None:
+    """The MCP fuzz (seed 4142) gave `workload_run` a 1 MB `spec`; the child's argv failed with E2BIG."""
+    from kernelpilot.capabilities import all_capabilities
+
+    cap = next(c for c in all_capabilities() if c.tool == "workload_run")
+    with pytest.raises(InvalidArgumentError, match="too long to hand to a child process"):
+        cap.invoke(cap.request.model_validate({"spec": "\\" * 1_000_000}))

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import Any
 
-from kernelpilot.foundation.errors import InputFileError
+from kernelpilot.foundation.errors import InputFileError, InvalidArgumentError
 from kernelpilot.foundation.models import Request, Result
 from kernelpilot.foundation.progress import Progress, no_progress
 
@@ -83,6 +83,12 @@ class Capability:
         try:
             out = fn(request, progress) if self.takes_progress else fn(request)
         except OSError as exc:
+            if exc.errno == errno.E2BIG:  # a huge argument handed on to a child process's argv
+                longest = max((len(v) for v in request.__dict__.values() if isinstance(v, str)), default=0)
+                raise InvalidArgumentError(
+                    f"an argument is too long to hand to a child process ({exc.strerror})",
+                    f"give a path or a short value (the longest argument has {longest:,} characters)",
+                ) from exc
             # EIO: the system could not read a file (a /proc file such as /proc/self/mem, a failing disk);
             # its read() names no file, so it is typed whatever path it came from
             shape = exc.errno in (errno.ENAMETOOLONG, errno.ELOOP, errno.EIO)

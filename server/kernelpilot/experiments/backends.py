@@ -3,6 +3,10 @@ protocol in `store` import each other."""
 
 from __future__ import annotations
 
+import contextlib
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from kernelpilot.experiments.store import Store, default_data_location, default_location, is_pg_url
@@ -24,3 +28,41 @@ def open_store(db: str | None = None, *, busy_timeout_s: float | None = None, up
         upgrade=upgrade,
         make_folder=location == default_data_location(),
     )
+
+
+@contextmanager
+def store_session(db: str | None) -> Iterator[Store]:
+    """The store, closed after use; a SQLite file (and folders) this call created is removed again when
+    the call fails, so a failed command leaves nothing behind (issue 41: `exp update --db new.db` of a
+    missing record left an empty store)."""
+    location = db or default_location()
+    made = [] if is_pg_url(location) else _missing_chain(Path(location).expanduser())
+    store = open_store(location)
+    try:
+        yield store
+    except BaseException:
+        store.close()
+        _remove_made(made)
+        raise
+    store.close()
+
+
+def _missing_chain(path: Path) -> list[Path]:
+    """`path` and its missing ancestors (deepest first) when `path` does not exist; [] when it does."""
+    out: list[Path] = []
+    while not os.path.lexists(path) and path != path.parent:
+        out.append(path)
+        path = path.parent
+    return out
+
+
+def _remove_made(made: list[Path]) -> None:
+    """Remove the store file this call created, its journal files and the folders made for it (if empty)."""
+    if not made:
+        return
+    for side in ("", "-wal", "-shm", "-journal"):
+        with contextlib.suppress(FileNotFoundError, IsADirectoryError):
+            Path(str(made[0]) + side).unlink()
+    for folder in made[1:]:
+        with contextlib.suppress(OSError):  # not empty (someone else wrote there): leave it
+            folder.rmdir()

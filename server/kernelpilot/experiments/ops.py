@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
@@ -39,7 +38,7 @@ from kernelpilot.experiments.api import (
     UpgradeResult,
     _Filters,
 )
-from kernelpilot.experiments.backends import open_store
+from kernelpilot.experiments.backends import open_store, store_session
 from kernelpilot.experiments.record import FAILURE_STATUSES, ExperimentRecord, Status
 from kernelpilot.experiments.store import RecordFilter, Store, default_location, is_pg_url, record_error
 from kernelpilot.foundation import readers
@@ -49,42 +48,8 @@ from kernelpilot.foundation.errors import FormatError, InputFileError, InvalidAr
 ANALYZE_AFTER = 1000  # records: an import this large refreshes the planner statistics
 
 
-@contextmanager
-def _store(db: str | None) -> Iterator[Store]:
-    """The store, closed after use; a SQLite file (and folders) this call created is removed again when
-    the call fails, so a failed command leaves nothing behind (issue 41: `exp update --db new.db` of a
-    missing record left an empty store)."""
-    location = db or default_location()
-    made = [] if is_pg_url(location) else _missing_chain(Path(location).expanduser())
-    store = open_store(location)
-    try:
-        yield store
-    except BaseException:
-        store.close()
-        _remove_made(made)
-        raise
-    store.close()
-
-
-def _missing_chain(path: Path) -> list[Path]:
-    """`path` and its missing ancestors (deepest first) when `path` does not exist; [] when it does."""
-    out: list[Path] = []
-    while not os.path.lexists(path) and path != path.parent:
-        out.append(path)
-        path = path.parent
-    return out
-
-
-def _remove_made(made: list[Path]) -> None:
-    """Remove the store file this call created, its journal files and the folders made for it (if empty)."""
-    if not made:
-        return
-    for side in ("", "-wal", "-shm", "-journal"):
-        with contextlib.suppress(FileNotFoundError, IsADirectoryError):
-            Path(str(made[0]) + side).unlink()
-    for folder in made[1:]:
-        with contextlib.suppress(OSError):  # not empty (someone else wrote there): leave it
-            folder.rmdir()
+def _store(db: str | None) -> contextlib.AbstractContextManager[Store]:
+    return store_session(db)
 
 
 def upgrade(req: ExpUpgradeRequest) -> UpgradeResult:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-from kernelpilot.experiments.backends import open_store
+from kernelpilot.experiments.backends import store_session
 from kernelpilot.foundation.atomic import output_path, write_text_atomic
 from kernelpilot.sweep import charts, records
 from kernelpilot.sweep.models import SweepReportRequest, SweepReportResult, SweepSummary
@@ -68,11 +68,8 @@ def sweep_report(req: SweepReportRequest) -> SweepReportResult:
     named = (req.html if isinstance(req.html, str) and req.html else req.out) or f"{req.id}.html"
     if wanted:  # the dashboard path held to foundation.atomic's policy before the store is opened
         output_path(named, "--html", mkdir=req.mkdir)
-    store = open_store(req.db)
-    try:
+    with store_session(req.db) as store:  # a store this failed call created is removed again (issue 41)
         sweep, cells = records.load_sweep(store, req.id)
         summary = records.summarize(sweep, cells, store.url, store.skipped)
-    finally:
-        store.close()
     html = write_html(summary, named, req.mkdir) if wanted else None
     return SweepReportResult(summary=summary, html=html)
