@@ -40,6 +40,7 @@ def _sentinel_home(home: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # builds environments with pip: minutes on a loaded 2-core machine
 @pytest.mark.needs_tool("claude")
 def test_ci_install_step_changes_nothing_in_home(tmp_path: Path) -> None:
     home = tmp_path / "home"

@@ -120,6 +120,7 @@ def _inspector_tools(env: dict[str, str], data: Path) -> set[str]:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # builds environments with pip: minutes on a loaded 2-core machine
 @pytest.mark.needs_tool("claude", "mcp-inspector")
 def test_plugin_installs_lists_connects_and_uninstalls_cleanly(tmp_path: Path):
     home = tmp_path / "home"

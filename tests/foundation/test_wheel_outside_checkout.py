@@ -44,6 +44,7 @@ async def _tools(server: Path, env: dict[str, str], cwd: Path) -> tuple[set[str]
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # builds environments with pip: minutes on a loaded 2-core machine
 def test_wheel_from_a_clean_clone_works_outside_the_checkout(tmp_path: Path) -> None:
     home, elsewhere = tmp_path / "home", tmp_path / "elsewhere"
     home.mkdir()
