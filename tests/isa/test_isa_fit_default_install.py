@@ -103,3 +103,22 @@ def test_the_cli_prints_the_labels(no_disassembler: None, capsys: pytest.Capture
     assert main(["isa", "fit", str(CUBIN), "--kernel", "^l2_reread$", "--no-disassemble"]) == 0
     text = capsys.readouterr().out
     assert "not checked (no disassembly); fix: run isa fit with --disassemble" in text
+
+
+def test_bottleneck_says_which_isa_facts_it_lacked(no_disassembler: None) -> None:
+    """A fit saved without a disassembler: the verdict lists the unchecked ISA facts under `missing`, with
+    the fix (the narrow-load rule then reads the profile's own sectors, when it has them)."""
+    from kernelpilot.bottleneck.classify import classify_bottleneck
+    from kernelpilot.bottleneck.models import ClassifyRequest
+    from kernelpilot.isa.api import IsaFitResult
+
+    _, dev = _recorded(RC_ISA / "fit_transpose_smem_nopad.json")
+    fit = IsaFitResult(file=str(CUBIN), reports=[_fit_like(dev)]).model_dump_json()
+    raw = RC_ISA.parent / "full" / "transpose_smem_nopad_raw.csv"
+    (v,) = classify_bottleneck(ClassifyRequest(profile_path=str(raw), isa_facts_json=fit)).verdicts
+    note = next(m for m in v.missing if m.startswith("ISA "))
+    assert "vector width of global loads" in note and "pip install nvidia-cuda-nvdisasm" in note
+    with_dis = classify_bottleneck(
+        ClassifyRequest(profile_path=str(raw), isa_facts_json=str(RC_ISA / "fit_transpose_smem_nopad.json"))
+    )
+    assert not any(m.startswith("ISA ") for m in with_dis.verdicts[0].missing)

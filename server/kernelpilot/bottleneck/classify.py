@@ -481,6 +481,12 @@ def classify_profile(
         nxt.append(_measure_more(p))
     res = _verdict(p, verdict, level, conf, b, nxt, summary)
     res.causes, res.ruled_out, res.stop = causes, ruled_out, mem_stop
+    unchecked = (isa or {}).get("isa_not_checked")
+    if isinstance(unchecked, list) and unchecked:  # the narrow-load and matrix rules had no facts to read
+        res.missing.append(
+            f"ISA {', '.join(map(str, unchecked))}: isa fit ran without a disassembler (pip install "
+            "nvidia-cuda-nvdisasm, then isa fit again)"
+        )
     return res
 
 
@@ -494,8 +500,9 @@ def _measure_more(p: KernelProfile) -> str:
             "cannot read its sectors, bank conflicts or active threads"
         )
     return (
-        "kernelpilot profile run --mode full: the cause rules need the full set "
-        "(sectors per request, bank conflicts, local memory, stall mix, pipe utilization)"
+        "kernelpilot profile run --mode full (--include-raw-metrics when its JSON is saved for "
+        "--profile-json): the cause rules need the full set (sectors per request, bank conflicts, local "
+        "memory, stall mix, pipe utilization)"
     )
 
 

@@ -18,6 +18,8 @@ def _from_fit(rep: dict[str, Any]) -> dict[str, object]:
         steps = [s.get("change", "") + " -> " + s.get("gives", "") for s in occ.get("next_step") or []]
         if steps:
             out["occupancy_next_step"] = steps[0]
+    if rep.get("not_checked"):  # isa fit ran without a disassembler: its mix-based checks did not run
+        out["isa_not_checked"] = [str(x).split(":")[0] for x in rep["not_checked"]]
     mix = rep.get("mix") or {}
     if mix:
         bits = [int(b) for b in (mix.get("global_load_bits") or {})]
