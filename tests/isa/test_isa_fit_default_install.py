@@ -122,3 +122,27 @@ def test_bottleneck_says_which_isa_facts_it_lacked(no_disassembler: None) -> Non
         ClassifyRequest(profile_path=str(raw), isa_facts_json=str(RC_ISA / "fit_transpose_smem_nopad.json"))
     )
     assert not any(m.startswith("ISA ") for m in with_dis.verdicts[0].missing)
+
+
+def test_the_default_install_depends_on_the_disassembler_wheel() -> None:
+    """pyproject's default dependencies (what `./install.sh` without --dev installs) carry nvdisasm's wheel
+    on the platforms NVIDIA publishes it for, so the default install's findings are the dev install's."""
+    import tomllib
+
+    from packaging.requirements import Requirement
+
+    doc = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
+    reqs = {Requirement(r).name: Requirement(r) for r in doc["project"]["dependencies"]}
+    nvd = reqs["nvidia-cuda-nvdisasm"]
+    assert nvd.marker is not None
+    assert nvd.marker.evaluate({"sys_platform": "linux"}) and nvd.marker.evaluate({"sys_platform": "win32"})
+    assert not nvd.marker.evaluate({"sys_platform": "darwin"})  # no wheel there: the labels cover it
+
+
+@pytest.mark.needs_tool("nvdisasm")
+def test_the_wheels_disassembler_is_found_without_path() -> None:
+    """The wheel puts nvdisasm in site-packages, not on PATH: the toolchain finds it there."""
+    from kernelpilot.host.toolchain import find_tool
+
+    found = find_tool("nvdisasm", env={"PATH": ""})
+    assert found is not None and found.name == "nvdisasm" and "site-packages" in str(found)
