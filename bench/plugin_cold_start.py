@@ -68,6 +68,7 @@ def main() -> None:
             HOME=env.get("HOME", tmp),
         )
         launcher = ["python3", str(root / "bin" / "kernelpilot-plugin-mcp")]
+        print(f"python3 here: {shutil.which('python3')} (a pyenv shim adds a shell and pyenv per start)")
         first, tools = anyio.run(_start_to_tools_list, launcher, env)
         print(f"first start (builds the plugin's environment, then tools/list): {first:.1f} s, {tools} tools")
         (venv,) = (Path(tmp) / "data").glob("venv-*")
