@@ -222,7 +222,7 @@ def isolate_row(
     k = res.kernels[row - 1]
     _not_graph(k)
     op, shapes = _pick(k, trace.by_kernel.get(k.name, []))
-    plan = plan_call(op, trace.ops)
+    plan = plan_call(op, trace.ops, k.name)
     return _write(req, res, row, k, trace_path, trace, plan, shapes)
 
 

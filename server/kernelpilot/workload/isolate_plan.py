@@ -125,8 +125,10 @@ _SCALAR_SCHEMA = re.compile(r"^(?:Optional\[)?(?:number|int|float|bool|SymInt|co
 _LIST_SCHEMA = re.compile(r"^(?:Optional\[)?List\[(?:int|SymInt|number|float|bool)\]\]?$")
 
 
-def _fits(recorded: str, schema_type: str) -> int:
-    """2: the recorded type is this schema type; 1: it can stand for it with a substitute; 0: it cannot."""
+def _fits(recorded: str, schema_type: str, scalar_list: bool = False) -> int:
+    """2: the recorded type is this schema type; 1: it can stand for it with a substitute; 0: it cannot.
+    An unrecorded argument ('') is a list of numbers when the kernel's name says so (`scalar_list`: a
+    foreach kernel's `...ScalarListFunctor` is the overload taking one Python float per member)."""
     optional = schema_type.startswith("Optional[")
     if recorded in TENSOR_TYPES:
         return 2 if schema_type in ("Tensor", "Optional[Tensor]") else 0
@@ -139,11 +141,13 @@ def _fits(recorded: str, schema_type: str) -> int:
     if recorded == "":
         if optional:
             return 2
-        return 1 if _LIST_SCHEMA.match(schema_type) or _SCALAR_SCHEMA.match(schema_type) else 0
+        if _LIST_SCHEMA.match(schema_type):
+            return 2 if scalar_list else 1
+        return 1 if _SCALAR_SCHEMA.match(schema_type) else 0
     return 1 if schema_type == "str" else 0
 
 
-def _schema(torch: Any, op: OpCall) -> Any:
+def _schema(torch: Any, op: OpCall, scalar_list: bool) -> Any:
     """The overload whose arguments take the recorded types best (out= variants left out)."""
     try:
         schemas = torch._C._jit_get_schemas_for_operator(op.name)
@@ -154,7 +158,7 @@ def _schema(torch: Any, op: OpCall) -> Any:
         args = list(s.arguments)
         if s.overload_name.endswith("out") or len(args) != len(op.types):
             continue
-        fits = [_fits(t, str(a.type)) for t, a in zip(op.types, args, strict=True)]
+        fits = [_fits(t, str(a.type), scalar_list) for t, a in zip(op.types, args, strict=True)]
         if 0 in fits:
             continue
         if sum(fits) > score:
@@ -277,8 +281,8 @@ def _scalar_value(v: Any) -> Any:
     return v if isinstance(v, (int, float, bool)) else str(v)
 
 
-def plan_call(op: OpCall, all_ops: list[OpCall]) -> CallPlan:
-    """The call of the op that launched a kernel (or of its public caller), argument by argument."""
+def plan_call(op: OpCall, all_ops: list[OpCall], kernel: str = "") -> CallPlan:
+    """The call of the op that launched `kernel` (or of its public caller), argument by argument."""
     torch = _torch()
     called, note = public_op(op)
     if not called.recorded:
@@ -286,7 +290,7 @@ def plan_call(op: OpCall, all_ops: list[OpCall]) -> CallPlan:
             f"{called.name}: the trace recorded none of its inputs",
             "record the trace with torch.profiler.profile(record_shapes=True)",
         )
-    schema = _schema(torch, called)
+    schema = _schema(torch, called, "ScalarList" in kernel)
     ctx = _Ctx(called, [note] if note else [], all_ops)
     args = []
     for i, (a, rec) in enumerate(zip(schema.arguments, called.types, strict=True)):

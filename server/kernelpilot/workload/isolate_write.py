@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from kernelpilot.workload.isolate_plan import CallPlan, TensorArg
+from kernelpilot.workload.isolate_plan import CallPlan, ListArg, TensorArg
 from kernelpilot.workload.op_models import OpModel
 
 GUARD_DTYPES = {"float64": "fp64", "float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
@@ -78,6 +78,12 @@ def _tensor_line(t: TensorArg) -> str:
     return _assign(t.var, "strided_random_tensor", f"{c}_SHAPE, {c}_STRIDE, torch.{t.dtype}, g, device")
 
 
+def _list_const(plan: CallPlan, lst: ListArg) -> str:
+    """The constant of a TensorList's members: shared by every list with the same members (MEMBER_...)."""
+    same = [x for x in plan.lists if x.members == lst.members]
+    return "MEMBER" if len(same) > 1 else _const(lst.var)
+
+
 def _constants(plan: CallPlan) -> list[str]:
     lines = []
     for t in plan.tensors:
@@ -85,12 +91,16 @@ def _constants(plan: CallPlan) -> list[str]:
         lines.append(f"{c}_SHAPE = {_tuple(t.dims)}")
         if not t.contiguous and t.strides is not None:
             lines.append(f"{c}_STRIDE = {_tuple(t.strides)}  # recorded layout: a view")
+    written: list[ListArg] = []
     for lst in plan.lists:
+        if any(w.members == lst.members for w in written):  # one constant for lists of the same members
+            continue
+        written.append(lst)
         dtypes = sorted({dt for _, _, dt in lst.members})
-        lines.append(f"{_const(lst.var)}_SHAPES = [")
+        lines.append(f"{_list_const(plan, lst)}_SHAPES = [")
         lines += [f"    {_tuple(d)}," for d, _, _ in lst.members]
         lines.append("]")
-        lines.append(f"{_const(lst.var)}_DTYPE = torch.{dtypes[0]}")
+        lines.append(f"{_list_const(plan, lst)}_DTYPE = torch.{dtypes[0]}")
     return lines
 
 
@@ -118,7 +128,7 @@ def bench_text(plan: CallPlan, src: Source, model: OpModel | None) -> str:
     inputs = _inputs(plan)
     body = [_tensor_line(t) for t in plan.tensors]
     for lst in plan.lists:
-        c = _const(lst.var)
+        c = _list_const(plan, lst)
         comp = f"random_tensor(shape, {c}_DTYPE, g, device) for shape in {c}_SHAPES"
         one = f"    {lst.var} = [{comp}]"
         body.append(one if len(one) <= WIDTH else f"    {lst.var} = [\n        {comp}\n    ]")
