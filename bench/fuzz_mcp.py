@@ -335,6 +335,7 @@ class Bench:
         make_sandbox(self.box)
         os.environ.update(
             HOME=str(self.home),
+            CLAUDE_CONFIG_DIR=str(self.home / ".claude"),  # skills_install without config_dir writes here
             XDG_DATA_HOME=str(self.home / "data"),
             XDG_CACHE_HOME=str(self.home / "cache"),
             KERNELPILOT_DB=str(self.store / "exp.db"),

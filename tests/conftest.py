@@ -20,6 +20,14 @@ def _mcp_results_in_a_temp_folder(tmp_path_factory: pytest.TempPathFactory) -> N
     os.environ["KERNELPILOT_MCP_RESULTS"] = str(tmp_path_factory.mktemp("mcp-results"))
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _claude_profile_in_a_temp_folder(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Claude Code's config folder is a temporary one for the whole session (issue 42): `skills install`, the
+    `claude` CLI and anything else that writes a Claude profile reach it, never ~/.claude or ~/.claude.json.
+    Servers and CLIs started as subprocesses inherit it; tests of an installer also set their own HOME."""
+    os.environ["CLAUDE_CONFIG_DIR"] = str(tmp_path_factory.mktemp("claude-profile") / ".claude")
+
+
 @dataclass
 class CliRun:
     code: int
