@@ -89,3 +89,15 @@ def test_shapes_in_text_json_and_html(decode: WorkloadResult) -> None:
     assert "mm 8x1024,1024x2816" in text and "of roof (trace)" in text
     assert json.loads(decode.model_dump_json())["kernels"][1]["input_shapes"]
     assert "mm 8x1024,1024x3072" in render_html(decode)
+
+
+def test_a_name_split_over_shapes_is_drilled_once(decode: WorkloadResult) -> None:
+    from kernelpilot.workload.core import _one_row_per_name
+
+    res = decode.model_copy(deep=True)
+    hot = [k for k in res.kernels if k.hot]
+    kept = _one_row_per_name(res, hot)
+    gemm = [k for k in hot if k.name == "nvjet_sm90_tst_64x8_64x16_4x1_v_bz_TNT"]
+    assert len(gemm) == 3 and [k for k in kept if k.name == gemm[0].name] == [gemm[0]]
+    assert len(kept) == len(hot) - 2 and len(res.drill_failures) == 2
+    assert all("ncu profiles one launch per kernel name" in f for f in res.drill_failures)

@@ -123,6 +123,21 @@ def _join(res: WorkloadResult, hot: list[WorkloadKernel], meta: dict[str, Any], 
 
 
 def _drill(
+def _one_row_per_name(res: WorkloadResult, hot: list[WorkloadKernel]) -> list[WorkloadKernel]:
+    """ncu profiles a launch by kernel name: a name split over several shapes (one row each) is drilled once,
+    for its row with the most time; the others keep the position computed from their recorded shapes."""
+    first: dict[str, WorkloadKernel] = {}
+    for k in hot:
+        if k.name in first:
+            res.drill_failures.append(
+                f"{k.short_name}: not drilled: ncu profiles one launch per kernel name, that of "
+                f"{first[k.name].short_name}; this row's position is computed from its recorded shapes"
+            )
+        else:
+            first[k.name] = k
+    return list(first.values())
+
+
     res: WorkloadResult,
     hot: list[WorkloadKernel],
     req: WorkloadRunRequest,
@@ -136,6 +151,7 @@ def _drill(
     res.drill_failures += [f"{k.short_name}: a device copy/fill, not a kernel (not drilled)" for k in devices]
     hot = [k for k in hot if not k.rule.startswith("device ")]
     if not hot:
+    hot = _one_row_per_name(res, hot)
         return
     progress(3, 4, f"profiling one launch of each of {len(hot)} hot kernels (ncu)")
     region = f"nvtx:{req.region}" if req.region else ("profiler" if req.command else None)
