@@ -152,46 +152,29 @@ def test_cli_refuses_a_non_utf8_argument(run_cli) -> None:  # type: ignore[no-un
 
 @pytest.mark.parametrize("case", ["long_name", "loop", "file_as_folder", "proc_mem"])
 def test_capability_turns_a_path_the_os_refuses_into_a_typed_error(tmp_path: Path, case: str) -> None:
-    """Capability.invoke: ENAMETOOLONG and ELOOP anywhere, ENOTDIR/EISDIR/EIO on the user's own path, become
-    InputFileError naming the argument (the MCP fuzz found them in four tools' `Path.exists()` calls)."""
+    """Capability.invoke: ENAMETOOLONG, ELOOP and EIO anywhere, ENOTDIR/EISDIR on the user's own path, become
+    InputFileError naming the argument (the MCP fuzz found them in four tools' `Path.exists()` calls and in
+    a read of /proc/self/mem)."""
     from kernelpilot.capabilities import all_capabilities
+    from kernelpilot.foundation.errors import KernelpilotError
 
-    cap = next(c for c in all_capabilities() if c.tool == "profile_hotspots")
     (tmp_path / "loop").symlink_to(tmp_path / "loop")
     (tmp_path / "mem").symlink_to("/proc/self/mem")
-    path = {
-        "long_name": str(tmp_path / ("n" * 300)),
-        "loop": str(tmp_path / "loop" / "x.csv"),
-        "file_as_folder": "/proc/self/status/x.csv",
-        "proc_mem": str(tmp_path / "mem"),
+    tool, field, path = {
+        "long_name": ("isa_occupancy", "file", str(tmp_path / ("n" * 300))),
+        "loop": ("isa_occupancy", "file", str(tmp_path / "loop" / "x.cubin")),
+        "file_as_folder": ("isa_occupancy", "file", "/proc/self/status/x.cubin"),
+        "proc_mem": ("profile_hotspots", "path", str(tmp_path / "mem")),
     }[case]
-    with pytest.raises(InputFileError) as info:
-        cap.invoke(cap.request.model_validate({"path": path}))
+    cap = next(c for c in all_capabilities() if c.tool == tool)
+    with pytest.raises(KernelpilotError) as info:
+        cap.invoke(cap.request.model_validate({field: path, **_required(cap, field)}))
     assert info.value.hint
     if case == "long_name":  # raised by Path.exists() inside the tool: named by Capability.invoke
-        assert info.value.message.startswith("--path path ") and "File name too long" in info.value.message
+        assert isinstance(info.value, InputFileError)
+        assert info.value.message.startswith("--file path ") and "File name too long" in info.value.message
     if case == "proc_mem":  # read() fails with EIO and names no file
         assert info.value.message == "reading an input file: Input/output error"
-
-
-def test_cli_refuses_fifo_and_device_named_inputs_untouched(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    """Issue 41 acceptance, on the command line: a FIFO and a device-like FIFO (never a real device node)
-    given as inputs are refused at once, with the fix, and left as they were."""
-    import stat
-
-    os.mkfifo(tmp_path / "fifo")
-    os.mkfifo(tmp_path / "dev_zero")
-    for target in (tmp_path / "fifo", tmp_path / "dev_zero"):
-        for argv in (
-            ["exp", "list", "--db", str(target)],
-            ["exp", "upgrade", "--db", str(target)],
-            ["exp", "import", str(target), "--db", str(tmp_path / "x.db")],
-            ["suggest", "--bottleneck", str(target)],
-        ):
-            cli = run_cli(*argv)
-            assert cli.code in (1, 2) and "not a regular file" in cli.err and "fix:" in cli.err, (argv, cli)
-        assert stat.S_ISFIFO(os.lstat(target).st_mode)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["dev_zero", "fifo"]
 
 
 def test_an_argument_too_long_for_a_child_process_is_typed() -> None:
@@ -201,3 +184,25 @@ def test_an_argument_too_long_for_a_child_process_is_typed() -> None:
     cap = next(c for c in all_capabilities() if c.tool == "workload_run")
     with pytest.raises(InvalidArgumentError, match="too long to hand to a child process"):
         cap.invoke(cap.request.model_validate({"spec": "\\" * 1_000_000}))
+
+
+@pytest.mark.parametrize("tool", ["profile_parse", "profile_hotspots", "workload_read", "workload_isolate"])
+def test_input_readers_name_a_folder_and_a_device_link_for_what_they_are(tmp_path: Path, tool: str) -> None:
+    """Issue 42: a directory, or a link to /dev/zero, given as the input file was "does not exist"."""
+    from kernelpilot.capabilities import all_capabilities
+
+    cap = next(c for c in all_capabilities() if c.tool == tool)
+    (tmp_path / "zero").symlink_to("/dev/zero")  # a link only: the device is never opened
+    for path, says in ((tmp_path, "is a directory"), (tmp_path / "zero", "is not a regular file")):
+        with pytest.raises(InputFileError) as info:
+            cap.invoke(cap.request.model_validate({"path": str(path), **_required(cap, "path")}))
+        assert says in info.value.message and "does not exist" not in info.value.message
+
+
+def _required(cap, field: str) -> dict[str, object]:  # type: ignore[no-untyped-def]
+    """Plain values for the other required fields of `cap`'s request."""
+    out: dict[str, object] = {}
+    for name, info in cap.request.model_fields.items():
+        if name != field and info.is_required():
+            out[name] = "k"
+    return out

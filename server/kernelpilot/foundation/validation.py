@@ -81,14 +81,25 @@ def input_kind_error(value: str, what: str, kind: str) -> InputFileError:
     """The typed error for an input path that is not a readable regular file, saying what it is instead."""
     shown = value if len(value) <= 200 else value[:200] + f"... ({len(value)} characters)"
     if kind == "directory":
-        return InputFileError(f"{what}: {shown!r} is a directory", "give the path of a file inside it")
+        return InputFileError(f"{what} {shown!r} is a directory", "give the path of a file inside it")
     if kind == "special":
         return InputFileError(
-            f"{what}: {shown!r} is not a regular file (a FIFO, device or socket)", "give the path of a file"
+            f"{what} {shown!r} is not a regular file (a FIFO, device or socket)", "give the path of a file"
         )
     if kind == "missing":
-        return InputFileError(f"{what}: {shown!r} does not exist", "check the path")
-    return InputFileError(f"{what}: {shown!r} cannot be read ({kind})", "give the path of a regular file")
+        return InputFileError(f"{what} {shown!r} does not exist", "check the path")
+    return InputFileError(f"{what} {shown!r} cannot be read ({kind})", "give the path of a regular file")
+
+
+def require_file(path: str | Path, what: str, hint: str) -> Path:
+    """`path` as a Path when it names a regular file (links followed); else the typed error saying what it
+    is instead, with the caller's `hint`: a folder, FIFO, device or link loop given as an input was reported
+    as "does not exist" (issue 42), and `Path.is_file()` raised on a name too long (issue 41)."""
+    p = Path(path)
+    kind = path_kind(p)
+    if kind != "file":
+        raise InputFileError(input_kind_error(str(path), what, kind).message, hint)
+    return p
 
 
 def _file_text(value: str, what: str) -> str | None:

@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import TypeVar, cast
 
 from kernelpilot.foundation.atomic import write_text_atomic
-from kernelpilot.foundation.errors import InputFileError, InvalidArgumentError
+from kernelpilot.foundation.errors import InvalidArgumentError
+from kernelpilot.foundation.validation import require_file
 from kernelpilot.isa.api import (
     IsaDisasmRequest,
     IsaDisasmResult,
@@ -87,9 +88,7 @@ def parse_ptxas_log(text: str) -> dict[tuple[str, str | None], tuple[int, int, i
 def _apply_ptxas_log(req: IsaFileRequest, ks: list[KernelResources]) -> None:
     if not req.ptxas_log:
         return
-    p = Path(req.ptxas_log)
-    if not p.is_file():
-        raise InputFileError(f"--ptxas-log {p}: file not found", "give the saved output of nvcc -Xptxas -v")
+    p = require_file(req.ptxas_log, "--ptxas-log", "give the saved output of nvcc -Xptxas -v")
     table = parse_ptxas_log(p.read_text(errors="replace"))
     for k in ks:
         vals = table.get((k.name, k.arch)) or table.get((k.name, None))

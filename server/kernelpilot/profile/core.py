@@ -5,8 +5,9 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from kernelpilot.foundation.errors import InputFileError, InvalidArgumentError
+from kernelpilot.foundation.errors import InvalidArgumentError
 from kernelpilot.foundation.progress import Progress, no_progress
+from kernelpilot.foundation.validation import require_file
 from kernelpilot.host.toolchain import find_tool, require_tool, run
 from kernelpilot.profile import ncu_csv, rocprof
 from kernelpilot.profile.errors import ProfileFormatError
@@ -84,11 +85,7 @@ def parse_text(
 
 
 def profile_parse(req: ProfileParseRequest) -> ProfileResult:
-    path = Path(req.path)
-    if not path.is_file():
-        raise InputFileError(
-            f"profile file {req.path!r} does not exist", "give the path of the profiler output"
-        )
+    path = require_file(req.path, "profile file", "give the path of the profiler output")
     if path.stat().st_size == 0:
         raise ProfileFormatError(
             f"{req.path}: file is empty (empty report)", "re-run the profiler; check its log"
@@ -214,11 +211,7 @@ def _profile_run_att(req: ProfileRunRequest, progress: Progress) -> ProfileResul
 
 
 def profile_hotspots(req: HotspotsRequest) -> HotspotsResult:
-    path = Path(req.path)
-    if not path.is_file():
-        raise InputFileError(
-            f"source page {req.path!r} does not exist", "give an ncu source-page CSV or .ncu-rep"
-        )
+    path = require_file(req.path, "source page", "give an ncu source-page CSV or .ncu-rep")
     if path.name.endswith(".ncu-rep"):
         from kernelpilot.profile.ncu_runner import read_report
 

@@ -25,9 +25,9 @@ from __future__ import annotations
 
 import math
 import re
-from pathlib import Path
 
-from kernelpilot.foundation.errors import InputFileError, InvalidArgumentError, UnknownSpecError
+from kernelpilot.foundation.errors import InvalidArgumentError, UnknownSpecError
+from kernelpilot.foundation.validation import require_file
 from kernelpilot.isa.occupancy_models import KernelMixModel
 from kernelpilot.roofline.models import Ceiling, IssueFloor, PipeFloor, RooflineRequest
 from kernelpilot.wiki.core import Wiki
@@ -287,10 +287,7 @@ def measured_floor(req: RooflineRequest, wiki: Wiki, gpu_id: str) -> tuple[Issue
             f"--ncu-csv {req.ncu_csv}: ncu counters are NVIDIA's, and {gpu_id} is an AMD GPU",
             "use --isa with the kernel's HSACO for the AMD issue floor",
         )
-    if not Path(req.ncu_csv).is_file():
-        raise InputFileError(
-            f"--ncu-csv {req.ncu_csv}: file not found", "give an `ncu --csv --page raw` file"
-        )
+    require_file(req.ncu_csv, "--ncu-csv", "give an `ncu --csv --page raw` file")
     page = parse_raw(read_text(req.ncu_csv), req.ncu_csv)
     pat = re.compile(req.ncu_kernel) if req.ncu_kernel else None
     launches = [k for k in page.kernels if pat is None or pat.search(k.kernel)]

@@ -14,6 +14,7 @@ from kernelpilot.foundation.atomic import output_path, write_text_atomic
 from kernelpilot.foundation.errors import InputFileError, InvalidArgumentError, KernelpilotError
 from kernelpilot.foundation.progress import Progress, no_progress
 from kernelpilot.foundation.text import plain_errors
+from kernelpilot.foundation.validation import require_file
 from kernelpilot.workload.breakdown import breakdown, mark_hot
 from kernelpilot.workload.models import (
     CaptureTarget,
@@ -122,7 +123,6 @@ def _join(res: WorkloadResult, hot: list[WorkloadKernel], meta: dict[str, Any], 
             res.unmatched.append(f"{k.short_name}: {j.note}")
 
 
-def _drill(
 def _one_row_per_name(res: WorkloadResult, hot: list[WorkloadKernel]) -> list[WorkloadKernel]:
     """ncu profiles a launch by kernel name: a name split over several shapes (one row each) is drilled once,
     for its row with the most time; the others keep the position computed from their recorded shapes."""
@@ -138,6 +138,7 @@ def _one_row_per_name(res: WorkloadResult, hot: list[WorkloadKernel]) -> list[Wo
     return list(first.values())
 
 
+def _drill(
     res: WorkloadResult,
     hot: list[WorkloadKernel],
     req: WorkloadRunRequest,
@@ -150,8 +151,8 @@ def _one_row_per_name(res: WorkloadResult, hot: list[WorkloadKernel]) -> list[Wo
     devices = [k for k in hot if k.rule.startswith("device ")]  # Kineto memcpy/memset: no kernel to profile
     res.drill_failures += [f"{k.short_name}: a device copy/fill, not a kernel (not drilled)" for k in devices]
     hot = [k for k in hot if not k.rule.startswith("device ")]
-    if not hot:
     hot = _one_row_per_name(res, hot)
+    if not hot:
         return
     progress(3, 4, f"profiling one launch of each of {len(hot)} hot kernels (ncu)")
     region = f"nvtx:{req.region}" if req.region else ("profiler" if req.command else None)
@@ -288,11 +289,7 @@ def run_workload(req: WorkloadRunRequest, progress: Progress = no_progress) -> W
 
 
 def load_result(path: str) -> WorkloadResult:
-    p = Path(path)
-    if not p.is_file():
-        raise InputFileError(
-            f"workload result {path!r} does not exist", "give a JSON of workload run/read --out"
-        )
+    p = require_file(path, "workload result", "give a JSON of workload run/read --out")
     from pydantic import ValidationError
 
     try:

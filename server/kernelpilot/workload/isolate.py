@@ -19,6 +19,7 @@ from typing import Any
 
 from kernelpilot.foundation.atomic import write_text_atomic
 from kernelpilot.foundation.errors import InputFileError
+from kernelpilot.foundation.validation import require_file
 from kernelpilot.workload.errors import KernelChoiceError, NotIsolableError
 from kernelpilot.workload.models import (
     IsolatedShape,
@@ -71,9 +72,7 @@ def _sources(req: WorkloadIsolateRequest) -> tuple[WorkloadResult, Path]:
     from kernelpilot.workload.core import read_workload
     from kernelpilot.workload.models import WorkloadReadRequest
 
-    p = Path(req.path)
-    if not p.is_file():
-        raise InputFileError(f"{req.path!r} does not exist", "give a PyTorch trace or a workload result JSON")
+    p = require_file(req.path, "input", "give a PyTorch trace or a workload result JSON")
     if _is_trace(p):
         return read_workload(WorkloadReadRequest(path=str(p))), p
     res = _load_result(p)

@@ -32,6 +32,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from kernelpilot.foundation.errors import InputFileError, KernelpilotError
+from kernelpilot.foundation.validation import require_file
 from kernelpilot.isa.models import KernelResources
 from kernelpilot.workload.names import NameKeys, demangle_many, full_key, name_keys
 
@@ -132,9 +133,7 @@ def loaded_code_objects(
     out = [Path(p) for p in seen if _has_gpu_code(Path(p))]
     out += triton_objects(triton_cache)
     for p in extra:
-        if not Path(p).is_file():
-            raise InputFileError(f"{p}: file not found", "give the path of a .so, cubin, fatbin or HSACO")
-        out.append(Path(p))
+        out.append(require_file(p, "code object", "give the path of a .so, cubin, fatbin or HSACO"))
     return list(dict.fromkeys(out))
 
 

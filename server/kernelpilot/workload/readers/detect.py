@@ -5,7 +5,8 @@ from __future__ import annotations
 import gc
 from pathlib import Path
 
-from kernelpilot.foundation.errors import InputFileError, InvalidArgumentError
+from kernelpilot.foundation.errors import InvalidArgumentError
+from kernelpilot.foundation.validation import require_file
 from kernelpilot.workload.errors import TraceFormatError
 from kernelpilot.workload.readers.trace import Trace
 
@@ -23,9 +24,7 @@ def read_trace(path: str | Path, fmt: str = "auto", steps: int | None = None, sk
 
 
 def _read(path: str | Path, fmt: str, steps: int | None, skip_steps: int) -> Trace:
-    p = Path(path)
-    if not p.is_file():
-        raise InputFileError(f"trace {str(path)!r} does not exist", "give the path of a recorded trace")
+    p = require_file(path, "trace", "give the path of a recorded trace")
     if p.stat().st_size == 0:
         raise TraceFormatError(f"trace {str(path)!r} is empty", "record it again")
     if fmt == "kineto" or (fmt == "auto" and _looks_json(p)):
