@@ -168,9 +168,8 @@ class StopVerdict(BaseModel):
     text: str = Field(description="one line: the verdict with its numbers")
     basis: str = Field(
         default="",
-        description="what `achieved` divides: the work counted and the time measured (the roofline's "
-        "counted bytes over --measured-time-us, or the profile's DRAM bytes over its duration), so two "
-        "percentages of one kernel's ceiling say why they differ",
+        description="what `achieved` divides: the roofline's counted work / --measured-time-us, or the "
+        "profile's DRAM bytes/time, so two percentages of one kernel's ceiling say why they differ",
     )
 
     def brief(self) -> str:

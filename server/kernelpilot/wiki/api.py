@@ -69,24 +69,22 @@ def spec_lookup(req: SpecRequest) -> SpecResult:
             )
         cv = wiki.lookup(gpu_id, req.metric)
     except AmbiguousNameError as exc:
-        return SpecResult(
+        failed = SpecResult(
             status="ambiguous",
             gpu=req.gpu,
             metric=req.metric,
             candidates=exc.candidates,
             unknown=exc.message,
-            hint=exc.hint,
             issues=_issues(wiki),
         )
+        failed._hint = exc.hint
+        return failed
     except UnknownSpecError as exc:
-        return SpecResult(
-            status="unknown",
-            gpu=req.gpu,
-            metric=req.metric,
-            unknown=exc.message,
-            hint=exc.hint,
-            issues=_issues(wiki),
+        failed = SpecResult(
+            status="unknown", gpu=req.gpu, metric=req.metric, unknown=exc.message, issues=_issues(wiki)
         )
+        failed._hint = exc.hint
+        return failed
     overrides = [n for n in wiki.override_notes(gpu_id) if n.startswith(cv.metric + ":")]
     return SpecResult(
         status="found",

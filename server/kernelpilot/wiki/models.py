@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from kernelpilot.foundation.errors import UnknownSpecError
 from kernelpilot.foundation.models import Request, Result
@@ -170,10 +170,12 @@ class SpecResult(Result):
     citations: list[str] = Field(default_factory=list, description="one citation line per value")
     candidates: list[str] = Field(default_factory=list, description="matching names when ambiguous")
     unknown: str | None = Field(default=None, description="the UNKNOWN text when not found")
-    hint: str | None = Field(default=None, description="how to fix the name when not found or ambiguous")
+    # the fix, for the CLI's error line (`cli_error`); private: the MCP answer has `unknown` and `candidates`
+    # and the default tool list keeps its budget (tests/foundation/test_mcp_toolsets.py)
+    _hint: str = PrivateAttr(default="")
     notes: list[str] = Field(
         default_factory=list,
-        description="how the GPU name was read when it could mean several parts (`H100`: SXM5, PCIe, NVL; "
+        description="which part a name that fits several was read as (`H100`: the SXM5, not the PCIe or NVL; "
         "an architecture id such as `gfx942`)",
     )
     overrides: list[str] = Field(default_factory=list, description="user-wiki overrides that apply here")
@@ -207,10 +209,10 @@ class SpecResult(Result):
         if self.status == "ambiguous":
             return AmbiguousNameError(
                 (self.unknown or f"{self.gpu!r} is ambiguous") + issues,
-                self.hint or "give one of the candidates",
+                self._hint or "give one of the candidates",
                 candidates=self.candidates,
             )
-        return UnknownSpecError((self.unknown or UNKNOWN_TEXT) + issues, self.hint or "")
+        return UnknownSpecError((self.unknown or UNKNOWN_TEXT) + issues, self._hint)
 
     def cli_exit_code(self) -> int:
         error = self.cli_error()
