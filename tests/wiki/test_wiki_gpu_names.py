@@ -52,7 +52,9 @@ def test_an_architecture_nobody_owns_lists_its_gpus(wiki: Wiki) -> None:
     assert info.value.candidates == SM_89
     assert "7 wiki GPUs are sm_89" in info.value.message
     res = spec_lookup(SpecRequest(gpu="sm_89", metric="memory_bandwidth_tb_s"))
-    assert res.status == "ambiguous" and res.candidates == SM_89 and res.hint
+    assert res.status == "ambiguous" and res.candidates == SM_89
+    error = res.cli_error()  # what the CLI prints: the resolver's own fix
+    assert error is not None and error.hint == "give the GPU's name or wiki id (one of the candidates)"
 
 
 def test_spec_result_carries_the_note_over_the_core_call() -> None:
