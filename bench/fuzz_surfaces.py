@@ -1,17 +1,21 @@
-"""Benchmark: mutate the real inputs of every surface of issue 34 and run each through the real CLI.
+"""Benchmark: mutate the real inputs of every surface of issues 34 and 41 and run each through the real CLI.
 
 Usage: python bench/fuzz_surfaces.py [--cases N] [--only NAME ...] [--jobs J] [--seed S]
 For each surface in tests/fuzz/surface_targets.py (Kineto trace, rocprofv3 trace/stats CSV, nsys stats
 CSVs, workload diff, guard contract, task.json, task ledger, sweep spec and ledger, memory file, exp import
-and ingest), N cases: 1-3 mutations of a real seed (byte flips, insertions, deletions, JSON value swaps and
-the hostile changes of `surface_targets._hostile`), drawn from `random.Random(seed, surface, case)` so a
-case replays. Each case runs `kernelpilot.adapters.cli.main(argv)` (what the `kernelpilot` command runs)
-in a child forked from a warm process (so 1,000s of cases fit: no interpreter start per case), with its
+and ingest; issue 41: output paths of every writing command, the citation audit, gzip traces, ncu raw
+pages, in tests/fuzz/surfaces_41.py), N cases: 1-3 mutations of a real seed (byte flips, insertions,
+deletions, JSON value swaps and the hostile changes of `surface_targets._hostile`), drawn from
+`random.Random(seed, surface, case)` so a case replays. Each case runs `kernelpilot.adapters.cli.main(argv)`
+(what the `kernelpilot` command runs) in a child forked from a warm process (so 1,000s of cases fit: no
+interpreter start per case), with its
 own stdout/stderr files, a 30 s limit (then SIGKILL: a hang) and an address-space limit (a MemoryError or
 a kill by the kernel: a memory kill); J children at once (default: the CPU count).
 Outcomes per surface: ok (exit 0), typed (exit 1/2 with `kernelpilot: error:` and a fix), traceback,
-hang, memory kill, changed (a failed command changed a guarded store or file), other.
-Last line: figure=<tracebacks + hangs + memory kills + changed> (cases, surfaces, slowest case).
+hang, memory kill, changed (a failed command changed a guarded store or file; on issue 41's strict surfaces
+any command that changed anything but its one expected output), wrong (issue 41: a hostile output path
+written or a legitimate one refused, an audit verdict that differs from the oracle), other.
+Last line: figure=<tracebacks + hangs + memory kills + changed + wrong + other> (cases, surfaces, slowest).
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ sys.path.insert(0, str(REPO / "tests" / "fuzz"))
 
 LIMIT_S = 30.0
 MEMORY_BYTES = 8 * 2**30  # address space of one case: a reader that reads /dev/zero whole dies here
-OUTCOMES = ("ok", "typed", "traceback", "hang", "memory", "changed", "other")
+OUTCOMES = ("ok", "typed", "traceback", "hang", "memory", "changed", "wrong", "other")
 _KINDS = ("hostile", "hostile", "flip", "insert", "delete")
 
 
@@ -108,8 +112,8 @@ def run_case(name: str, seed: int, case: int) -> tuple[str, str, float, str]:
     tmp = Path(tempfile.mkdtemp(prefix="kp-fs-"))
     try:
         surface.setup(tmp)
-        before = surface.guarded(tmp)
         argv = surface.cli(data, tmp)
+        before = surface.guarded(tmp)  # after the case is set up: what it made is not a change
         sys.stdout.flush()
         sys.stderr.flush()
         pid = os.fork()
@@ -128,11 +132,16 @@ def run_case(name: str, seed: int, case: int) -> tuple[str, str, float, str]:
             return name, "memory", secs, f"case {case}: {err[-300:]}"
         if "Traceback (most recent call last)" in err:
             return name, "traceback", secs, f"case {case}: {err[-1200:]}"
+        if (rc != 0 or surface.strict) and surface.guarded(tmp) != before:
+            return name, "changed", secs, f"case {case}: {surface.guarded(tmp)} {err[:300]}"
+        if surface.verdict is not None:  # issue 41: the outcome against what the case expects
+            wrong = surface.verdict(tmp, rc, err)
+            if wrong:
+                return name, "wrong", secs, f"case {case}: {argv[:2]} {wrong}"
+            return name, "typed" if "kernelpilot: error:" in err else "ok", secs, ""
         if rc == 0 or (rc == 3 and argv[0] == "eval"):  # 3: eval recorded a non-verdict status (by design)
             return name, "ok", secs, ""
         if rc in (1, 2) and "kernelpilot: error:" in err:
-            if surface.guarded(tmp) != before:
-                return name, "changed", secs, f"case {case}: {err[:300]}"
             return name, "typed", secs, ""
         return name, "other", secs, f"case {case}: exit {rc}: {err[-500:]}"
     finally:
@@ -143,8 +152,12 @@ def _warm() -> None:
     """Import what the commands import, once per worker, before the first fork."""
     import kernelpilot.adapters.cli
     import kernelpilot.experiments.ops
+    import kernelpilot.isa.core
+    import kernelpilot.profile.core
+    import kernelpilot.roofline.core
     import kernelpilot.sweep.run
     import kernelpilot.tasks.evaluate
+    import kernelpilot.wiki.audit
     import kernelpilot.workload.core
     import kernelpilot.workload.readers.kineto
     import kernelpilot.workload.readers.tables
@@ -194,7 +207,9 @@ def main() -> None:
             if (
                 detail
                 and outcome not in ("ok", "typed")
-                and (len(examples[name]) < 3 or outcome in ("traceback", "hang", "memory", "changed"))
+                and (
+                    len(examples[name]) < 3 or outcome in ("traceback", "hang", "memory", "changed", "wrong")
+                )
             ):
                 examples[name].append(f"{outcome}: {detail}")
             if k % 1000 == 0:
@@ -205,14 +220,16 @@ def main() -> None:
     for n in names:
         for ex in examples[n]:
             print(f"  {n}: " + ex.replace("\n", "\n      ")[:1500])
-    bad = sum(counts[n][o] for n in names for o in ("traceback", "hang", "memory", "changed", "other"))
+    bad = sum(
+        counts[n][o] for n in names for o in ("traceback", "hang", "memory", "changed", "wrong", "other")
+    )
     total = sum(sum(c.values()) for c in counts.values())
     fewest = min(sum(counts[n].values()) for n in names)
     worst = max(names, key=lambda n: slowest[n])
     print(
-        f"figure={bad} tracebacks, hangs, memory kills, changed stores or other exits (in {total} cases, "
-        f"{len(names)} surfaces, >= {fewest} each; {time.monotonic() - t0:.0f} s; slowest case "
-        f"{slowest[worst]:.1f} s ({worst}))"
+        f"figure={bad} tracebacks, hangs, memory kills, changed files, wrong outcomes or other exits "
+        f"(in {total} cases, {len(names)} surfaces, >= {fewest} each; {time.monotonic() - t0:.0f} s; "
+        f"slowest case {slowest[worst]:.1f} s ({worst}))"
     )
 
 

@@ -35,6 +35,7 @@ GUARD_CASES = FIXTURES.parent / "guard" / "cases"
 
 Read = Callable[[bytes, Path], object]
 Cli = Callable[[bytes, Path], list[str]]
+Verdict = Callable[[Path, int, str], "str | None"]
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,10 @@ class Surface:
     guarded: Callable[[Path], dict[str, str]] = field(default=lambda tmp: {})
     json: bool = False
     setup: Callable[[Path], object] = field(default=lambda tmp: None)  # what `guarded` watches, made first
+    # issue 41: the outcome judged against what the case expects (exit code, stderr); None: typed or ok
+    verdict: Verdict | None = None
+    strict: bool = False  # `guarded` holds on success too (only the expected output may change)
+    hostile: Callable[[bytes, int, int], bytes] | None = None  # the surface's own hostile changes
 
 
 def _put(data: bytes, path: Path) -> Path:
@@ -352,7 +357,36 @@ SURFACES: tuple[Surface, ...] = (
         _db,
     ),
 )
+
+
+def _surfaces_41() -> tuple[Surface, ...]:
+    """Issue 41's surfaces (`surfaces_41`): output paths, the citation audit, gzip traces, ncu raw pages."""
+    import surfaces_41 as s41
+
+    return (
+        Surface("output_paths", (s41.TRACE,), s41.output_read, s41.output_cli, s41.guarded,
+                verdict=s41.output_verdict, strict=True),
+        Surface("citation_audit", (_audit_seed(),), s41.audit_read, s41.audit_cli, s41.guarded,
+                verdict=s41.audit_verdict, strict=True, hostile=s41.hostile_audit),
+        Surface("gzip_trace", s41.gz_seeds(), s41.gz_read, s41.gz_cli, hostile=s41.hostile_gzip),
+        Surface("ncu_raw_csv", s41.NCU_SEEDS, s41.ncu_read, s41.ncu_cli),
+    )  # fmt: skip
+
+
+def _audit_seed() -> Path:
+    """The audit note seed, written once per process beside the gzip seeds (it cites the fixture wiki)."""
+    import surfaces_41 as s41
+
+    p = Path(tempfile.gettempdir()) / "kp-fuzz-gz-seeds" / "audit_note.md"
+    p.parent.mkdir(exist_ok=True)
+    if not p.exists() or p.read_bytes() != s41.audit_seed():
+        p.write_bytes(s41.audit_seed())
+    return p
+
+
+SURFACES = SURFACES + _surfaces_41()
 BY_NAME = {s.name: s for s in SURFACES}
+_HOSTILE = {seed: s.hostile for s in SURFACES if s.hostile for seed in s.seeds}
 
 # ---- hostile mutations: each failure class of issue 34 at a real place of the seed ----
 
@@ -423,8 +457,12 @@ def mutations(surface: Surface) -> st.SearchStrategy[tuple[Path, list[Op]]]:
 def apply(seed: Path, ops: list[Op]) -> bytes:
     """The seed's bytes after each mutation in turn (hostile ones here, the rest as `fuzz_targets.apply`)."""
     data = _SEEDS.setdefault(seed, seed.read_bytes())
+    own = _HOSTILE.get(seed)
     for op in ops:
-        data = _hostile(data, op[1], op[2]) if op[0] == "hostile" else _apply_bytes(data, op)
+        if op[0] == "hostile":  # a surface with hostile changes of its own takes one of them in two
+            data = own(data, op[1], op[2]) if own and op[2] % 2 == 0 else _hostile(data, op[1], op[2] // 2)
+        else:
+            data = _apply_bytes(data, op)
     return data
 
 
@@ -453,11 +491,16 @@ def check(surface: Surface, data: bytes, tmp: Path) -> str | BaseException:
     surface.setup(tmp)
     before = surface.guarded(tmp)
     try:
-        surface.read(data, tmp)
-    except KernelpilotError:
+        result = surface.read(data, tmp)
+    except KernelpilotError as exc:
         if surface.guarded(tmp) != before:
-            return AssertionError(f"{surface.name}: a failed read changed {sorted(before)}")
-        return "typed"
+            return AssertionError(f"{surface.name}: a failed read changed {surface.guarded(tmp)}")
+        wrong = surface.verdict(tmp, exc.exit_code, "kernelpilot: error:") if surface.verdict else None
+        return AssertionError(f"{surface.name}: {wrong}") if wrong else "typed"
     except Exception as exc:  # the fuzzer's job: report anything that is not a typed error
         return exc
-    return "ok"
+    if surface.strict and surface.guarded(tmp) != before:
+        return AssertionError(f"{surface.name}: a read changed {surface.guarded(tmp)}")
+    code = result.cli_exit_code() if hasattr(result, "cli_exit_code") else 0  # an audit with problems: 1
+    wrong = surface.verdict(tmp, code, "") if surface.verdict else None
+    return AssertionError(f"{surface.name}: {wrong}") if wrong else "ok"

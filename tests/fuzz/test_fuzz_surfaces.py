@@ -347,7 +347,9 @@ def test_surface_raises_only_typed_errors(surface: Surface) -> None:
 @pytest.mark.parametrize("surface", SURFACES, ids=[s.name for s in SURFACES])
 def test_seeds_read_cleanly(surface: Surface, tmp_path: Path) -> None:
     for i, seed in enumerate(surface.seeds):
-        assert check(surface, seed.read_bytes(), tmp_path / str(i)) == "ok"
+        got = check(surface, seed.read_bytes(), tmp_path / str(i))
+        # output_paths picks a hostile target from the seed's hash: "typed" is its verdict-checked refusal
+        assert got == "ok" or (surface.name == "output_paths" and got == "typed"), got
 
 
 @pytest.mark.slow
@@ -370,7 +372,10 @@ def test_cli_subprocess_sample(surface: Surface, tmp_path: Path) -> None:
     )
     assert "Traceback" not in r.stderr, r.stderr[-2000:]
     assert r.returncode in (0, 1, 2), r.stderr[-2000:]
-    if r.returncode:
+    if surface.verdict is not None:  # issue 41: the outcome is what the case expects (an audit's 1 too)
+        assert surface.verdict(tmp_path, r.returncode, r.stderr) is None, r.stderr[-2000:]
+        assert surface.guarded(tmp_path) == before
+    elif r.returncode:
         assert "kernelpilot: error:" in r.stderr
         assert surface.guarded(tmp_path) == before
 

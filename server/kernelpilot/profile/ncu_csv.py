@@ -159,16 +159,19 @@ class RawPage:
     message anywhere in the output raises `NoKernelsProfiledError` (as `check_no_kernels`) at the end.
     """
 
-    def __init__(self, lines: Iterable[str], source_name: str) -> None:
+    def __init__(self, lines: Iterable[str], source_name: str, metrics: frozenset[str] | None = None) -> None:
         self.source_name = source_name
+        self.metrics = metrics  # only these metric columns are converted (None: all)
         self.warnings: list[str] = []
         self._lines = lines
         self._messages: list[str] | None = None  # from the "No kernels were profiled" line on
 
     @classmethod
-    def from_file(cls, path: str | Path, source_name: str | None = None) -> RawPage:
+    def from_file(
+        cls, path: str | Path, source_name: str | None = None, metrics: frozenset[str] | None = None
+    ) -> RawPage:
         """A page streamed from a file (UTF-8, undecodable bytes replaced), read line by line."""
-        return cls(_file_lines(Path(path)), source_name or str(path))
+        return cls(_file_lines(Path(path)), source_name or str(path), metrics)
 
     def _csv_lines(self) -> Iterator[str]:
         for ln in self._lines:
@@ -205,7 +208,11 @@ class RawPage:
             units = first + [""] * (len(header) - len(first))
             first = None
         first_metric = max(idx.get(c, 0) for c in ("CC", "Device", "Grid Size", "Kernel Name")) + 1
-        metric_cols = [(i, header[i], units[i]) for i in range(first_metric, len(header))]
+        metric_cols = [
+            (i, header[i], units[i])
+            for i in range(first_metric, len(header))
+            if self.metrics is None or header[i] in self.metrics
+        ]
         scaled_cols = [(i, name, unit_scale(unit)[1]) for i, name, unit in metric_cols]
         base_units = {name: unit_scale(unit)[0] for _, name, unit in metric_cols}
         count = 0

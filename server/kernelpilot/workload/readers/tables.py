@@ -191,11 +191,14 @@ def read_nsys_kern_sum(text: str, source: str, steps: int | None) -> Trace:
     )
 
 
+_NCU_METRICS = frozenset({"gpu__time_duration.sum"})  # the one cell of ~2,000 a workload trace needs
+
+
 def read_ncu_csv(text: str, source: str, steps: int | None) -> Trace:
     """ncu raw page: one row per profiled launch; durations from gpu__time_duration.sum."""
     from kernelpilot.profile.ncu_csv import RawPage
 
-    return ncu_trace(RawPage(text.splitlines(), source), source, steps)
+    return ncu_trace(RawPage(text.splitlines(), source, _NCU_METRICS), source, steps)
 
 
 def ncu_trace(page: Iterable[RawKernel], source: str, steps: int | None) -> Trace:
@@ -241,7 +244,7 @@ def _ncu_streamed(path: Path, fmt: str, steps: int | None) -> Trace | None:
         return None
     from kernelpilot.profile.ncu_csv import RawPage
 
-    return ncu_trace(RawPage.from_file(path), str(path), steps)
+    return ncu_trace(RawPage.from_file(path, metrics=_NCU_METRICS), str(path), steps)
 
 
 def read_table(path: Path, fmt: str, steps: int | None) -> Trace:
