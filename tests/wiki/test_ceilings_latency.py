@@ -97,3 +97,27 @@ def test_the_triage_takes_the_measured_floor_and_says_so_when_unmeasured(
     assert placed is not None and placed["floor_us"] == pytest.approx(2.0) and placed["bound"] == "latency"
     assert placed["share_of_floor"] == pytest.approx(min(2.0 / mean.launch.median_us, 1.0))
     json.dumps(placed)  # the result's JSON holds it
+
+
+def test_roofline_says_when_its_floor_is_under_the_latency_floor(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from kernelpilot.roofline.core import analyze
+    from kernelpilot.roofline.models import RooflineRequest
+
+    tiny = RooflineRequest(gpu="h100-sxm5", op="rmsnorm", rows=8, cols=2048, dtype="bf16")
+    unmeasured = analyze(tiny)
+    assert unmeasured.time_floor_us < 0.05
+    assert any("latency floor unmeasured for h100-sxm5" in n and "no target" in n for n in unmeasured.notes)
+    big = analyze(RooflineRequest(gpu="h100-sxm5", op="gemm", m=4096, n=4096, k=4096, dtype="bf16"))
+    assert not any("latency floor" in n for n in big.notes)
+    monkeypatch.setattr(measure, "_time_ms", lambda *a, **k: [0.0020, 0.0020, 0.0020])
+    record = measure._Recorder("device=NVIDIA H100 80GB HBM3, driver=580, date=2026-12-05", "c", 3)
+    measure._latency(_fake_torch(), CeilingsRequest(runs=3), "cuda:0", record)
+    (tmp_path / "h100-sxm5.md").write_text(
+        "# m (gpu_id: h100-sxm5)\n\n## Measured\n" + record.records[0].line + "\n"
+    )
+    measured = analyze(tiny.model_copy(update={"wiki": [str(tmp_path)]}))
+    assert any(
+        n.startswith("latency floor 2 µs per launch") and "reachable floor" in n for n in measured.notes
+    )

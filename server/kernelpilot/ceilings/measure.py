@@ -213,7 +213,7 @@ def _bandwidths(
     torch.cuda.empty_cache()
 
 
-LATENCY_METRIC = "measured_min_kernel_us"
+LATENCY_METRIC = "measured_min_kernel_us"  # read by roofline.core.latency_note and workload.trace_roofline
 
 
 def _latency(torch: Any, req: CeilingsRequest, dev: Any, record: _Recorder) -> None:

@@ -385,7 +385,8 @@ def analyze(req: RooflineRequest, wiki: Wiki | None = None) -> RooflineResult:
         comparisons=comparisons,
         achieved=achieved,
         citations=_citations(compute, memory, comparisons, floors),
-        notes=[n for n in [wiki.name_note(req.gpu, gpu_id)] if n] + _notes(matrix, count, floors),
+        notes=[n for n in [wiki.name_note(req.gpu, gpu_id), latency_note(wiki, gpu_id, floor_us)] if n]
+        + _notes(matrix, count, floors),
         ascii_chart=render_ascii(roof, achieved_flops, bound),
         svg=svg,
         svg_path=_write_atomic(Path(req.svg), svg) if req.svg else None,
@@ -403,6 +404,31 @@ def _citations(
     for fl in floors:
         citations.extend(c for c in fl.citations if c not in citations)
     return citations
+
+
+LATENCY_METRIC = "measured_min_kernel_us"  # the smallest kernel's per-launch time (`ceilings measure`)
+
+
+def latency_note(wiki: Wiki, gpu_id: str, floor_us: float) -> str | None:
+    """A floor below the launch cost is no target (issue 44: a fused 8x2048 RMSNorm's bandwidth floor is a few
+    ns): with the GPU's measured latency floor, say when it binds; without one, say a sub-µs floor is
+    unmeasured against it rather than leave nanoseconds standing as the target."""
+    cv = wiki.get(gpu_id, LATENCY_METRIC)
+    if cv is not None and isinstance(cv.value, (int, float)):
+        if floor_us >= cv.value:
+            return None
+        return (
+            f"latency floor {cv.value:g} µs per launch ({cv.citation()}) is above the work floor "
+            f"{floor_us:.4g} µs: no kernel of a stream runs faster than one launch; {cv.value:g} µs is the "
+            "reachable floor"
+        )
+    if floor_us >= 1.0:
+        return None
+    return (
+        f"latency floor unmeasured for {gpu_id}: the work floor {floor_us * 1e3:.3g} ns is under a "
+        "microsecond and may be under a launch's fixed cost, so it is no target by itself; `kernelpilot "
+        f"ceilings measure` records {LATENCY_METRIC} (the smallest kernel's per-launch time)"
+    )
 
 
 def _notes(matrix: bool, count: ops.OpCount, floors: list[IssueFloor]) -> list[str]:

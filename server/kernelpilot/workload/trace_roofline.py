@@ -16,9 +16,9 @@ from __future__ import annotations
 from typing import Any
 
 from kernelpilot.foundation.errors import KernelpilotError
+from kernelpilot.roofline.core import LATENCY_METRIC
 from kernelpilot.workload.models import WorkloadKernel
 
-LATENCY_METRIC = "measured_min_kernel_us"
 LABEL = "computed from the trace's shapes and the cited specs, not measured"
 
 
