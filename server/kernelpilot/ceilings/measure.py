@@ -34,6 +34,7 @@ from kernelpilot.foundation.errors import (
     KernelpilotError,
 )
 from kernelpilot.foundation.progress import Progress, no_progress
+from kernelpilot.roofline.core import LATENCY_METRIC  # read by the roofline's note and the workload triage
 
 _MATMUL_DTYPES = ("bf16", "fp16", "fp32", "tf32", "fp8")
 
@@ -213,7 +214,6 @@ def _bandwidths(
     torch.cuda.empty_cache()
 
 
-LATENCY_METRIC = "measured_min_kernel_us"  # read by roofline.core.latency_note and workload.trace_roofline
 
 
 def _latency(torch: Any, req: CeilingsRequest, dev: Any, record: _Recorder) -> None:
