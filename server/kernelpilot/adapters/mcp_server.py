@@ -4,7 +4,9 @@ Every capability becomes one tool whose flat input schema comes from its pydanti
 whose structured output is its result model. Kernelpilot errors become tool errors (`isError`), so a
 bad call never takes the server down. Bundled wiki files, playbooks and skill files are read-only
 resources; slash commands and phase skills are prompts (`kernelpilot.adapters.prompts`). Core functions
-run in a worker thread so long tools can stream progress without blocking the loop.
+run in a worker thread so long tools can stream progress without blocking the loop, each under a time
+limit (`call_limit_s`); every failure answers with its class, what was wrong and a `fix:` line, an
+unexpected one and a tool of a toolset that is off included (`unexpected_error_text`, `unknown_tool_text`).
 
 Tools are grouped in toolsets (declared beside each capability): `core` is served by default, others by
 `--toolsets` / KERNELPILOT_TOOLSETS or the `toolsets_enable` tool. SDK internals live in `mcp_sdk`;
