@@ -273,3 +273,15 @@ def test_a_failed_sweep_report_leaves_no_store_behind(tmp_path: Path) -> None:
     with pytest.raises(NotFoundError, match="no sweep"):
         sweep_report(SweepReportRequest(id="x", db=str(tmp_path / "exp.db")))
     assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "text", ["[experiments]\ndb = ", "x = " + "[" * 5000 + "]" * 5000, "n = " + "9" * 5000]
+)
+def test_workspace_setting_is_read_with_the_limits(tmp_path: Path, text: str) -> None:
+    from kernelpilot.experiments.store import default_location
+    from kernelpilot.foundation.readers import ReaderError
+
+    (tmp_path / "kernelpilot.toml").write_text(text)
+    with pytest.raises(ReaderError, match=r"kernelpilot\.toml"):
+        default_location(tmp_path)

@@ -12,7 +12,6 @@ Location, first found wins:
 from __future__ import annotations
 
 import os
-import tomllib
 from collections.abc import Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -21,6 +20,7 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from kernelpilot.experiments.record import ExperimentRecord, Status, Text, UtcTime
+from kernelpilot.foundation import readers
 from kernelpilot.foundation.errors import InputFileError, InvalidArgumentError
 from kernelpilot.foundation.text import plain_error
 
@@ -125,12 +125,8 @@ def _workspace_db(start: Path) -> str | None:
     for folder in (start, *start.parents):
         cfg = folder / WORKSPACE_CONFIG
         if cfg.is_file():
-            try:
-                data = tomllib.loads(cfg.read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-                raise InputFileError(
-                    f"cannot read workspace setting {cfg}: {exc}", "fix the TOML or remove the file"
-                ) from exc
+            # the guarded reader: deep nesting or a 5,000-digit number is a typed error, not a traceback
+            data = readers.read_toml(cfg, "workspace setting")
             section = data.get("experiments")
             db = section.get("db") if isinstance(section, dict) else None
             if db is None:
