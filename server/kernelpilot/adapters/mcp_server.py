@@ -96,7 +96,7 @@ def _tool_error(cap: Capability, exc: KernelpilotError) -> ToolError:
 ARGUMENTS_FIX = "give each named argument as the tool's input schema says"
 TOOL_TIMEOUT_ENV = "KERNELPILOT_MCP_TOOL_TIMEOUT_S"
 LONG_TOOL_TIMEOUT_ENV = "KERNELPILOT_MCP_LONG_TOOL_TIMEOUT_S"
-DEFAULT_TOOL_TIMEOUT_S = 600.0  # a reader, a lookup or a store query; the slowest recorded take seconds
+DEFAULT_TOOL_TIMEOUT_S = 600.0  # readers, lookups, store queries (slowest call in bench/fuzz_mcp.py: 10 s)
 DEFAULT_LONG_TOOL_TIMEOUT_S = 3600.0  # `long_running` tools: profiler runs, sweeps, workload captures
 
 
