@@ -396,8 +396,8 @@ def cpu_fallback_basis(task: Task, env: dict[str, Any]) -> str:
         return ""
     why = "no GPU on this machine" if not env.get("gpus") else f"torch {torch_version} has no GPU support"
     return (
-        f"CPU wall time, not GPU time: {why}, so `kernelpilot time` fell back to its CPU timer "
-        "(perf_counter around each call; no L2 flush, no clocks)"
+        f"CPU wall time, not GPU time: {why}, so it was timed on the CPU (`kernelpilot time`'s CPU fallback, "
+        "or the isolated judge on the CPU: perf_counter around each call; no L2 flush, no clocks)"
     )
 
 
