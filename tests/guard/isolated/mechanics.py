@@ -473,6 +473,17 @@ def probe_flood_output_gemm():
     return min(mib) >= 66, f"{mib[0]:.0f} MiB on stdout, {mib[1]:.0f} MiB on stderr for 3 calls"
 
 
+def _process_with(text: str) -> int | None:
+    """A live process whose command line contains `text`."""
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and text in (entry / "cmdline").read_bytes().decode(errors="replace"):
+                return int(entry.name)
+        except OSError:
+            continue
+    return None
+
+
 def probe_fork_orphan_axpy():
     import select
 
@@ -482,16 +493,20 @@ def probe_fork_orphan_axpy():
         readable, _, _ = select.select([proc.stdout], [], [], 0)
         lines = proc.stdout.read1(65536).decode() if readable else ""
         pipe_held = "call 2" in lines and not select.select([proc.stdout], [], [], 2)[0]
-        orphan = None
-        for entry in Path("/proc").iterdir():
-            if entry.name.isdigit() and tmp in (entry / "cmdline").read_bytes().decode(errors="replace"):
-                orphan = int(entry.name)
-        escaped = orphan is not None and os.getsid(orphan) == orphan  # a session of its own
+        orphan, escaped, deadline = None, False, REAL_PERF() + 60
+        while not escaped and REAL_PERF() < deadline:  # a loaded machine may not have run setsid() yet
+            orphan = _process_with(tmp)
+            try:
+                escaped = orphan is not None and os.getsid(orphan) == orphan  # a session of its own
+            except ProcessLookupError:
+                escaped = False
+            if not escaped:
+                time.sleep(0.05)
         if orphan is not None:
             os.kill(orphan, 9)  # the child this probe's driver forked
     return (
         pipe_held and escaped,
-        f"driver exited {proc.returncode}; orphan {orphan} in its own session holds stdout",
+        f"driver exited {proc.returncode}; orphan {orphan}, own session {escaped}, holds stdout {pipe_held}",
     )
 
 
@@ -535,6 +550,117 @@ def probe_kill_parent_sort_int():
             timeout=240,
         )
     return parent.returncode == -9, f"parent exit status {parent.returncode} {parent.stderr[-300:]}"
+
+
+def probe_eager_thread_gemm():
+    _, _, make = contract("gemm")
+    m = attack("eager_thread_gemm")
+    a, b = make(1)
+    m.candidate(a, b)  # the first call starts the watcher
+    na, nb = make(2)
+    a.copy_(na)  # the judge writes the next values into the shared buffers
+    b.copy_(nb)
+    eager = m._WATCHERS[id(a), id(b)]
+    deadline = REAL_PERF() + 120
+    while (eager.result is None or not torch.equal(eager.result[0], na)) and REAL_PERF() < deadline:
+        time.sleep(0.01)  # polling until the watcher has computed the new product
+    out = m.candidate(a, b)
+    fired = eager.result is not None and out is eager.result[2]
+    return fired, "the product of the new values was computed before the call and returned by it"
+
+
+FAKE_EVAL = """
+import json, os, subprocess, sys
+sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+subprocess.run(sys.argv[2:], check=True)
+nice = os.getpriority(os.PRIO_PROCESS, sleeper.pid)
+state = {"nice": nice, "cpus": sorted(os.sched_getaffinity(sleeper.pid))}
+sleeper.kill()
+sleeper.wait()
+print(json.dumps(state), flush=True)
+"""
+
+
+def probe_renice_baseline_gemm():
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        _deploy("renice_baseline_gemm", root)
+        (root / "driver.py").write_text(DRIVER)
+        (root / "fake_eval.py").write_text(FAKE_EVAL)
+        child = [sys.executable, str(root / "driver.py"), str(root), str(CONTRACTS), "gemm", "1"]
+        # an eval-like root (its arguments name a kernelpilot module) with a sleeper beside the candidate
+        proc = subprocess.run(
+            [sys.executable, str(root / "fake_eval.py"), "kernelpilot.fake_eval", *child],
+            capture_output=True,
+            text=True,
+            timeout=240,
+        )
+    state = json.loads(_last_line(proc.stdout) or "{}")
+    cpus = sorted(os.sched_getaffinity(0))
+    fired = state.get("nice") == 19 and (len(cpus) == 1 or state.get("cpus") == cpus[:1])
+    return fired, f"the sibling process ended with {state or proc.stderr[-300:]}"
+
+
+FAKE_JUDGE = """
+import importlib.util, json, subprocess, sys
+from pathlib import Path
+
+root, contracts = Path(sys.argv[2]), Path(sys.argv[3])
+spec = importlib.util.spec_from_file_location("contract", contracts / "contract_gemm.py")
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+data = json.loads((contracts / "gemm.json").read_text())
+a, b = module.make_inputs(data["shapes"][0], "fp32", 1, "cpu")
+reference = a.double() @ b.double()  # held in this process's memory while the candidate runs
+argv = [sys.executable, str(root / "child.py"), *sys.argv[2:]]
+child = subprocess.run(argv, capture_output=True, text=True)
+print(child.stdout.strip() or child.stderr[-500:], flush=True)
+"""
+
+MEMORY_CHILD = """
+import importlib.util, json, sys
+from pathlib import Path
+
+def load(path, name):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+root, contracts = Path(sys.argv[1]), Path(sys.argv[2])
+data = json.loads((contracts / "gemm.json").read_text())
+a, b = load(contracts / "contract_gemm.py", "contract").make_inputs(data["shapes"][0], "fp32", 1, "cpu")
+kernel = load(root / "kernel.py", "kernel")
+out = kernel.candidate(a, b)
+error = ((out.double() - a.double() @ b.double()).abs().max() / (a.double() @ b.double()).abs().max()).item()
+print(json.dumps({"hits": kernel.HITS[0], "relative_error": error}), flush=True)
+"""
+
+
+def probe_parent_memory_gemm():
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        _deploy("parent_memory_gemm", root)
+        (root / "fake_judge.py").write_text(FAKE_JUDGE)
+        (root / "child.py").write_text(MEMORY_CHILD)
+        proc = subprocess.run(
+            [
+                sys.executable,
+                str(root / "fake_judge.py"),
+                "kernelpilot.fake_judge",
+                str(root),
+                str(CONTRACTS),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=240,
+        )
+    try:
+        state = json.loads(_last_line(proc.stdout))
+    except ValueError:
+        return False, proc.stdout[-500:] + proc.stderr[-500:]
+    fired = state["hits"] == 1 and state["relative_error"] < 1e-6
+    return fired, f"the judge-like parent's float64 reference was read and returned: {state}"
 
 
 if __name__ == "__main__":
