@@ -45,7 +45,9 @@ def _no_temp_files(folder: Path) -> bool:
     return not [p for p in folder.iterdir() if p.name.endswith(".tmp")]
 
 
-def test_fifo_socket_and_directory_are_refused_and_untouched(specials: dict[str, Path], tmp_path: Path) -> None:
+def test_fifo_socket_and_directory_are_refused_and_untouched(
+    specials: dict[str, Path], tmp_path: Path
+) -> None:
     for path, kind, check in (
         (specials["fifo"], "FIFO", stat.S_ISFIFO),
         (specials["socket"], "socket", stat.S_ISSOCK),
@@ -95,7 +97,7 @@ def test_a_dangling_link_into_an_existing_folder_writes_its_target(tmp_path: Pat
 
 def test_missing_folders_are_made_only_when_asked(tmp_path: Path) -> None:
     deep = tmp_path / "a" / "b" / "out.json"
-    with pytest.raises(OutputPathError, match="does not exist.*--mkdir"):
+    with pytest.raises(OutputPathError, match=r"does not exist.*--mkdir"):
         write_text_atomic(deep, "x", arg="--out", mkdir=False)
     with pytest.raises(OutputPathError) as err:
         write_text_atomic(deep, "x", arg="--manifest")  # a command without --mkdir does not offer it
@@ -130,12 +132,12 @@ def test_a_failed_write_keeps_the_old_file_and_leaves_no_temp(tmp_path: Path) ->
 
 def _writers(tmp: Path, target: Path) -> list[list[str]]:
     t = str(target)
+    roof = ["roofline", "h100-sxm5", "--op", "gemm", "--m", "64", "--n", "64", "--k", "64", "--dtype", "bf16"]
     return [
         ["workload", "read", str(TRACE), "--out", t],
         ["workload", "read", str(TRACE), "--html", t],
         ["workload", "report", str(tmp / "r.json"), "--out", t],
-        ["roofline", "h100-sxm5", "--op", "gemm", "--m", "64", "--n", "64", "--k", "64", "--dtype", "bf16",
-         "--svg", t],  # fmt: skip
+        [*roof, "--svg", t],
         ["isa", "resources", str(FIX / "isa" / "nvidia" / "kernels.sm_100.cubin"), "--manifest", t],
         ["exp", "export", "--db", str(tmp / "e.db"), t],
         ["sweep", "report", "sweep-none", "--db", str(tmp / "e.db"), "--html", t],
