@@ -30,15 +30,17 @@ def test_the_isolated_gemm_contract_refreshes_its_baseline_and_rejects_a_wrong_c
     tmp_path: Path,
 ) -> None:
     repo = tmp_path / "repo"
-    iso = isolate_workload(WorkloadIsolateRequest(path=str(TRACE), kernel="1", out_dir=str(repo), name="qkv"))
-    assert iso.contract is not None and Path(iso.bench).name == "bench_qkv.py"
+    # row 2: the decode GEMM at its 8x1024 @ 1024x2816 shape (the MLP's up/gate projections)
+    iso = isolate_workload(WorkloadIsolateRequest(path=str(TRACE), kernel="2", out_dir=str(repo), name="up"))
+    assert iso.contract is not None and Path(iso.bench).name == "bench_up.py"
+    assert iso.called_op == "torch.ops.aten.mm.default" and iso.shape.dims == [[8, 1024], [1024, 2816]]
     (repo / ".gitignore").write_text(".kernelpilot/\n__pycache__/\n")
     _git(repo, "init", "-q")
     _git(repo, "add", ".")
     _git(repo, "commit", "-qm", "isolated")
     made = create_task(
         CreateTaskRequest(
-            name="qkv", contract="contract_qkv.json", allowed_file=["bench_qkv.py"], workdir=str(repo),
+            name="up", contract="contract_up.json", allowed_file=["bench_up.py"], workdir=str(repo),
             runs=2, warmup=0, cv_threshold=10.0, timing_mode="warm",
         )
     )  # fmt: skip
@@ -46,8 +48,10 @@ def test_the_isolated_gemm_contract_refreshes_its_baseline_and_rejects_a_wrong_c
     task = repo / made.task_dir
     base = evaluate(EvaluateRequest(task=str(task), refresh_baseline=True))
     assert base.baseline is not None and len(base.baseline.samples) == 2
-    bench = repo / "bench_qkv.py"
-    bench.write_text(bench.read_text().replace("torch.ops.aten.mm.default(x, mat2)", "(x @ mat2) * 1.1"))
+    bench = repo / "bench_up.py"
+    honest = bench.read_text()
+    bench.write_text(honest.replace("torch.ops.aten.mm.default(x, mat2)", "(x @ mat2) * 1.1"))
+    assert bench.read_text() != honest
     wrong = evaluate(EvaluateRequest(task=str(task), change="scale the output"))
     r = wrong.record
     assert r is not None and r.status.startswith("rejected_") and r.rejection is not None, wrong.render_text()
