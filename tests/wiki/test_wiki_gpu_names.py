@@ -93,3 +93,16 @@ def test_roofline_says_which_part_a_family_name_picked() -> None:
     assert res.gpu_id == "h100-sxm5" and res.notes[0].startswith("'H100' picked h100-sxm5")
     res = analyze(RooflineRequest(gpu="h100-pcie", op="softmax", rows=32768, cols=4096, dtype="bf16"))
     assert not any("picked" in n for n in res.notes)
+
+
+def test_workspace_init_says_which_part_its_platform_picked(run_cli, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from pathlib import Path
+
+    kernel = Path(__file__).resolve().parents[1] / "fixtures" / "workspace" / "vector_add.cu"
+    common = ["--kernel", str(kernel), "--framework", "cuda", "--dtype", "bf16", "--allow-tbd"]
+    r = run_cli("workspace", "init", "a", "--platform", "H100", *common, "--root", str(tmp_path))
+    assert r.code == 0 and "  note:     'H100' picked h100-sxm5" in r.out and "h100-pcie" in r.out
+    r = run_cli(
+        "--json", "workspace", "init", "b", "--platform", "h100-pcie", *common, "--root", str(tmp_path)
+    )
+    assert r.code == 0 and json.loads(r.out)["gpu_note"] == ""

@@ -279,6 +279,7 @@ def _build(tmp: Path, req: InitWorkspaceRequest, name: str, kernel_src: Path) ->
         files=files,
         gpu_id=hw.gpu_id,
         spec_lines=len(hw.spec_citations),
+        gpu_note=hw.gpu_note,
         roofline="computed" if hw.roofline_text else f"TBD: {hw.roofline_reason}",
         audit=audit,
         tbd=tbd,

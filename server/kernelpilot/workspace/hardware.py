@@ -58,6 +58,7 @@ class HardwareInfo:
 
     platform: str
     gpu_id: str | None = None
+    gpu_note: str = ""  # which part a generic --platform picked (`Wiki.name_note`, issue 42)
     wiki_available: bool = False
     spec_citations: list[str] = field(default_factory=list)
     spec_reason: str | None = None
@@ -210,6 +211,7 @@ def gather(
     info.wiki_available = True
     try:
         info.gpu_id = str(wiki.resolve_gpu(platform))
+        info.gpu_note = wiki.name_note(platform, info.gpu_id) or ""
         specs = list(wiki.specs(info.gpu_id))
     except KernelpilotError as exc:
         info.spec_reason = exc.message

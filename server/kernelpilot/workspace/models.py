@@ -71,6 +71,7 @@ class InitWorkspaceResult(Result):
     files: list[str] = Field(description="Files created, relative to the workspace.")
     gpu_id: str | None
     spec_lines: int = Field(description="Cited spec lines written to README.md.")
+    gpu_note: str = Field("", description="Which part a generic --platform picked (H100: the SXM5), if any.")
     roofline: str = Field(description="'computed' or 'TBD: <why>'.")
     audit: str = Field(description="Citation audit of the written files: 'passed' or 'skipped: <why>'.")
     tbd: list[str] = Field(description="README fields left TBD.")
@@ -81,6 +82,7 @@ class InitWorkspaceResult(Result):
             f"  kernel:   {self.kernel_file}",
             f"  commit:   {self.commit[:12]}",
             f"  gpu:      {self.gpu_id or 'TBD'} ({self.spec_lines} cited spec lines)",
+            *([f"  note:     {self.gpu_note}"] if self.gpu_note else []),
             f"  roofline: {self.roofline}",
             f"  audit:    {self.audit}",
         ]
