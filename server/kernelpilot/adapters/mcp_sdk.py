@@ -12,6 +12,7 @@ changes them fails that test by name instead of breaking tools at run time. Publ
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
@@ -22,7 +23,8 @@ from mcp.server.mcpserver.prompts import Prompt
 from mcp.server.mcpserver.prompts.base import Message, PromptArgument, UserMessage
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
-from mcp.types import ToolAnnotations
+from mcp.shared.message import SessionMessage
+from mcp.types import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 logger = logging.getLogger("kernelpilot.mcp")
@@ -247,11 +249,85 @@ class _RenderedPrompt(Prompt):
 
 async def run_stdio(server: MCPServer[Any]) -> None:
     """Serve over stdio like `MCPServer.run("stdio")`, but advertise `tools.listChanged`, so hosts re-list
-    tools after `toolsets_enable` adds some (the SDK's default advertises no list changes)."""
+    tools after `toolsets_enable` adds some (the SDK's default advertises no list changes), and answer a
+    request the SDK cannot read (`AnswerUnreadable`)."""
     from mcp.server.lowlevel import NotificationOptions
     from mcp.server.stdio import stdio_server
 
     lowlevel = server._lowlevel_server
     options = lowlevel.create_initialization_options(NotificationOptions(tools_changed=True))
     async with stdio_server() as (read_stream, write_stream):
-        await lowlevel.run(read_stream, write_stream, options)
+        await lowlevel.run(AnswerUnreadable(read_stream, write_stream), write_stream, options)
+
+
+def unreadable_reply(item: object) -> SessionMessage | None:
+    """A JSON-RPC error answering a request line the SDK could not read, or None (nothing to answer).
+
+    Why: the SDK drops a line that fails its message model (with a debug log), so the client waits for
+    ever on that request id; a lone UTF-16 surrogate escape (`"\\ud800"`), which Python's `json` reads but
+    the SDK's parser refuses, did that (issue 41). The line is read here with `json` only to find its id.
+    """
+    if not isinstance(item, ValidationError):
+        return None
+    errors = item.errors()
+    raw = next((e.get("input") for e in errors if isinstance(e.get("input"), str | bytes)), None)
+    if raw is None:
+        return None
+    try:
+        doc = json.loads(raw)
+    except (ValueError, RecursionError):  # not JSON at all: there is no id to answer
+        return None
+    rid = doc.get("id") if isinstance(doc, dict) else None
+    if isinstance(rid, bool) or not isinstance(rid, str | int) or "method" not in doc:
+        return None
+    message = (
+        f"kernelpilot could not read request {rid!r}: {errors[0]['msg'][:200]}; fix: send valid JSON whose "
+        "strings are UTF-8 text (no lone \\ud800-\\udfff escapes)"
+    )
+    code = PARSE_ERROR if errors[0]["type"] == "json_invalid" else INVALID_REQUEST
+    return SessionMessage(JSONRPCError(jsonrpc="2.0", id=rid, error=ErrorData(code=code, message=message)))
+
+
+class AnswerUnreadable:
+    """The transport's read stream, with every request line the SDK could not read answered at once with a
+    JSON-RPC error (`unreadable_reply`) instead of being passed on to be dropped. Everything else (the
+    stream's `last_context`, closing) is the inner stream's."""
+
+    def __init__(self, inner: Any, write: Any) -> None:
+        self._inner = inner
+        self._write = write
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def _answered(self, item: Any) -> bool:
+        reply = unreadable_reply(item)
+        if reply is not None:
+            await self._write.send(reply)
+        return reply is not None
+
+    async def receive(self) -> Any:
+        while True:
+            item = await self._inner.receive()
+            if not await self._answered(item):
+                return item
+
+    def __aiter__(self) -> AnswerUnreadable:
+        return self
+
+    async def __anext__(self) -> Any:
+        while True:
+            item = await self._inner.__anext__()
+            if not await self._answered(item):
+                return item
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> AnswerUnreadable:
+        await self._inner.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> bool | None:
+        result: bool | None = await self._inner.__aexit__(*exc)
+        return result
