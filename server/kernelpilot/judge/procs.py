@@ -15,10 +15,13 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import getpass
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections import deque
@@ -31,6 +34,8 @@ PR_SET_CHILD_SUBREAPER = 36
 TAIL_BYTES = 16_384
 STOP_WAIT_S = 2.0
 RUNNERS: set[int] = set()  # every runner pid of this judge: an orphan is none of them
+NICE = os.getpriority(os.PRIO_PROCESS, 0) if hasattr(os, "getpriority") else 0
+CORES = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else set()
 
 
 def become_subreaper() -> None:
@@ -98,6 +103,8 @@ class Side:
 
     def __init__(self, name: str, env: dict[str, str], timeout_s: float) -> None:
         self.name, self.timeout_s = name, timeout_s
+        self.tmp = tempfile.mkdtemp(prefix=f"kernelpilot-runner-{name}-")
+        env = {**env, **private_env(self.tmp, env)}
         self.arena = Arena(name)
         self.arena.ensure(1 << 16)
         cmd_r, self.cmd = os.pipe()
@@ -159,25 +166,24 @@ class Side:
     # ---- stopping and resuming ----
 
     def members(self, table: dict[int, tuple[int, int, str]]) -> list[int]:
-        """The runner and every process descending from it or in its group; orphans re-parented to the
-        judge (whose side cannot be told) count as every side's."""
+        """The runner and every process descending from it or in its group, and every orphan re-parented to
+        the judge (stopped with any side; resumed only with the side it was seen under: `cont`)."""
         me = os.getpid()
         others = RUNNERS - {self.pid}
         kids: dict[int, list[int]] = {}
         for pid, (ppid, _, _) in table.items():
             kids.setdefault(ppid, []).append(pid)
         found, todo = set(), [self.pid]
-        todo += [
-            p for p, (ppid, pgid, _) in table.items() if pgid == self.pid or (ppid == me and p not in others)
-        ]
+        todo += [p for p, (_, pgid, _) in table.items() if pgid == self.pid]
         while todo:
             pid = todo.pop()
             if pid in found or pid not in table or pid == me or pid in others:
                 continue
             found.add(pid)
             todo.extend(kids.get(pid, []))
-        self.seen |= found
-        return sorted(found)
+        self.seen |= found  # this side's own: resumed with it
+        orphans = {p for p, (ppid, _, _) in table.items() if ppid == me and p not in RUNNERS}
+        return sorted(found | orphans)
 
     def freeze(self) -> None:
         """SIGSTOP to the runner and its process group at once (no /proc walk): the instant after a reply,
@@ -202,7 +208,13 @@ class Side:
                 time.sleep(0.0002)
 
     def cont(self) -> None:
-        for pid in self.stopped or [self.pid]:
+        """Resume the side's own processes at the judge's priority and on its cores (a candidate may renice
+        or re-pin the other side's processes while it runs: undone before each batch). An orphan never seen
+        as this side's descendant stays stopped: it could belong to the other side."""
+        for pid in [p for p in self.stopped if p in self.seen] or [self.pid]:
+            with contextlib.suppress(OSError):
+                os.setpriority(os.PRIO_PROCESS, pid, NICE)
+                os.sched_setaffinity(pid, CORES)
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGCONT)
         with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -229,6 +241,15 @@ class Side:
             with contextlib.suppress(OSError):
                 os.close(fd)
         self.arena.close()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def private_env(tmp: str, env: dict[str, str]) -> dict[str, str]:
+    """The runner's own temporary folder (the only temporary folder its sandbox lets it write), with
+    torch's compile cache kept where it would be without it, so compiled kernels persist across evals."""
+    user = env.get("USER") or getpass.getuser()
+    cache = env.get("TORCHINDUCTOR_CACHE_DIR") or os.path.join(tempfile.gettempdir(), f"torchinductor_{user}")
+    return {"TMPDIR": tmp, "TORCHINDUCTOR_CACHE_DIR": cache}
 
 
 def reap_orphans() -> None:

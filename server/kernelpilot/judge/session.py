@@ -1,11 +1,11 @@
 """One run of the judge: runners started, the checked side checked, both sides timed, the report built.
 
-Order: the runners start first (their interpreters and imports overlap the judge's), each imports its side's
-candidate function and is stopped; the judge loads the contract (refusing the agent's files), runs the
-semantic checks on the checked side, then the timed batches (`clock`); every runner and every process they
-started is killed before the report is written. A runner that raises on import or on the timed shape is
-`correctness_failed`; one that exits, crashes or breaks the protocol is `failed`, one that misses a
-deadline `timeout`, each with the runner's last lines.
+Order: the runners start first (their interpreters and imports overlap the judge's); the judge loads the
+contract (refusing the agent's files) before any candidate code runs; then each runner imports its side's
+candidate function and is stopped; the judge runs the semantic checks on the checked side, then the timed
+batches (`clock`); every runner and every process they started is killed before the report is written. A
+runner that raises on import or on the timed shape is `correctness_failed`; one that exits, crashes or
+breaks the protocol is `failed`, one that misses a deadline `timeout`, each with the runner's last lines.
 """
 
 from __future__ import annotations
@@ -55,15 +55,17 @@ def _setup(req: JudgeRequest, sides: list[Side], report: JudgeReport) -> None:
 
 
 def _judge(req: JudgeRequest, sides: list[Side], report: JudgeReport, phases: _Phases) -> None:
+    # The contract first: no candidate code has run anywhere yet (the runners are still starting), so none
+    # can have rewritten the contract's module before the judge reads it.
+    jc = JudgeContract(req.contract, Path(req.contract_root))
+    phases.mark("contract_load_s")
     _setup(req, sides, report)
     phases.mark("runners_start_s")
-    jc = JudgeContract(req.contract, Path(req.contract_root))
     if jc.device != "cpu":
         raise KernelpilotError(
             f"the isolated judge runs CPU contracts only so far; this contract resolves to {jc.device}",
             "set the contract's device to cpu, or use a release whose isolated judge has a GPU arena",
         )
-    phases.mark("contract_load_s")
     checkers = {s.name: Checker(jc, s) for s in sides}
     checked = checkers[req.checked]
     report.side = req.checked

@@ -156,8 +156,8 @@ class Runner:
 
 
 def _setup(msg: dict[str, Any], arena_fd: int, arena: mmap.mmap) -> tuple[Runner, dict[str, Any]]:
-    note = sandbox.enter()
     root = Path(msg["root"])
+    note = sandbox.enter(root)
     os.chdir(root)
     from kernelpilot.timing.callables import load_factory
 

@@ -40,7 +40,8 @@ def test_a_sandboxed_process_cannot_reach_its_parent() -> None:
         """
         import os, json
         from kernelpilot.runner import sandbox
-        note = sandbox.enter()
+        from pathlib import Path
+        note = sandbox.enter(Path.cwd())
         got = {"note": note}
         try:
             open(f"/proc/{os.getppid()}/mem", "rb").close()
@@ -93,3 +94,48 @@ def test_a_contract_that_imports_the_agents_file_is_refused(tmp_path: Path) -> N
     )  # fmt: skip
     got = run_judge(req, 120)
     assert got.status == "failed" and "a file the agent may edit" in got.error, got.error
+
+
+def test_the_runner_writes_only_where_a_kernel_needs_to(tmp_path: Path) -> None:
+    """Inside the sandbox rooted at a task repository: its own files and the temporary folder are writable;
+    the task folder (.kernelpilot), the git folder and anything outside (kernelpilot's own source) are not."""
+    repo = tmp_path / "repo"
+    (repo / ".kernelpilot" / "tasks" / "t").mkdir(parents=True)
+    (repo / ".git").mkdir()
+    (repo / "kernel.py").write_text("x = 1\n")
+    (repo / ".kernelpilot" / "tasks" / "t" / "ledger.jsonl").write_text("{}\n")
+    source = Path(__import__("kernelpilot").__file__).parent / "judge" / "clock.py"
+    code = textwrap.dedent(
+        f"""
+        import json, tempfile
+        from pathlib import Path
+        from kernelpilot.runner import sandbox
+        note = sandbox.enter(Path({str(repo)!r}))
+        got = {{"note": note}}
+        for name, path in (("own", {str(repo / "kernel.py")!r}), ("tmp", tempfile.gettempdir() + "/kp-sb-ok"),
+                           ("ledger", {str(repo / ".kernelpilot/tasks/t/ledger.jsonl")!r}),
+                           ("new_task_file", {str(repo / ".kernelpilot/tasks/t/forged.json")!r}),
+                           ("git", {str(repo / ".git/config")!r}), ("source", {str(source)!r})):
+            try:
+                with open(path, "a") as fh:
+                    fh.write("")
+                got[name] = "written"
+            except OSError as exc:
+                got[name] = exc.__class__.__name__
+        print(json.dumps(got))
+        """
+    )
+    private = tmp_path / "runner-tmp"  # the judge gives each runner its own TMPDIR (judge.procs.private_env)
+    private.mkdir()
+    env = {**os.environ, "TMPDIR": str(private)}
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=repo, env=env
+    )
+    got = json.loads(out.stdout)
+    if not got["note"].startswith("Landlock ABI"):
+        pytest.fail(f"Landlock is not available here: {got['note']}")
+    assert "tamper check alone" not in got["note"], got
+    assert got["own"] == "written" and got["tmp"] == "written", got
+    for name in ("ledger", "new_task_file", "git", "source"):
+        assert got[name] == "PermissionError", got
+    assert (repo / ".kernelpilot" / "tasks" / "t" / "ledger.jsonl").read_text() == "{}\n"
