@@ -99,9 +99,7 @@ def test_blocked_calls_time_out_and_the_server_keeps_serving(monkeypatch: pytest
                 res = await client.call_tool("crash_plain", {"id": "r1"})
                 assert res.is_error and _text(res).startswith("KeyError")
             assert len(answers) == calls
-            assert all(
-                "ToolTimeoutError: block did not finish within its 0.5 s limit" in a for a in answers
-            )
+            assert all("ToolTimeoutError: block did not finish within its 0.5 s limit" in a for a in answers)
             # the pool is free again: a new call runs and times out on its own limit, not behind the others
             res = await client.call_tool("block", {"id": "r1"})
             assert "ToolTimeoutError" in _text(res)
@@ -185,4 +183,3 @@ def test_a_tool_of_a_toolset_that_is_off_says_how_to_enable_it() -> None:
             assert "belongs to" not in _text(res)
 
     anyio.run(main)
-
