@@ -18,7 +18,8 @@ themselves, a 300-byte name, a 5,000-character path, a missing parent folder. Ca
 
 Outcomes: ok (no error), typed (a kernelpilot error class, an argument validation message or the unknown-
 tool answer, each with `fix:`), traceback (an error the server did not expect: `unexpected_error_text`'s
-answer names a non-kernelpilot class), untyped (any other error text), hang (the call hit its MCP time limit,
+answer names a non-kernelpilot class), untyped (any other error text, or an answer that cannot be encoded
+as JSON for the stdio or HTTP transport: a lone surrogate), hang (the call hit its MCP time limit,
 `KERNELPILOT_MCP_TOOL_TIMEOUT_S`, or the bench's own limit), memory (a MemoryError), changed (anything in the
 sandbox changed that the call was not asked to write, or the store changed by a call that failed: only a
 successful call may create or replace a regular file it named in an output argument (`OUTPUT_ARGS`), write
@@ -369,6 +370,10 @@ class Bench:
                 res = await client.call_tool(case.tool, case.arguments)
             text = "\n".join(getattr(c, "text", "") for c in res.content)
             outcome = classify(case.tool, res.is_error, text, self.typed | kernelpilot_error_names())
+            try:  # the in-memory client passes objects; stdio and HTTP must encode the answer as UTF-8
+                res.model_dump_json()
+            except ValueError as exc:
+                outcome, text = "untyped", f"answer cannot be sent as JSON ({exc}): {text[:300]!r}"
         except TimeoutError:
             outcome, text, res = "hang", f"no answer within {BENCH_LIMIT_S:g} s", None
         except Exception as exc:  # the client itself failed: report it as what the agent would see
