@@ -128,7 +128,7 @@ def test_create_json_exclusive_refuses_existing(tmp_path):
     from kernelpilot.foundation.atomic import create_json_exclusive
 
     target = tmp_path / "memory" / "v3.json"
-    assert create_json_exclusive(target, {"a": 1}) is True
+    assert create_json_exclusive(target, {"a": 1}, mkdir=True) is True  # memory/ made when asked
     assert create_json_exclusive(target, {"a": 2}) is False
     assert json.loads(target.read_text()) == {"a": 1}
     assert sorted(p.name for p in target.parent.iterdir()) == ["v3.json"]  # no temp files left
