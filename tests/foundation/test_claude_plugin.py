@@ -89,6 +89,12 @@ def test_plugin_and_marketplace_manifests_validate(tmp_path: Path):
     assert res.returncode != 0, res.stdout
 
 
+def _server_log(home: Path) -> str:
+    """What Claude Code logged of the plugin's server (its stderr: the launcher's steps, pip's errors)."""
+    logs = sorted(home.glob(".cache/claude-cli-nodejs/*/mcp-logs-plugin-kernelpilot-kernelpilot/*.jsonl"))
+    return "\n".join(p.read_text(errors="replace")[-4000:] for p in logs[-2:])
+
+
 def _init_event(env: dict[str, str]) -> dict:
     """The stream-json `init` event of a print-mode session: reported before any model call (no login)."""
     run_env = {**env, "MCP_CONNECTION_NONBLOCKING": "false"}
@@ -140,14 +146,14 @@ def test_plugin_installs_lists_connects_and_uninstalls_cleanly(tmp_path: Path):
 
     servers = _claude(env, "mcp", "list")
     line = next((ln for ln in servers.stdout.splitlines() if ln.startswith(SERVER + ":")), "")
-    assert "Connected" in line, servers.stdout + servers.stderr
+    assert "Connected" in line, servers.stdout + servers.stderr + _server_log(home)
     data = config / "plugins" / "data" / "kernelpilot-kernelpilot"
     assert len(list(data.glob("venv-*/.kernelpilot-plugin-stamp"))) == 1  # the plugin's own environment
 
     init = _init_event(env)
     assert {f"kernelpilot:{s}" for s in SKILLS} <= set(init["skills"]), init["skills"]
     assert {f"kernelpilot:{c}" for c in COMMANDS} <= set(init["slash_commands"]), init["slash_commands"]
-    assert {"name": SERVER, "status": "connected"} in init["mcp_servers"], init["mcp_servers"]
+    assert {"name": SERVER, "status": "connected"} in init["mcp_servers"], _server_log(home)
     assert {f"{TOOL_PREFIX}spec_lookup", f"{TOOL_PREFIX}roofline"} <= set(init["tools"])
 
     tools = _inspector_tools(env, data)
