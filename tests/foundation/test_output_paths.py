@@ -88,6 +88,13 @@ def test_link_loop_dangling_link_and_over_long_names(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dangling", "loop"]
 
 
+def test_a_name_of_255_bytes_in_multibyte_characters_is_written(tmp_path: Path) -> None:
+    """The temp file's name is cut in bytes, so the longest legal name still gets a legal temp name."""
+    name = "\u00e9" * 127 + "x"  # 255 bytes in UTF-8
+    write_text_atomic(tmp_path / name, "ok")
+    assert (tmp_path / name).read_text() == "ok" and _no_temp_files(tmp_path)
+
+
 def test_a_dangling_link_into_an_existing_folder_writes_its_target(tmp_path: Path) -> None:
     link = tmp_path / "r.json"
     link.symlink_to(tmp_path / "real.json")

@@ -125,7 +125,8 @@ def write_temp(path: Path, content: str | Iterable[str], mode: int | None = None
     SVGs and manifests are user files others may read, not the 0600 of `mkstemp`. The caller moves it into
     place with `os.replace` (or removes it); `write_text_atomic` does both.
     """
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:200]}.", suffix=".tmp")
+    stem = os.fsdecode(os.fsencode(path.name)[:200])  # in bytes: ".<name>.<random>.tmp" stays under NAME_MAX
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{stem}.", suffix=".tmp")
     try:
         os.fchmod(fd, 0o666 & ~_umask() if mode is None else mode)
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
