@@ -1,4 +1,4 @@
-"""Benchmark: hostile MCP tool calls through the official client, every tool, four surfaces (issue 41).
+"""Benchmark: hostile MCP tool calls through the official client, every tool, five surfaces (issue 41).
 
 Usage: python bench/fuzz_mcp.py [--cases N] [--seed S] [--only SURFACE ...] [--tools TOOL ...]
 
@@ -9,7 +9,10 @@ picks a tool and fills its required arguments with plain values, then, by surfac
 - `huge_strings`: 1-3 text arguments get 10 k - 1 M characters (letters, brackets, a BOM before JSON, NUL,
   lone surrogates, line and paragraph separators);
 - `input_paths`: the path-like arguments (`INPUT_ARGS`, else any text argument) name a hostile entry;
-- `output_paths`: the output arguments (`OUTPUT_ARGS`: out, html, manifest, db, ...) name one.
+- `output_paths`: the output arguments (`OUTPUT_ARGS`: out, html, manifest, db, ...) name one;
+- `json_arguments`: the JSON arguments (`*_json`, `JSON_ARGS`) get hostile JSON (`HOSTILE_JSON`: 100,000-deep
+  arrays, 5,000-digit numbers, 1e999, NaN, surrogate and NUL escapes, a BOM, cut short, not UTF-8), inline
+  or as the path of a sandbox file holding it.
 Hostile entries live in a sandbox folder made here: a FIFO, a FIFO named like a device node (`dev_null`:
 never a real device), a unix socket, a directory, a symlink loop, a dangling link, links to /proc/self/mem
 and /dev/zero (links only: neither is opened by this bench), /proc/self/mem and /proc/self/status
@@ -52,7 +55,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "server"))
 
-SURFACES = ("wrong_types", "huge_strings", "input_paths", "output_paths")
+SURFACES = ("wrong_types", "huge_strings", "input_paths", "output_paths", "json_arguments")
 OUTCOMES = ("ok", "typed", "traceback", "untyped", "hang", "memory", "changed")
 BAD = ("traceback", "untyped", "hang", "memory", "changed")
 CALL_LIMIT_S = 20.0  # the server's limit per call (KERNELPILOT_MCP_TOOL_TIMEOUT_S, both kinds)
@@ -111,6 +114,36 @@ INPUT_ARGS = frozenset(
 )
 
 
+HOSTILE_JSON = {  # JSON text a JSON argument may carry inline or in a file (issue 41)
+    "deep": "[" * 100_000 + "]" * 100_000,
+    "deep_object": '{"a": ' * 5_000 + "1" + "}" * 5_000,
+    "long_int": '{"n": ' + "9" * 5_000 + "}",
+    "long_float": '{"x": 1.' + "5" * 5_000 + "}",
+    "huge_exponent": '{"x": 1e999}',
+    "nan": '{"x": NaN}',
+    "surrogate": '{"s": "\\ud800"}',
+    "nul": '{"s": "a\\u0000b"}',
+    "bom": '\ufeff{"a": 1}',
+    "truncated": '{"a": [1, 2',
+    "not_utf8": '{"s": "\udcff"}',  # written with surrogatepass: the byte is not UTF-8
+    "list": "[1, 2, 3]",
+}
+JSON_ARGS = frozenset(
+    {
+        "bottleneck",
+        "isa",
+        "history",
+        "patch",
+        "set",
+        "shapes",
+        "raw_result",
+        "inputs",
+        "outputs",
+        "environment",
+    }
+)
+
+
 def hostile_paths(box: Path) -> list[str]:
     """Every hostile path a case may name (made by `make_sandbox`, plus /proc entries and odd names)."""
     names = ["fifo", "dev_null", "sock", "folder", "loop", "dangling", "to_mem", "to_zero", "folder/"]
@@ -135,6 +168,8 @@ def make_sandbox(box: Path) -> None:
     (box / "to_zero").symlink_to("/dev/zero")
     (box / "data.json").write_text('{"a": 1}\n')
     (box / "notes.txt").write_text("plain text\n")
+    for name, text in HOSTILE_JSON.items():
+        (box / f"{name}.json").write_text(text, encoding="utf-8", errors="surrogatepass")
 
 
 def snapshot(root: Path) -> dict[str, tuple[Any, ...]]:
@@ -251,6 +286,11 @@ def plan(tools: list[Any], box: Path, seed: int, surface: str, case: int) -> Cas
             args[name] = (
                 [value] if "array" in _types(props[name]) and "string" not in _types(props[name]) else value
             )
+    elif surface == "json_arguments":
+        names = [n for n in props if n.endswith("_json") or n in JSON_ARGS] or texts
+        for name in rng.sample(names, min(len(names), rng.randint(1, 2))) if names else []:
+            key = rng.choice(sorted(HOSTILE_JSON))
+            args[name] = HOSTILE_JSON[key] if rng.random() < 0.5 else str(box / f"{key}.json")
     elif surface == "output_paths":
         names = [n for n in props if n in OUTPUT_ARGS] or texts
         for name in rng.sample(names, min(len(names), rng.randint(1, 2))) if names else []:

@@ -16,7 +16,7 @@ import anyio
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-CASES = 12  # per surface: 48 calls
+CASES = 12  # per surface: 60 calls
 
 
 def _bench():  # type: ignore[no-untyped-def]
