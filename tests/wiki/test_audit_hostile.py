@@ -98,6 +98,15 @@ def test_paths_leaving_the_wiki_root_are_problems_never_followed(tmp_path: Path)
     assert inside.ok
 
 
+def test_a_cited_file_name_over_255_bytes_is_dangling_not_an_error(tmp_path: Path) -> None:
+    """Found by bench/fuzz_surfaces.py (citation_audit, seed 4177, case 199): ENAMETOOLONG from the cited
+    path's stat ended the audit with exit 2 instead of a verdict."""
+    res = _audit(
+        tmp_path, f"memory_bandwidth_tb_s: 3.35 TB/s <- gpu-wiki-index/nvidia/{'a' * 300}.md:L{BW}\n"
+    )
+    assert [p.kind for p in res.problems] == ["dangling"]
+
+
 def test_cli_exit_1_on_a_forged_infinite_value(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     ws = tmp_path / "ws"
     ws.mkdir()

@@ -483,8 +483,11 @@ class Wiki:
         for root in reversed(self.roots):
             if root.name == first:
                 candidate = root.path / rest
-                if candidate.is_file():
-                    out.append(candidate)
+                try:
+                    if candidate.is_file():
+                        out.append(candidate)
+                except OSError:  # a name over NAME_MAX (ENAMETOOLONG): no such wiki file (dangling)
+                    continue
         return out
 
     def escapes_roots(self, cited: str) -> bool:
