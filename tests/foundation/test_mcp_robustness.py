@@ -183,3 +183,27 @@ def test_a_tool_of_a_toolset_that_is_off_says_how_to_enable_it() -> None:
             assert "belongs to" not in _text(res)
 
     anyio.run(main)
+
+
+def test_text_arguments_that_look_like_json_stay_text(tmp_path: Path) -> None:
+    """The SDK turned a JSON-looking string into data for any field not annotated exactly `str`: `why`
+    '{"a": 1}' was refused as not a string and `text` "null" became None, dropping the filter silently."""
+    db = str(tmp_path / "exp.db")
+
+    async def main() -> None:
+        async with Client(build_server(["experiments"])) as client:
+            made = await client.call_tool(
+                "exp_create",
+                {"db": db, "operator": "gemm", "summary": "tile 128 - faster", "status": "success",
+                 "why": '{"a": 1}', "tags": '["t1", "t2"]'},
+            )  # fmt: skip
+            assert not made.is_error, _text(made)
+            record = made.structured_content["record"]
+            assert record["description"]["why"] == '{"a": 1}' and record["tags"] == ["t1", "t2"]
+            every = await client.call_tool("exp_list", {"db": db})
+            assert every.structured_content["total"] == 1
+            for text in ("null", "true", '["zz"]'):
+                found = await client.call_tool("exp_list", {"db": db, "text": text})
+                assert not found.is_error and found.structured_content["total"] == 0, text
+
+    anyio.run(main)

@@ -29,6 +29,8 @@ def test_sdk_internals_kernelpilot_uses_are_still_there():
 
     assert {"arg_model", "output_schema", "output_model"} <= set(FuncMetadata.model_fields)
     assert callable(FuncMetadata.convert_result) and callable(FuncMetadata.call_fn_with_arg_validation)
+    # TextKeepingMetadata overrides the SDK's pre-parse of JSON-looking strings
+    assert list(inspect.signature(FuncMetadata.pre_parse_json).parameters) == ["self", "data"]
     assert issubclass(mcp_sdk.StrictArguments, ArgModelBase)
     assert callable(ArgModelBase.model_dump_one_level)
     tool_fields = {"fn", "name", "title", "description", "parameters", "fn_metadata", "is_async"}

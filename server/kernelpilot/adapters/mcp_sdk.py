@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import json
 import logging
+import types
+import typing
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
@@ -37,6 +39,35 @@ class StrictArguments(ArgModelBase):
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid", defer_build=True)
+
+
+def accepts_text(annotation: Any) -> bool:
+    """Whether a field of this annotation takes a string as it is (`str`, `str | None`, `Annotated[str, ...]`,
+    a union with `str`)."""
+    if annotation is str:
+        return True
+    origin = typing.get_origin(annotation)
+    if origin is Annotated:
+        return accepts_text(typing.get_args(annotation)[0])
+    if origin in (typing.Union, types.UnionType):
+        return any(accepts_text(a) for a in typing.get_args(annotation))
+    return False
+
+
+class TextKeepingMetadata(FuncMetadata):
+    """The SDK's function metadata, except that a text argument stays text.
+
+    The SDK "pre-parses" any string argument that looks like JSON unless the field's annotation is exactly
+    `str`: for `why: str | None`, the text `'{"a": 1}'` became a dict and was refused, and `exp_list
+    text="null"` became None, silently dropping the filter (found with bench/fuzz_mcp.py, issue 41).
+    Fields that take text are left as sent; the others (lists, objects, numbers) are pre-parsed as before.
+    """
+
+    def pre_parse_json(self, data: dict[str, Any]) -> dict[str, Any]:
+        fields = self.arg_model.model_fields
+        keep = {k: v for k, v in data.items() if k in fields and accepts_text(fields[k].annotation)}
+        parsed = super().pre_parse_json({k: v for k, v in data.items() if k not in keep})
+        return {k: keep[k] if k in keep else parsed[k] for k in data}
 
 
 def argument_model(name: str, request: type[BaseModel]) -> type[ArgModelBase]:
@@ -70,7 +101,7 @@ def make_tool(
     """An SDK tool whose `fn(ctx, **arguments)` returns a `result` instance, published with the given
     (already compacted) input and output schemas; the SDK validates arguments with the flat argument model
     and the return value against `result` before sending it as structured content."""
-    meta = FuncMetadata(
+    meta = TextKeepingMetadata(
         arg_model=argument_model(name, request), output_model=result, output_schema=result_schema
     )
     return Tool(
