@@ -194,6 +194,8 @@ CALLS: tuple[Call, ...] = (
     Call("roofline", "gemm", lambda t: {"gpu": "h100-sxm5", "op": "gemm", "m": 4096, "n": 4096, "k": 4096}),
     Call("spec_lookup", "h100", lambda t: {"gpu": "h100-sxm5"}),
     Call("wiki_list_gpus", "missing", lambda t: {"missing": True}),
+    # skills: into a temporary Claude config folder (never the user's)
+    Call("skills_install", "tmp-config", lambda t: {"config_dir": str(t / "claude-config")}),
     Call("toolsets_enable", "list", lambda t: {}),
     # measure
     Call("time_kernel", "command", _time_command),
