@@ -35,11 +35,10 @@ CAPABILITIES = [
         command=("gpus",),
         summary="List the GPUs in the gpu-wiki with their ids, aliases and files.",
         description=(
-            "List every GPU the loaded wikis describe (id, vendor, name, file, aliases, number of cited and "
-            "measured values) and any wiki load problems (malformed lines, conflicts, overrides). Use it to "
-            "find the id to pass to `spec_lookup` or `roofline`. With `missing`, each GPU also lists which "
-            "roofline/occupancy-critical metrics are UNKNOWN (dense bf16/fp16 and fp32 peak, bandwidth, "
-            "SM/CU count, L2, shared/LDS and registers per SM/CU), with the count."
+            "List every GPU the loaded wikis describe (id, vendor, name, file, aliases, cited and measured "
+            "values) and wiki load problems. Use it to find the id for `spec_lookup` or `roofline`. With "
+            "`missing`, each GPU also lists its UNKNOWN roofline/occupancy-critical metrics (peaks, "
+            "bandwidth, SM/CU count, L2, shared/LDS, registers) and issue-floor gaps."
         ),
         request=GpusRequest,
         result=GpusResult,
