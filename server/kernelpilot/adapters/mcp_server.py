@@ -49,7 +49,7 @@ from kernelpilot.adapters.mcp_sdk import (
     run_stdio,
     share_definitions,
 )
-from kernelpilot.capabilities import Capability, all_capabilities, toolset_names
+from kernelpilot.capabilities import Capability, all_capabilities, argument_of_path, toolset_names
 from kernelpilot.foundation.errors import InvalidArgumentError, KernelpilotError, ToolTimeoutError
 from kernelpilot.foundation.models import Request, Result
 from kernelpilot.foundation.paths import bundled_dir
@@ -211,13 +211,9 @@ def unknown_tool_text(caps: Sequence[Capability], name: str) -> str:
 def _argument_involved(arguments: dict[str, Any], cause: BaseException) -> str | None:
     """The argument an unexpected error concerns: the one naming the file an OSError names, else the first
     text argument the error's message quotes."""
-    filenames = [str(f) for f in (getattr(cause, "filename", None), getattr(cause, "filename2", None)) if f]
     text = str(cause)[:10_000]
     texts = {k: v for k, v in arguments.items() if isinstance(v, str) and len(v.strip()) >= 2}
-    for key, value in texts.items():
-        if any(value in f or os.path.expanduser(value) == f for f in filenames):
-            return key
-    return next((key for key, value in texts.items() if value in text), None)
+    return argument_of_path(arguments, cause) or next((k for k, v in texts.items() if v in text), None)
 
 
 def unexpected_error_text(name: str, arguments: dict[str, Any], cause: BaseException) -> str:

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import errno
 import importlib
+import os
 import pkgutil
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import Any
@@ -94,7 +95,7 @@ class Capability:
             shape = exc.errno in (errno.ENAMETOOLONG, errno.ELOOP, errno.EIO)
             # a file given where a folder belongs (or the reverse): typed only when the path is (inside)
             # the user's argument
-            user_path = _argument_of(request, exc) is not None
+            user_path = argument_of_path(request.__dict__, exc) is not None
             kind = exc.errno in (errno.ENOTDIR, errno.EISDIR) and user_path
             if not (shape or kind):
                 raise
@@ -104,18 +105,19 @@ class Capability:
         return out
 
 
-def _argument_of(request: Request, exc: OSError) -> str | None:
-    """The request field whose text is (part of) the path the OSError names, or None."""
-    name = str(exc.filename or "")
-    return next(
-        (k for k, v in request.__dict__.items() if isinstance(v, str) and len(v) > 1 and v in name), None
-    )
+def argument_of_path(values: Mapping[str, Any], exc: BaseException) -> str | None:
+    """The argument whose text is (part of, or `~`-expanded) the path an OSError names, or None; both
+    adapters name it in their errors (`Capability.invoke` here, `mcp_server.unexpected_error_text`)."""
+    names = [str(f) for f in (getattr(exc, "filename", None), getattr(exc, "filename2", None)) if f]
+    texts = {k: v for k, v in values.items() if isinstance(v, str) and len(v.strip()) > 1}
+    named = (k for k, v in texts.items() if any(v in n or os.path.expanduser(v) == n for n in names))
+    return next(named, None)
 
 
 def _path_shape_error(request: Request, exc: OSError) -> InputFileError:
     """The typed error for a path the OS refused for its shape or kind, naming the field that holds it."""
     name = str(exc.filename or "")
-    arg = _argument_of(request, exc)
+    arg = argument_of_path(request.__dict__, exc)
     shown = name if len(name) <= 120 else f"{name[:120]}... ({len(name)} characters)"
     where = f"--{arg.replace('_', '-')} " if arg else ""
     what = f"{where}path {shown!r}" if name else "reading an input file"

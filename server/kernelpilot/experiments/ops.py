@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 from collections.abc import Iterator
 from datetime import UTC, date, datetime
@@ -40,16 +39,12 @@ from kernelpilot.experiments.api import (
 )
 from kernelpilot.experiments.backends import open_store, store_session
 from kernelpilot.experiments.record import FAILURE_STATUSES, ExperimentRecord, Status
-from kernelpilot.experiments.store import RecordFilter, Store, default_location, is_pg_url, record_error
+from kernelpilot.experiments.store import RecordFilter, default_location, is_pg_url, record_error
 from kernelpilot.foundation import readers
 from kernelpilot.foundation.atomic import output_path, write_text_atomic
 from kernelpilot.foundation.errors import FormatError, InputFileError, InvalidArgumentError, NotFoundError
 
 ANALYZE_AFTER = 1000  # records: an import this large refreshes the planner statistics
-
-
-def _store(db: str | None) -> contextlib.AbstractContextManager[Store]:
-    return store_session(db)
 
 
 def upgrade(req: ExpUpgradeRequest) -> UpgradeResult:
@@ -148,13 +143,13 @@ def create(req: ExpCreateRequest) -> RecordResult:
         if value is not None:
             data[name] = value
     rec = _validate(data, "create")
-    with _store(req.db) as store:
+    with store_session(req.db) as store:
         store.create([rec])
         return RecordResult(db=store.url, action="created", record=rec)
 
 
 def update(req: ExpUpdateRequest) -> RecordResult:
-    with _store(req.db) as store:
+    with store_session(req.db) as store:
         current = store.get(req.id)
         changes: dict[str, Any] = dict(req.set)
         for name in ("status", "score", "summary", "is_buggy", "error_message"):
@@ -182,13 +177,13 @@ def update(req: ExpUpdateRequest) -> RecordResult:
 
 
 def get(req: ExpGetRequest) -> RecordResult:
-    with _store(req.db) as store:
+    with store_session(req.db) as store:
         return RecordResult(db=store.url, action="found", record=store.get(req.id))
 
 
 def list_records(req: ExpListRequest) -> RecordListResult:
     flt = _filter(req, status=req.status, parent_id=req.parent_id, buggy=req.buggy)
-    with _store(req.db) as store:
+    with store_session(req.db) as store:
         recs = store.query(flt, limit=req.limit, offset=req.offset, order=req.order)
         total = store.count(flt) if (len(recs) == req.limit or req.offset) else req.offset + len(recs)
         return RecordListResult(
@@ -198,7 +193,7 @@ def list_records(req: ExpListRequest) -> RecordListResult:
 
 def top(req: ExpTopRequest) -> TopResult:
     flt = _filter(req, status=req.status)
-    with _store(req.db) as store:
+    with store_session(req.db) as store:
         recs = store.top(flt, req.limit, per_operator=req.per_operator)
         return TopResult(db=store.url, per_operator=req.per_operator, records=recs, unreadable=store.skipped)
 
@@ -210,7 +205,7 @@ def similar(req: ExpSimilarRequest) -> SimilarResult:
             "e.g. --operator gemm --arch sm_90 --change 'unroll k loop by 4'",
         )
     tokens = sorted(similarity.change_tokens(req.change))[:32]
-    with _store(req.db) as store:
+    with store_session(req.db) as store:
         pool = store.similar_candidates(
             req.operator or None, req.dtype or None, req.arch or None, tokens, 2000
         )
@@ -232,7 +227,7 @@ def similar(req: ExpSimilarRequest) -> SimilarResult:
 
 
 def lineage(req: ExpLineageRequest) -> LineageResult:
-    with _store(req.db) as store:
+    with store_session(req.db) as store:
         rec = store.get(req.id)
         return LineageResult(
             db=store.url,
@@ -246,7 +241,7 @@ def lineage(req: ExpLineageRequest) -> LineageResult:
 def failures(req: ExpFailuresRequest) -> FailuresResult:
     statuses = list(FAILURE_STATUSES) + ([Status.neutral] if req.include_neutral else [])
     flt = _filter(req, status=statuses)
-    with _store(req.db) as store:
+    with store_session(req.db) as store:
         recs = store.query(flt, limit=req.limit)
         total = store.count(flt) if len(recs) == req.limit else len(recs)
         return FailuresResult(db=store.url, total=total, records=recs, unreadable=store.skipped)
@@ -266,7 +261,7 @@ def read_jsonl_records(path: Path) -> list[ExperimentRecord]:
 def import_records(req: ExpImportRequest) -> ImportResult:
     path = Path(req.path)
     records = read_jsonl_records(path)
-    with _store(req.db) as store:
+    with store_session(req.db) as store:
         written = store.create(records, on_conflict=req.on_conflict)
         if written >= ANALYZE_AFTER:
             store.analyze()
@@ -298,7 +293,7 @@ def atomic_write_lines(path: Path, lines: Iterator[str]) -> int:
 def export_records(req: ExpExportRequest) -> ExportResult:
     flt = _filter(req)
     output_path(req.out, "--out")  # refused before the store is read
-    with _store(req.db) as store:
+    with store_session(req.db) as store:
         if flt == RecordFilter():
             lines = (export_line(r) for r in store.iter_all())
         else:
@@ -351,7 +346,7 @@ def ingest(req: ExpIngestRequest) -> IngestResult:
         for obj, where, link in items
     ]
     records = list({r.id: r for r in records}.values())  # the same line twice is one attempt
-    with _store(req.db) as store:
+    with store_session(req.db) as store:
         existing = {r.id for r in store.get_many([r.id for r in records])}
         new = [r for r in records if r.id not in existing]
         store.create(new, on_conflict="skip")
