@@ -36,13 +36,13 @@ def _git(repo: Path, *args: str) -> None:
     subprocess.run(["git", *args], cwd=repo, env=GIT_ENV, check=True, capture_output=True)
 
 
-def _contract_task(root: Path, baseline: str) -> Path:
+def _contract_task(root: Path, baseline: str, shapes: list[dict[str, int]] | None = None) -> Path:
     """A git repository whose kernel.py is `baseline`, a contract task on it and its baseline refreshed."""
     repo = root / "repo"
     repo.mkdir()
     shutil.copy(CASES / "contract_axpy.py", repo)
     shutil.copy(CASES / baseline, repo / "kernel.py")
-    (repo / "contract.json").write_text(json.dumps(CONTRACT))
+    (repo / "contract.json").write_text(json.dumps({**CONTRACT, "shapes": shapes or CONTRACT["shapes"]}))
     (repo / ".gitignore").write_text(".kernelpilot/\n__pycache__/\n")
     _git(repo, "init", "-q")
     _git(repo, "add", ".")
@@ -68,7 +68,11 @@ def task(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def slow_task(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return _contract_task(tmp_path_factory.mktemp("guarded_slow"), "slow_axpy.py")
+    # a ~1 ms call: the judge times each call through a pipe round trip (~0.1 ms), which a 4096-element
+    # axpy (~10 us) would drown
+    return _contract_task(
+        tmp_path_factory.mktemp("guarded_slow"), "slow_axpy.py", [{"n": 1 << 20}, {"n": 1000}]
+    )
 
 
 HACKS = [
@@ -81,7 +85,6 @@ HACKS = [
     ("lazy_axpy.py", "rejected_lazy_output", "semantic", "not a plain numpy.ndarray"),
     ("noisy_axpy.py", "rejected_nondeterministic", "semantic", "different outputs"),
     ("timer_axpy.py", "rejected_timer_disagree", "observation", "replaced or skewed its clock"),
-    ("tamper_axpy.py", "rejected_baseline_tampered", "baseline", "kernel.py (rewritten)"),
 ]
 # Hacks of the in-process guard that the isolated judge leaves with nothing to exploit: they run as honest
 # code at honest speed (a thread joined before return, a memo of pointers and first values that misses on
@@ -122,6 +125,35 @@ def test_an_in_process_hack_has_nothing_to_exploit(task: Path, candidate: str) -
     assert r is not None and r.rejection is None and r.method == "paired", r.output_tail
     assert r.status in ("improved", "regressed", "neutral")
     assert r.judge is not None and sum(r.judge["checked_timed_calls"].values()) == 2 * (r.pairs or 0)
+
+
+def test_the_sandbox_refuses_a_write_into_the_baseline_tree(task: Path) -> None:
+    """The runner writes only where a kernel needs to (runner.sandbox): the tamper attack fails to import."""
+    repo = task.parent.parent.parent
+    before = (task / ".baseline-tree" / "kernel.py").stat() if (task / ".baseline-tree").exists() else None
+    shutil.copy(CASES / "tamper_axpy.py", repo / "kernel.py")
+    r = evaluate(EvaluateRequest(task=str(task))).record
+    assert r is not None and r.status == "correctness_failed" and "PermissionError" in r.output_tail, (
+        r.output_tail
+    )
+    if before is not None:
+        after = (task / ".baseline-tree" / "kernel.py").stat()
+        assert (after.st_mtime_ns, after.st_ctime_ns) == (before.st_mtime_ns, before.st_ctime_ns)
+
+
+def test_a_write_the_sandbox_lets_through_is_rejected_and_put_back(
+    task: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where the sandbox allows it (KERNELPILOT_RUNNER_WRITABLE here; a task beneath a cache folder, or no
+    Landlock), the tamper check still holds: the rewritten baseline tree is rejected_baseline_tampered."""
+    from kernelpilot.runner.sandbox import WRITABLE_ENV
+
+    monkeypatch.setenv(WRITABLE_ENV, str(task))
+    repo = task.parent.parent.parent
+    shutil.copy(CASES / "tamper_axpy.py", repo / "kernel.py")
+    r = evaluate(EvaluateRequest(task=str(task))).record
+    assert r is not None and r.status == "rejected_baseline_tampered", r.output_tail
+    assert r.rejection is not None and "kernel.py (rewritten)" in r.rejection.evidence
 
 
 def test_an_honest_candidate_gets_a_verdict(task: Path) -> None:

@@ -1,10 +1,10 @@
 """Batches of calls timed on the judge's own monotonic clock (docs/guard.md, "The isolated judge").
 
-Per pair of batches, while every runner is stopped: B fresh input sets from secret seeds (the same values
-for both sides of the pair), written into each side's arena, outputs poisoned. Then for each side in turn
-(ABBA: the order alternates per pair): the clock starts, the runner is resumed and told to run the B slots,
-its reply stops the clock and the runner is stopped at once (its process group first: any work left after
-its reply happens outside the clock and is seen as unwritten output). The figure is the batch's time / B.
+Per pair of batches: B fresh input sets from secret seeds (the same values for both sides of the pair).
+For each side in turn (the order alternates per pair), a call at a time: the runner's process group frozen,
+the call's values written into its slot, the group thawed; the clock starts, the call is sent, its reply
+stops the clock and the group is frozen at once (work left after a reply happens outside the clock and is
+seen as unwritten output). The figure is the sum of the batch's call times / B.
 
 After each batch, drawn after it returned (OS randomness): positions of every call's output checked for
 the poison (an output not complete when the call returned), and one call whose whole output is kept and
@@ -89,19 +89,32 @@ class Clock:
         return sets
 
     def batch(self, side: Side, sets: list[list[Any]]) -> tuple[dict[str, Any], float]:
-        """One timed batch: (the reply, its judge-clock seconds)."""
+        """One timed batch, a call at a time: (the reply, the sum of its calls' judge-clock seconds).
+
+        A call's values land in its slot only while the runner's process group is frozen, right before the
+        call is sent: no thread or process of the candidate sees the next call's values before its clock
+        starts, so it cannot work ahead on them, in parallel with this call or during the judge's write
+        (red-team `eager_thread_gemm`). Processes that left the group stay stopped for the whole batch."""
         arena = side.arena
-        for i, values in enumerate(sets):
-            arena.write(i, values)
+        for i in range(len(sets)):
             arena.poison(i)
-        slots = list(range(len(sets)))
-        t0 = time.perf_counter_ns()
-        side.cont()
-        reply = side.ask({"op": "run", "slots": slots})
-        side.freeze()
-        t1 = time.perf_counter_ns()
+        side.cont(group_only=True)
+        total, ns = 0, []
+        for i, values in enumerate(sets):
+            side.freeze(wait=True)
+            arena.write(i, values)
+            side.thaw()
+            t0 = time.perf_counter_ns()
+            reply = side.ask({"op": "run", "slots": [i]})
+            t1 = time.perf_counter_ns()
+            side.freeze()
+            total += t1 - t0
+            if not reply.get("ok"):
+                side.stop()
+                return reply, total / 1e9
+            ns += reply.get("ns", [])
         side.stop()
-        return reply, (t1 - t0) / 1e9
+        return {"ok": True, "ns": ns}, total / 1e9
 
     def layout_all(self, n: int) -> None:
         sets = self.fresh(1)

@@ -43,6 +43,16 @@ def become_subreaper() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
 
+def _state(pid: int) -> str:
+    """The state letter /proc shows for `pid` ("" when it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            raw = fh.read()
+    except OSError:
+        return ""
+    return raw[raw.rfind(b")") + 2 :].split()[0].decode()
+
+
 def process_table() -> dict[int, tuple[int, int, str]]:
     """pid -> (parent pid, process group, state letter) of every process /proc shows."""
     table: dict[int, tuple[int, int, str]] = {}
@@ -185,13 +195,23 @@ class Side:
         orphans = {p for p, (ppid, _, _) in table.items() if ppid == me and p not in RUNNERS}
         return sorted(found | orphans)
 
-    def freeze(self) -> None:
-        """SIGSTOP to the runner and its process group at once (no /proc walk): the instant after a reply,
-        before the clock reads; `stop` then finds every other descendant."""
+    def freeze(self, wait: bool = False) -> None:
+        """SIGSTOP to the runner and its process group at once (no /proc walk: `stop` finds every other
+        descendant); `wait`: until the runner reads stopped, before the judge writes its next values."""
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.pid, signal.SIGSTOP)
         with contextlib.suppress(ProcessLookupError):
             os.kill(self.pid, signal.SIGSTOP)
+        if wait:
+            deadline = time.monotonic() + STOP_WAIT_S
+            while time.monotonic() < deadline and _state(self.pid) not in ("T", "t", "Z", "X", ""):
+                time.sleep(0.00005)
+
+    def thaw(self) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pid, signal.SIGCONT)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signal.SIGCONT)
 
     def stop(self) -> None:
         table = process_table()
@@ -207,11 +227,18 @@ class Side:
             if pending:
                 time.sleep(0.0002)
 
-    def cont(self) -> None:
+    def cont(self, group_only: bool = False) -> None:
         """Resume the side's own processes at the judge's priority and on its cores (a candidate may renice
         or re-pin the other side's processes while it runs: undone before each batch). An orphan never seen
-        as this side's descendant stays stopped: it could belong to the other side."""
-        for pid in [p for p in self.stopped if p in self.seen] or [self.pid]:
+        as this side's descendant stays stopped: it could belong to the other side; `group_only` (a timed
+        batch): so does every process that left the runner's process group."""
+        table = process_table() if group_only else {}
+        own = [
+            p
+            for p in self.stopped
+            if p in self.seen and (not group_only or table.get(p, (0, 0))[1] == self.pid)
+        ]
+        for pid in own or [self.pid]:
             with contextlib.suppress(OSError):
                 os.setpriority(os.PRIO_PROCESS, pid, NICE)
                 os.sched_setaffinity(pid, CORES)
