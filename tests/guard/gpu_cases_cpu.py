@@ -17,6 +17,12 @@ a git repository holds the contract and the task's honest twin (`gpu_suite.HONES
 `kernel.py`; a case is copied over `kernel.py` and evaluated paired against it (min_effect 0.05). An attack
 is held when rejected, failed by its own process, or accepted without a gain confirmed by a second eval; an
 honest case when it gets a verdict; every eval must leave its ledger line and its experiment record.
+
+What a CPU run can and cannot show: the hacks that replace CUDA timers (torch.cuda.Event, synchronize) run
+but aim at nothing the judge uses, so they can only be accepted at their twin's speed; `env_sniff_gemm`
+runs plainly but, once it sees a harness, pads with torch.cuda._sleep and fails its own run
+(correctness_failed). The memo attacks that hide behind a CUDA pad are excluded; the isolated corpus
+(tests/guard/isolated) holds their CPU counterparts.
 """
 
 from __future__ import annotations
