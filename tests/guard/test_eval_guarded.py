@@ -156,6 +156,26 @@ def test_a_write_the_sandbox_lets_through_is_rejected_and_put_back(
     assert r.rejection is not None and "kernel.py (rewritten)" in r.rejection.evidence
 
 
+WRONG_WHEN_TIMED = '''"""Hack: right for its first 12 calls (the checks), then off by one."""
+_calls = [0]
+
+
+def axpy(x, y):
+    _calls[0] += 1
+    return 2.5 * x + y + (1.0 if _calls[0] > 12 else 0.0)
+'''
+
+
+def test_a_candidate_wrong_only_when_timed_is_rejected(task: Path) -> None:
+    """Every timed call's values are new; one call per batch, drawn after it returned, is checked against
+    the float64 reference in the judge."""
+    repo = task.parent.parent.parent
+    (repo / "kernel.py").write_text(WRONG_WHEN_TIMED)
+    r = evaluate(EvaluateRequest(task=str(task))).record
+    assert r is not None and r.status == "rejected_timed_output", r.output_tail
+    assert r.rejection is not None and "drawn after its batch returned" in r.rejection.evidence
+
+
 def test_an_honest_candidate_gets_a_verdict(task: Path) -> None:
     repo = task.parent.parent.parent
     shutil.copy(CASES / "fused_axpy.py", repo / "kernel.py")

@@ -22,10 +22,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kernelpilot.guard.backend import backend_for
-from kernelpilot.guard.models import Rejection
-from kernelpilot.guard.semantic import CallContext, measure
+from kernelpilot.guard.models import Rejection, Tolerance
+from kernelpilot.guard.semantic import CallContext, measure, numel
 from kernelpilot.guard.timed import reference_f64
-from kernelpilot.judge.arena import is_array
 from kernelpilot.judge.checks import Checker, Prepared, as_output, reject
 from kernelpilot.judge.contract import JudgeContract, fresh_seed
 from kernelpilot.judge.models import SideTiming
@@ -248,7 +247,10 @@ class Clock:
                     prep.be, self.jc.dtype, "cpu", prep.tol, True, True, self.jc.contract.in_place
                 )
                 ctx.selection = prep.selection
-                cmp = measure(ctx, as_output(kept.outputs, prep.selection), ref, prep.tol)
+                out = as_output(kept.outputs, prep.selection)
+                if prep.selection is None and within(prep.be, out, ref, prep.tol):
+                    continue  # the common case, in 4 passes (measure's ULP figures cost ~10x that)
+                cmp = measure(ctx, out, ref, prep.tol)
                 if not cmp.ok:
                     return reject(
                         "rejected_timed_output",
@@ -265,5 +267,14 @@ class Clock:
         return None, ""
 
 
-def arrays(xs: list[Any]) -> list[Any]:
-    return [x for x in xs if is_array(x)]
+def within(be: Any, out: Any, ref: Any, tol: Tolerance) -> bool:
+    """|out - ref| <= atol + rtol |ref| everywhere (NaN fails), as `semantic.compare` judges it."""
+    xp = be.xp
+    o, r = be.f64(out), be.f64(ref)
+    if tuple(o.shape) != tuple(r.shape):
+        return False
+    atol = (
+        tol.atol if tol.atol is not None else tol.rtol * float(xp.sqrt((r * r).mean())) if numel(r) else 0.0
+    )
+    return bool((xp.abs(o - r) <= atol + tol.rtol * xp.abs(r)).all())
+
