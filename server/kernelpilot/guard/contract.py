@@ -121,16 +121,23 @@ class Loaded:
         self.device = resolve_device(contract)
 
     def make(self, shape: dict[str, int], seed: int) -> list[Any]:
-        try:
-            made = self.inputs(dict(shape), self.contract.dtype, seed, self.device)
-        except Exception as exc:  # the contract's own factory failed: typed, names it
-            raise ContractError(
-                f"contract inputs factory raised {type(exc).__name__}: {exc} (shape {shape}, seed {seed})",
-                "fix the inputs factory",
-            ) from exc
-        if not isinstance(made, (list, tuple)) or not made:
-            raise ContractError(
-                "the contract inputs factory must return a non-empty list of arrays/tensors",
-                "return e.g. [a, b]",
-            )
-        return list(made)
+        return made_inputs(self.inputs, self.contract, self.device, shape, seed)
+
+
+def made_inputs(
+    factory: Callable[..., Any], contract: Contract, device: str, shape: dict[str, int], seed: int
+) -> list[Any]:
+    """The contract's inputs for a shape and seed, checked; a factory that raises is the contract's error."""
+    try:
+        made = factory(dict(shape), contract.dtype, seed, device)
+    except Exception as exc:  # the contract's own factory failed: typed, names it
+        raise ContractError(
+            f"contract inputs factory raised {type(exc).__name__}: {exc} (shape {shape}, seed {seed})",
+            "fix the inputs factory",
+        ) from exc
+    if not isinstance(made, (list, tuple)) or not made:
+        raise ContractError(
+            "the contract inputs factory must return a non-empty list of arrays/tensors",
+            "return e.g. [a, b]",
+        )
+    return list(made)

@@ -60,16 +60,4 @@ class JudgeContract:
         self.dtype = cmod.float_dtype(contract.dtype)
 
     def make(self, shape: dict[str, int], seed: int) -> list[Any]:
-        try:
-            made = self.inputs(dict(shape), self.contract.dtype, seed, self.device)
-        except Exception as exc:  # the contract's own factory failed: typed, names it
-            raise ContractError(
-                f"contract inputs factory raised {type(exc).__name__}: {exc} (shape {shape})",
-                "fix the inputs factory",
-            ) from exc
-        if not isinstance(made, (list, tuple)) or not made:
-            raise ContractError(
-                "the contract inputs factory must return a non-empty list of arrays/tensors",
-                "return e.g. [a, b]",
-            )
-        return list(made)
+        return cmod.made_inputs(self.inputs, self.contract, self.device, shape, seed)

@@ -489,12 +489,7 @@ def _judged_paired(task: Task, report: Any) -> paired.Timed:
     assert task.contract is not None
     cand, base = judged.samples(report, "candidate"), judged.samples(report, "baseline")
     sp, lo, hi = paired_ratio_ci(report.ratios)
-    if lo > 1.0 and sp >= 1.0 + task.min_effect:
-        status = "improved"
-    elif hi < 1.0 and sp <= 1.0 / (1.0 + task.min_effect):
-        status = "regressed"
-    else:
-        status = "neutral"
+    status = _status_of(task, sp, lo, hi)
     cmed = sorted(cand)[len(cand) // 2]
     fields: dict[str, Any] = {
         "status": status, "method": "paired", "speedup": sp, "speedup_ci": [lo, hi], "samples": cand,
@@ -778,14 +773,17 @@ def _verdict(task: Task, base: Baseline, samples: list[float]) -> dict[str, Any]
         return out
     sp = speedup_of(base.stats.median, cand.median, task.metric.direction)
     lo, hi = bootstrap_speedup_ci(base.samples, samples, task.metric.direction)
-    if lo > 1.0 and sp >= 1.0 + task.min_effect:
-        status = "improved"
-    elif hi < 1.0 and sp <= 1.0 / (1.0 + task.min_effect):
-        status = "regressed"
-    else:
-        status = "neutral"
-    out.update(status=status, speedup=sp, speedup_ci=[lo, hi], _message="")
+    out.update(status=_status_of(task, sp, lo, hi), speedup=sp, speedup_ci=[lo, hi], _message="")
     return out
+
+
+def _status_of(task: Task, sp: float, lo: float, hi: float) -> str:
+    """improved / regressed only when the interval clears 1 and the speed-up clears the task's min effect."""
+    if lo > 1.0 and sp >= 1.0 + task.min_effect:
+        return "improved"
+    if hi < 1.0 and sp <= 1.0 / (1.0 + task.min_effect):
+        return "regressed"
+    return "neutral"
 
 
 def _commit_record(task_dir: Path, record: EvalRecord) -> None:
