@@ -214,8 +214,6 @@ def _bandwidths(
     torch.cuda.empty_cache()
 
 
-
-
 def _latency(torch: Any, req: CeilingsRequest, dev: Any, record: _Recorder) -> None:
     """The smallest kernel's per-launch time: `x.add_(1)` on one fp32 element, launched back to back in the
     warm mode. It includes the device's kernel-to-kernel gap, as every kernel of a stream pays it."""

@@ -277,4 +277,3 @@ def within(be: Any, out: Any, ref: Any, tol: Tolerance) -> bool:
         tol.atol if tol.atol is not None else tol.rtol * float(xp.sqrt((r * r).mean())) if numel(r) else 0.0
     )
     return bool((xp.abs(o - r) <= atol + tol.rtol * xp.abs(r)).all())
-

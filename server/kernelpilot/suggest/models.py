@@ -82,9 +82,7 @@ class SuggestResult(Result):
         """Compact view: one line per lever plus its first reason; every field is in --json."""
         lines = [self.note.split(";")[0] + "; test each with `kernelpilot eval`."]
         one = len(self.stop_verdicts) == 1  # one kernel: its name is on every lever line already
-        lines.extend(
-            clip(v.split(": ", 1)[1] if one else v, 160) for v in self.stop_verdicts
-        )
+        lines.extend(clip(v.split(": ", 1)[1] if one else v, 160) for v in self.stop_verdicts)
         prev = ""
         for s in self.suggestions[:TEXT_ITEMS]:
             hist = f"; {s.history_note}" if s.history_note else ""
@@ -101,11 +99,7 @@ class SuggestResult(Result):
             if s.evidence:
                 first = s.evidence[0]
                 same = first == prev
-                lines.append(
-                    "   because: the same cause"
-                    if same
-                    else f"   because {clip(first, 100)}"
-                )
+                lines.append("   because: the same cause" if same else f"   because {clip(first, 100)}")
                 prev = first
         if len(self.suggestions) > TEXT_ITEMS:
             lines.append(f"({len(self.suggestions) - TEXT_ITEMS} more in --json)")
