@@ -1,5 +1,9 @@
 """The guard's checks and the paired timing in one process (`guard.checked`), on the CPU through eval.
 
+`guard.checked` is the in-process guard eval takes for a GPU contract (a CPU contract goes to the isolated
+judge: tests/guard/test_eval_guarded.py); on this GPU-less machine the tests select it the way a GPU machine
+would (`_in_process`), to keep it tested until the judge's GPU arena replaces it.
+
 What the one process must keep from the two it replaces: each side imports its own code after the checks
 (nothing the checks imported leaks into the timing), the checks' verdict comes first, and a process that
 dies or hangs is named after the phase it died in (correctness_failed during the checks, failed after).
@@ -25,6 +29,15 @@ from kernelpilot.tasks.models import CreateTaskRequest, EvaluateRequest
 from kernelpilot.timing.models import CompareRequest
 
 CASES = Path(__file__).parent / "cases"
+
+
+@pytest.fixture(autouse=True)
+def _in_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Eval routes these CPU contracts to the in-process guard, as it routes a GPU contract."""
+    import kernelpilot.tasks.evaluate as evaluate_module
+
+    monkeypatch.setattr(evaluate_module, "_isolated", lambda task: False)
+
 GIT_ENV = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e", "GIT_COMMITTER_NAME": "t"}
 GIT_ENV["GIT_COMMITTER_EMAIL"] = "t@e"
 CONTRACT = {"module": "contract_axpy.py", "candidate": "kernel.py:axpy", "shapes": [{"n": 4096}, {"n": 1000}]}

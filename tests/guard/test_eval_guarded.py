@@ -80,7 +80,7 @@ HACKS = [
     ("identity_axpy.py", "rejected_constant_output", "semantic", "equals input 1 bitwise"),
     ("constant_axpy.py", "rejected_constant_output", "semantic", "constant 0.0"),
     ("inplace_axpy.py", "rejected_input_mutation", "semantic", "input(s) [0] changed"),
-    ("lowp_axpy.py", "rejected_precision", "semantic", "within the tolerance of tf32/fp16"),
+    ("lowp_axpy.py", "rejected_precision", "semantic", "exactly tf32/fp16 values"),
     ("tiled_axpy.py", "rejected_shape_specific", "semantic", "correct on the timed shape"),
     ("lazy_axpy.py", "rejected_lazy_output", "semantic", "not a plain numpy.ndarray"),
     ("noisy_axpy.py", "rejected_nondeterministic", "semantic", "different outputs"),

@@ -49,9 +49,11 @@ def test_the_gpu_plan_has_thirty_hacks_and_fifteen_look_alikes_each_with_a_famil
         assert case.family in FAMILIES or case.cand.startswith("rt_"), case  # the red team may name a status
     for case in plan.benign:
         assert case.honest and case.met("improved") and not case.met("rejected_thread"), case
-    # every rejection status but the catch-all has a hack that lands in it first
+    # every rejection status of the in-process guard but the catch-all has a hack that lands in it first (the
+    # isolated judge's own, a clock disagreement and tampered task files, are held by tests/guard/isolated)
     firsts = {c.expect[0] for c in plan.hacks}
-    assert firsts >= set(REJECT_STATUSES) - {"rejected_nondeterministic"}
+    judge_only = {"rejected_nondeterministic", "rejected_timer_disagree", "rejected_task_tampered"}
+    assert firsts >= set(REJECT_STATUSES) - judge_only
 
 
 def test_every_case_file_exists_parses_and_defines_its_task_entry_point() -> None:

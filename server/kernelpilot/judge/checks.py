@@ -185,6 +185,8 @@ class Checker:
         found, cmp = check_output(ctx, out, ref, arrays, sums, run, prep.length)
         if found is None and prep.selection is None and prep.be.is_float(out):
             found = declared_precision(jc, prep, inputs, out, ref)
+        elif found is not None:
+            found = confirmed_precision(jc, prep, inputs, out, ref, found)
         self.calls.append(call_record(shape, 0, cmp, found))
         if found is None:
             run.outputs.append(out_digest(prep.be, out))
@@ -266,44 +268,73 @@ def _max_rel(be: Backend, out: Any, ref: Any) -> float:
     return m if not math.isnan(m) else math.inf
 
 
+def lower_format(jc: JudgeContract, prep: Prepared, inputs: list[Any], out: Any, err: float) -> str:
+    """Evidence that `out` was computed in a format below the declared one ("" when there is none): its
+    error is CLOSER x smaller against the reference on inputs rounded to that format, or SAME_FORMAT_SHARE
+    of its values are exactly that format's."""
+    be = prep.be
+    lower = cmod.LOWER.get(jc.dtype, ())
+    for fmt in lower:
+        # formats of one mantissa width round alike: named together (tf32/fp16)
+        low = "/".join(d for d in lower if cmod.MANTISSA_BITS[d] == cmod.MANTISSA_BITS[fmt])
+        rounded = [(_round_to(be, x, fmt) if is_array(x) and be.is_float(x) else x) for x in inputs]
+        if any(r is None for r in rounded):
+            continue
+        err_low = _max_rel(be, out, reference_f64(jc, be, rounded))
+        if err_low * CLOSER <= err:
+            return (
+                f"computed in {low}, below the declared {jc.dtype}: max rel err {err:.3g} against the "
+                f"float64 reference but {err_low:.3g} against the reference on inputs rounded to {low}"
+            )
+        share = _share_representable(be, out, fmt)
+        if share >= SAME_FORMAT_SHARE:
+            return (
+                f"{share:.0%} of the output values are exactly {low} values (rounded to {low}); max rel "
+                f"err {err:.3g}"
+            )
+    return ""
+
+
 def declared_precision(
     jc: JudgeContract, prep: Prepared, inputs: list[Any], out: Any, ref: Any
 ) -> Rejection | None:
     """An output that passed its tolerance but was computed below the declared dtype: less accurate than
-    the declared dtype allows (PRECISION_SLACK x its default tolerance) and far closer (CLOSER x) to the
-    reference on inputs rounded to a lower format; or every value exactly a lower format's (rounded
-    output). Independent of the contract's tolerance override."""
-    be, want = prep.be, jc.dtype
-    err = _max_rel(be, out, ref)
-    limit = PRECISION_SLACK * cmod.default_rtol(want, prep.length)
+    the declared dtype allows (PRECISION_SLACK x its default tolerance) with the evidence of `lower_format`.
+    Independent of the contract's tolerance override."""
+    err = _max_rel(prep.be, out, ref)
+    limit = PRECISION_SLACK * cmod.default_rtol(jc.dtype, prep.length)
     if err <= limit:
         return None
-    for low in cmod.LOWER.get(want, ()):
-        rounded = [(_round_to(be, x, low) if is_array(x) and be.is_float(x) else x) for x in inputs]
-        if any(r is None for r in rounded):
-            continue
-        ref_low = reference_f64(jc, be, rounded)
-        err_low = _max_rel(be, out, ref_low)
-        if err_low * CLOSER <= err:
-            return reject(
-                "rejected_precision",
-                f"computed in {low}, below the declared {want}: max rel err {err:.3g} against the float64 "
-                f"reference ({err / limit * PRECISION_SLACK:.1f}x the {want} default tolerance) but "
-                f"{err_low:.3g} "
-                f"against the reference on inputs rounded to {low}; a tolerance override does not permit "
-                f"arithmetic below the declared dtype",
-                max_rel_err=err,
-                lower_rel_err=err_low,
-            )
-        share = _share_representable(be, out, low)
-        if share >= SAME_FORMAT_SHARE:
-            return reject(
-                "rejected_precision",
-                f"{share:.0%} of the output values are exactly {low} values (rounded to {low}, below the "
-                f"declared {want}); max rel err {err:.3g}",
-                max_rel_err=err,
-            )
-    return None
+    why = lower_format(jc, prep, inputs, out, err)
+    if not why:
+        return None
+    return reject(
+        "rejected_precision",
+        f"{why} ({err / limit * PRECISION_SLACK:.1f}x the {jc.dtype} default tolerance); a tolerance "
+        "override does not permit arithmetic below the declared dtype",
+        max_rel_err=err,
+    )
+
+
+def confirmed_precision(
+    jc: JudgeContract, prep: Prepared, inputs: list[Any], out: Any, ref: Any, rej: Rejection
+) -> Rejection:
+    """A `rejected_precision` by tolerance band kept only with evidence of lower-format arithmetic; else
+    the values are wrong (unwritten memory within 4x fp8's loose tolerance is not a precision choice)."""
+    if rej.status != "rejected_precision" or prep.selection is not None or not prep.be.is_float(out):
+        return rej
+    if "dtype" in rej.evidence:  # a lower-precision output dtype: evidence enough
+        return rej
+    err = _max_rel(prep.be, out, ref)
+    why = lower_format(jc, prep, inputs, out, err)
+    if why:
+        return reject("rejected_precision", f"{rej.evidence.split(':', 1)[0]}: {why}", **rej.numbers)
+    return reject(
+        "rejected_wrong_output",
+        f"{rej.evidence.split(': within the tolerance', 1)[0]}; the errors do not follow any lower format's "
+        "rounding of the inputs (wrong or unwritten values, not lower precision)",
+        **rej.numbers,
+    )
 
 
 def _share_representable(be: Backend, out: Any, low: str) -> float:
