@@ -83,10 +83,28 @@ def task_for(root: Path, contract: str, slow: bool) -> Path:
     return task_dir
 
 
+ONE_THREAD = {"OMP_NUM_THREADS": "1"}  # the runners' torch on one intra-op thread (below)
+
+
 def run_case(root: Path, case: Any) -> Outcome:
     """Evaluate one corpus case against its contract's honest twin and judge the outcome. An attack read as
     `improved` is evaluated once more: a gain is one both evals confirm (a shared 2-core host can read one
-    eval of two equal candidates as a confident 5 % speed-up; a real gain repeats)."""
+    eval of two equal candidates as a confident 5 % speed-up; a real gain repeats). The runners' torch uses
+    one intra-op thread: with its default pool, identical code read `improved` in 2 of 15 evals on this
+    shared host (tests/guard/gpu_cases_cpu.py measured it), a verdict of the host, not of the judge."""
+    saved = {k: os.environ.get(k) for k in ONE_THREAD}
+    os.environ.update(ONE_THREAD)  # eval passes its environment to the judge and its runners
+    try:
+        return _judged_twice(root, case)
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def _judged_twice(root: Path, case: Any) -> Outcome:
     got = _run_once(root, case)
     if case.kind == "attack" and got.status == "improved":
         again = _run_once(root, case)
