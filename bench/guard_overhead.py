@@ -19,10 +19,11 @@ thread attribution costs nothing here (no thread is started: no forced trace).
 
 GPU (default; needs an NVIDIA GPU with torch): out = x + 2y, fp32, 12.6 M elements (~50 us on an H100),
 cold timing (tests/guard/gpu_cases/add_kernel.py, contract_add.py). `--cpu` (issue 40): the isolated
-judge (kernelpilot.judge) on the red-team corpus's torch axpy of 2^20 fp32 (~1 ms a call on one core:
-tests/guard/isolated/contracts/contract_axpy.py, cases/honest_axpy.py), warm timing, against a
-`--time-spec` task on the same call; `judge_figure` is the judge's own work inside its process (fresh input
-values, output checks, float64 references: `JudgeReport.phases_s`) as a share of the eval's wall, and
+judge (kernelpilot.judge) on a ~1 ms CPU op, the red-team corpus's torch GEMM at 512^3 fp32 (~0.75 ms a
+call on this 2-core host: tests/guard/isolated/contracts/contract_gemm.py, cases/honest_gemm.py), warm
+timing, against a `--time-spec` task on the same call; `judge_figure` is the judge's own work inside its
+process (fresh input values, output checks, float64 references: `JudgeReport.phases_s`) as a share of the
+eval's wall, and
 `startup_figure` the runners' start-up (once per eval: interpreter, torch, the candidate's import).
 
 Usage: python bench/guard_overhead.py [--reps 5] [--cpu]
@@ -50,23 +51,24 @@ GPU_CONTRACT = {
     "dtype": "fp32",
     "roofline": {"op": "elementwise", "params": {"numel": "n", "inputs": 2, "outputs": 1}},
 }
-CPU_N = 1 << 20
+CPU_N = 512
 CPU_CONTRACT = {
-    "module": "contract_axpy.py",
-    "candidate": "honest_axpy.py:candidate",
-    "shapes": [{"n": CPU_N}, {"n": 100_003}],
+    "module": "contract_gemm.py",
+    "candidate": "honest_gemm.py:candidate",
+    "shapes": [{"m": CPU_N, "n": CPU_N, "k": CPU_N}, {"m": 200, "n": 129, "k": 333}],
     "dtype": "fp32",
     "device": "cpu",
+    "reduction": "k",
 }
 CPU_FACTORY = f"""import torch
 
-from honest_axpy import candidate
+from honest_gemm import candidate
 
 
 def make():
     g = torch.Generator().manual_seed(7)
-    x, y = torch.randn({CPU_N}, generator=g), torch.randn({CPU_N}, generator=g)
-    return lambda: candidate(x, y)
+    a, b = torch.randn({CPU_N}, {CPU_N}, generator=g), torch.randn({CPU_N}, {CPU_N}, generator=g)
+    return lambda: candidate(a, b)
 """
 
 
@@ -84,8 +86,8 @@ def _repo(scratch: Path, cpu: bool) -> dict[str, Path]:
         shutil.rmtree(scratch)
     if cpu:
         scratch.mkdir(parents=True)
-        shutil.copy(ROOT / "tests" / "guard" / "isolated" / "contracts" / "contract_axpy.py", scratch)
-        shutil.copy(ROOT / "tests" / "guard" / "isolated" / "cases" / "honest_axpy.py", scratch)
+        shutil.copy(ROOT / "tests" / "guard" / "isolated" / "contracts" / "contract_gemm.py", scratch)
+        shutil.copy(ROOT / "tests" / "guard" / "isolated" / "cases" / "honest_gemm.py", scratch)
     else:
         shutil.copytree(ROOT / "tests" / "guard" / "gpu_cases", scratch)
     (scratch / ".gitignore").write_text(".kernelpilot/\n__pycache__/\n")
@@ -95,7 +97,7 @@ def _repo(scratch: Path, cpu: bool) -> dict[str, Path]:
     for argv in (["git", "init", "-q"], ["git", "add", "-A"],
                  ["git", "-c", "user.email=b@x", "-c", "user.name=b", "commit", "-qm", "base"]):  # fmt: skip
         _sh(argv, scratch)
-    kernel, spec = ("honest_axpy.py", "kmake.py:make") if cpu else ("add_kernel.py", "add_kernel.py:make")
+    kernel, spec = ("honest_gemm.py", "kmake.py:make") if cpu else ("add_kernel.py", "add_kernel.py:make")
     mode, runs = ("warm", "8") if cpu else ("cold", "2")
     common = ["--allowed-file", kernel, "--workdir", str(scratch), "--timing-mode", mode, "--runs", runs]
     tasks = {}
@@ -222,7 +224,7 @@ def _report(
     for name, xs in walls.items():
         print(f"  {name:9s} eval {_spread(xs, 's')}")
     kernel = (
-        f"the isolated judge on a ~1 ms CPU op (torch axpy of {CPU_N} fp32, warm, 8 pairs)"
+        f"the isolated judge on a ~1 ms CPU op (torch GEMM {CPU_N}^3 fp32, warm, 8 pairs)"
         if cpu
         else f"~50 us fp32 add of {N} elements"
     )

@@ -30,11 +30,10 @@ from kernelpilot.judge.contract import JudgeContract, fresh_seed
 from kernelpilot.judge.models import SideTiming
 from kernelpilot.judge.procs import Side
 
-# A batch long enough that the clock's start/stop cost dilutes the ratio little: ~0.1-0.3 ms on a quiet CPU
-# (a pipe round trip and two signals), but several ms of waiting for a core after SIGCONT on a loaded
-# 2-core machine (measured here: an honest 14 us call read 180 us per call in an 8 ms batch); the fresh
-# values cost the same share of the timed time whatever the batch length.
-TARGET_BATCH_S = 0.05
+# ~20 ms of calls per batch: the figure of a batch averages a few to ~60 calls' round trips (each call's
+# pipe round trip and wake-up, ~0.1 ms on a quiet CPU, several ms on a loaded one), while the fresh values,
+# the contract factory run once per timed call, stay a bounded share of the eval (bench/guard_overhead.py).
+TARGET_BATCH_S = 0.02
 MAX_BATCH = 64
 POISON_SAMPLES = 2048  # positions per output checked for the poison after every timed call
 # The runner's in-process figure may exceed the judge's bound by this much before it is called a lie

@@ -111,7 +111,9 @@ class RunnerExit(Exception):
 class Side:
     """One side's runner process and its arena."""
 
-    def __init__(self, name: str, env: dict[str, str], timeout_s: float) -> None:
+    def __init__(
+        self, name: str, env: dict[str, str], timeout_s: float, preload: tuple[str, ...] = ()
+    ) -> None:
         self.name, self.timeout_s = name, timeout_s
         self.tmp = tempfile.mkdtemp(prefix=f"kernelpilot-runner-{name}-")
         env = {**env, **private_env(self.tmp, env)}
@@ -120,7 +122,8 @@ class Side:
         cmd_r, self.cmd = os.pipe()
         self.reply, rep_w = os.pipe()
         argv = [sys.executable, "-m", "kernelpilot.runner", "--cmd-fd", str(cmd_r), "--reply-fd", str(rep_w),
-                "--arena-fd", str(self.arena.fd), "--arena-bytes", str(self.arena.size)]  # fmt: skip
+                "--arena-fd", str(self.arena.fd), "--arena-bytes", str(self.arena.size),
+                *[f"--preload={m}" for m in preload]]  # fmt: skip
         self.proc = subprocess.Popen(
             argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
             pass_fds=(cmd_r, rep_w, self.arena.fd), start_new_session=True,
@@ -273,10 +276,17 @@ class Side:
 
 def private_env(tmp: str, env: dict[str, str]) -> dict[str, str]:
     """The runner's own temporary folder (the only temporary folder its sandbox lets it write), with
-    torch's compile cache kept where it would be without it, so compiled kernels persist across evals."""
+    torch's compile cache kept where it would be without it, so compiled kernels persist across evals; and
+    OpenMP's idle threads sleeping instead of spinning (unless the task sets a policy): frozen and thawed
+    around every call, spinning workers made a 0.75 ms CPU GEMM read 1-15 ms a call, passive ones 2.0 ms
+    +- 5 % (the same on both sides: the ratio is what the verdict uses)."""
     user = env.get("USER") or getpass.getuser()
     cache = env.get("TORCHINDUCTOR_CACHE_DIR") or os.path.join(tempfile.gettempdir(), f"torchinductor_{user}")
-    return {"TMPDIR": tmp, "TORCHINDUCTOR_CACHE_DIR": cache}
+    return {
+        "TMPDIR": tmp,
+        "TORCHINDUCTOR_CACHE_DIR": cache,
+        "OMP_WAIT_POLICY": env.get("OMP_WAIT_POLICY", "PASSIVE"),
+    }
 
 
 def reap_orphans() -> None:

@@ -35,7 +35,15 @@ class _Phases:
 
 
 def _start(req: JudgeRequest) -> list[Side]:
-    return [Side(spec.name, req.env, req.timeout_s) for spec in req.sides]
+    """The runners, started first; a contract written with torch has them import it meanwhile (torch's
+    import is most of a runner's start-up, and no candidate code runs before the contract is loaded)."""
+    module = Path(req.contract_root) / req.contract.module
+    try:
+        uses_torch = "torch" in module.read_text(encoding="utf-8", errors="replace")
+    except OSError:  # the contract's load reports it
+        uses_torch = False
+    preload = ("torch",) if uses_torch else ()
+    return [Side(spec.name, req.env, req.timeout_s, preload) for spec in req.sides]
 
 
 def _setup(req: JudgeRequest, sides: list[Side], report: JudgeReport) -> None:
