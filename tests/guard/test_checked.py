@@ -38,6 +38,7 @@ def _in_process(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(evaluate_module, "_isolated", lambda task: False)
 
+
 GIT_ENV = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e", "GIT_COMMITTER_NAME": "t"}
 GIT_ENV["GIT_COMMITTER_EMAIL"] = "t@e"
 CONTRACT = {"module": "contract_axpy.py", "candidate": "kernel.py:axpy", "shapes": [{"n": 4096}, {"n": 1000}]}
