@@ -156,7 +156,8 @@ class Checker:
         self, shape: dict[str, int], si: int, run: ShapeRun, prep: Prepared | None
     ) -> tuple[Rejection | None, Prepared]:
         jc, arena = self.jc, self.side.arena
-        inputs = jc.make(shape, fresh_seed())
+        seed = fresh_seed()  # secret while the runners live; recorded in the report, written after they end
+        inputs = jc.make(shape, seed)
         ref = reference_f64(jc, backend_for(inputs[0], "cpu"), inputs)
         if prep is None:
             prep = prepare(jc, shape, inputs, ref)
@@ -178,7 +179,7 @@ class Checker:
         ctx.selection = prep.selection
         if not reply.get("ok"):
             rej = runner_problem(reply, si == 0, self.timed_passed, shape)
-            self.calls.append(call_record(shape, 0, None, rej))
+            self.calls.append(call_record(shape, seed, None, rej))
             return rej, prep
         out = as_output(arena.outputs(0), prep.selection)
         arrays = [x for x in arena.inputs(0) if is_array(x)]
@@ -187,7 +188,7 @@ class Checker:
             found = declared_precision(jc, prep, inputs, out, ref)
         elif found is not None:
             found = confirmed_precision(jc, prep, inputs, out, ref, found)
-        self.calls.append(call_record(shape, 0, cmp, found))
+        self.calls.append(call_record(shape, seed, cmp, found))
         if found is None:
             run.outputs.append(out_digest(prep.be, out))
             if run.first_out is None:

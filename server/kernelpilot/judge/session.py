@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
 
 from kernelpilot.foundation.errors import KernelpilotError
 from kernelpilot.judge.checks import CandidateRaised, Checker
@@ -124,7 +123,3 @@ def run(req: JudgeRequest) -> JudgeReport:
         phases.mark("teardown_s")
         report.phases_s = phases.seconds
     return report
-
-
-def tails(sides: list[Side]) -> dict[str, Any]:
-    return {s.name: s.last_lines() for s in sides}
