@@ -34,14 +34,28 @@ class Compared:
     why: str = ""  # a selection's evidence (ids judged per row)
 
 
+def _limit(xp: Any, r: Any, tol: Tolerance) -> tuple[Any, float]:
+    """(atol + rtol |ref| elementwise, RMS of ref): atol defaults to rtol x RMS(ref)."""
+    scale = float(xp.sqrt((r * r).mean())) if numel(r) else 0.0
+    atol = tol.atol if tol.atol is not None else tol.rtol * scale
+    return atol + tol.rtol * xp.abs(r), scale
+
+
+def within(be: Backend, out: Any, ref: Any, tol: Tolerance) -> bool:
+    """`compare`'s verdict alone, in a few passes (no ULP figures): for the many calls that pass."""
+    o, r = be.f64(out), be.f64(ref)
+    if tuple(o.shape) != tuple(r.shape):
+        return False
+    limit, _ = _limit(be.xp, r, tol)
+    return bool((be.xp.abs(o - r) <= limit).all())  # NaN compares false: a NaN fails
+
+
 def compare(be: Backend, out: Any, ref: Any, tol: Tolerance, dtype: str) -> Compared:
     """Elementwise |out - ref| <= atol + rtol |ref| in float64; errors in ULPs of the declared dtype too."""
     xp = be.xp
     o, r = be.f64(out), be.f64(ref)
     diff = xp.abs(o - r)
-    scale = float(xp.sqrt((r * r).mean())) if numel(r) else 0.0
-    atol = tol.atol if tol.atol is not None else tol.rtol * scale
-    limit = atol + tol.rtol * xp.abs(r)
+    limit, scale = _limit(xp, r, tol)
     badmask = ~(diff <= limit)  # NaN compares false: a NaN is bad
     bad = int(badmask.sum())
     # Errors are reported at the scale max(|ref|, RMS(ref)): an entry that cancels to near zero is measured

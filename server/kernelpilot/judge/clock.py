@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kernelpilot.guard.backend import backend_for
-from kernelpilot.guard.models import Rejection, Tolerance
-from kernelpilot.guard.semantic import CallContext, measure, numel
+from kernelpilot.guard.models import Rejection
+from kernelpilot.guard.semantic import CallContext, measure, numel, within
 from kernelpilot.guard.timed import reference_f64
 from kernelpilot.judge.checks import Checker, Prepared, as_output, reject
 from kernelpilot.judge.contract import JudgeContract, fresh_seed
@@ -146,7 +146,7 @@ class Clock:
         rng = np.random.default_rng(secrets.randbits(128))  # drawn now, after the batch returned
         for i in range(n):
             for out in side.arena.outputs(i):
-                total = int(out.numel()) if hasattr(out, "numel") else int(out.size)
+                total = numel(out)
                 if not total:
                     continue
                 picks = rng.integers(0, total, min(POISON_SAMPLES, total)).tolist()
@@ -264,15 +264,3 @@ class Clock:
         finally:
             self.got.seconds_checks += time.perf_counter() - t0
         return None, ""
-
-
-def within(be: Any, out: Any, ref: Any, tol: Tolerance) -> bool:
-    """|out - ref| <= atol + rtol |ref| everywhere (NaN fails), as `semantic.compare` judges it."""
-    xp = be.xp
-    o, r = be.f64(out), be.f64(ref)
-    if tuple(o.shape) != tuple(r.shape):
-        return False
-    atol = (
-        tol.atol if tol.atol is not None else tol.rtol * float(xp.sqrt((r * r).mean())) if numel(r) else 0.0
-    )
-    return bool((xp.abs(o - r) <= atol + tol.rtol * xp.abs(r)).all())

@@ -43,29 +43,29 @@ def become_subreaper() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
 
-def _state(pid: int) -> str:
-    """The state letter /proc shows for `pid` ("" when it is gone)."""
+def _stat(pid: int | str) -> list[bytes] | None:
+    """/proc/<pid>/stat's fields after the command name (state, parent, group, ...); None when gone."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as fh:
             raw = fh.read()
-    except OSError:
-        return ""
-    return raw[raw.rfind(b")") + 2 :].split()[0].decode()
+    except OSError:  # exited while listed
+        return None
+    return raw[raw.rfind(b")") + 2 :].split()
+
+
+def _state(pid: int) -> str:
+    """The state letter /proc shows for `pid` ("" when it is gone)."""
+    rest = _stat(pid)
+    return rest[0].decode() if rest else ""
 
 
 def process_table() -> dict[int, tuple[int, int, str]]:
     """pid -> (parent pid, process group, state letter) of every process /proc shows."""
     table: dict[int, tuple[int, int, str]] = {}
     for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as fh:
-                raw = fh.read()
-        except OSError:  # exited while listed
-            continue
-        rest = raw[raw.rfind(b")") + 2 :].split()
-        table[int(name)] = (int(rest[1]), int(rest[2]), rest[0].decode())
+        rest = _stat(name) if name.isdigit() else None
+        if rest:
+            table[int(name)] = (int(rest[1]), int(rest[2]), rest[0].decode())
     return table
 
 
