@@ -88,10 +88,7 @@ def test_declaration_check_catches_a_silent_gap(tmp_path: Path) -> None:
         ("h20", ["l2_cache_mb"]),
         ("l40s", []),
         ("b200", ["l2_cache_mb"]),
-        ("mi308x", [
-            "bf16_dense_tflops", "fp16_dense_tflops", "fp32_vector_tflops", "memory_bandwidth_tb_s",
-            "cu_count",
-        ]),
+        ("mi308x", ["bf16_dense_tflops", "fp16_dense_tflops", "fp32_vector_tflops", "memory_bandwidth_tb_s"]),
     ],
 )  # fmt: skip
 def test_gpus_missing_counts(run_cli, gpu_id: str, missing: list[str]) -> None:  # type: ignore[no-untyped-def]
