@@ -13,7 +13,7 @@
 #   3. bench/guard_breakdown.py --reps 3 (when 100 s are left): where that eval's wall time goes (process
 #      start-ups, torch's import and the CUDA context alone, each subprocess, the checks, the observation).
 # Usage, from the repository root on the device: bash tests/guard/gpu_run.sh "$OUT"
-# (KP_SUITE_ONLY=1: step 1 alone. KP_SUITE_PART=hacks or honest: half the suite, for two calls that each
+# (KP_SUITE_ONLY=1: step 1 alone. KP_SUITE_S: the suite's wall limit in seconds. KP_SUITE_PART=hacks or honest: half the suite, for two calls that each
 # finish well inside the limit: hacks ~6 minutes then the overhead bench (KP_OVERHEAD_REPS=4
 # KP_NO_BREAKDOWN=1), honest ~8 minutes with KP_SUITE_ONLY=1; each refreshes only the baselines its half
 # needs)
@@ -44,6 +44,7 @@ SUITE_S=540 BUDGET=${KP_SUITE_BUDGET_S:-470}
 # the hacks half leaves ~110 s for the overhead bench: its timing-alone step (honest twins, accepted hacks)
 # starts nothing past the budget
 [ "${KP_SUITE_PART:-all}" = hacks ] && [ -z "${KP_SUITE_ONLY:-}" ] && SUITE_S=450 BUDGET=${KP_SUITE_BUDGET_S:-400}
+SUITE_S=${KP_SUITE_S:-$SUITE_S}  # a shorter wall limit, when the same call runs another step first
 REPS=${KP_OVERHEAD_REPS:-5}
 KP_SUITE_BUDGET_S=$BUDGET timeout "$SUITE_S" python3 tests/guard/gpu_suite.py "$RES/suite" > "$OUT/suite.log" 2>&1
 echo "suite rc=$? after $(( $(date +%s) - t0 )) s" > "$OUT/summary.txt"

@@ -76,7 +76,8 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "escape": ("rejected_side_stream", "rejected_timed_output", "rejected_impossible"),
     # a thread launches the work: the thread check (by what it launched), or what escaped through it
     "thread": ("rejected_thread", "rejected_side_stream", "rejected_timed_output"),
-    "timer": ("rejected_timer_replaced",),
+    # the in-process guard sees the rebinding; the isolated judge (CPU) sees the runner's clock disagree
+    "timer": ("rejected_timer_replaced", "rejected_timer_disagree"),
     "lazy": ("rejected_lazy_output",),
     "stale": ("rejected_stale_output",),
     "cached": ("rejected_cached_output",),
@@ -156,6 +157,10 @@ class Plan:
     warmups: list[str] = field(default_factory=list)  # look-alikes to compile into CACHES (GPU)
     prebuild: list[str] = field(default_factory=list)  # warmed first (the longest builds: load_inline's nvcc)
     extra: list[Path] = field(default_factory=list)  # files copied into the scratch repo (red team)
+    # CPU contracts are judged out of the candidate's process (the isolated judge, issue 40): a figure
+    # "alone" then comes from eval's judge, never from `kernelpilot time` in the candidate's own process,
+    # whose clock a timer hack rebinds (it read 0.0 us for timerlate_axpy)
+    judged: bool = False
 
     def source(self, cand: str) -> Path:
         """Where a case's file comes from: the red team's folder for rt_<name>.py, else `cases`."""
@@ -515,9 +520,10 @@ def cpu_plan() -> Plan:
             H("out_axpy.py", "out", "accepted", "writes every element of the out buffer"),
             H("honest_gemm.py", "gemm", "accepted", "correct library call (numpy matmul)"),
         ],
-        jobs=2,
+        jobs=1,  # one at a time: an accepted hack's figure is its eval's (the judge's), uncontended
         timeout_s=120,
         time_args=["--device", "cpu"],
+        judged=True,
     )
 
 
@@ -759,7 +765,16 @@ def memo_hits(row: dict[str, Any], log: str | None) -> dict[str, Any]:
 def time_alone(plan: Plan, clone: Path, task: str) -> dict[str, Any]:
     """The clone's candidate timed alone, unpaired (`kernelpilot time kernelpilot.guard.timed:make`: the
     task's cold/warm mode, fresh values before every timed call, no observation): the figure an accepted
-    hack and its task's honest twin are held against each other with, both on a quiet GPU."""
+    hack and its task's honest twin are held against each other with, both on a quiet GPU. A judged plan
+    (CPU) takes the judge's candidate median from an eval instead: the candidate cannot reach that clock."""
+    if plan.judged:
+        rc, o, e = sh(cli("eval", str(task_dir(clone, task))), clone, plan.hack_timeout_s)
+        doc = last_json(o)
+        rec = doc.get("record") if isinstance(doc, dict) else None
+        med = rec.get("candidate_median") if isinstance(rec, dict) else None
+        if med is None:
+            return {"error": f"rc {rc}: {(e or o)[-600:]}"}
+        return {"median": float(med), "iqr": 0.0}
     env = {**os.environ, "KERNELPILOT_GUARD_TASK": str(task_dir(clone, task) / "task.json")}
     mode = "warm" if task in plan.warm else "cold"
     argv = cli("time", "kernelpilot.guard.timed:make", "--timing", mode, "--verdict", mode, "--no-kernels",
