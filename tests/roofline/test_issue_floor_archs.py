@@ -1,9 +1,9 @@
 """The static instruction-issue floor on one GPU of every architecture the recorded code objects cover
-(tests/fixtures/isa: NVIDIA sm_75 ... sm_120 cubins, AMD gfx942 / gfx1100 / gfx1201 HSACOs), each figure
-checked by hand arithmetic: the per-warp (per-wave) counts read off the disassembly listed in the comments,
-times the warps launched, over (the cited rate x SM/CU count x cited clock). The rates and clocks are the
-bundled wiki's lines (gpu-wiki-index, `## Instruction issue and pipes`); each is re-read here so a changed
-line fails the test with its name."""
+(tests/fixtures/isa: NVIDIA sm_75 ... sm_120 cubins, AMD gfx942 / gfx1030 / gfx1100 / gfx1201 HSACOs),
+each figure checked by hand arithmetic: the per-warp (per-wave) counts read off the disassembly listed in
+the comments, times the warps launched, over (the cited rate x SM/CU count x cited clock). The rates and
+clocks are the bundled wiki's lines (gpu-wiki-index, `## Instruction issue and pipes`); each is re-read
+here so a changed line fails the test with its name."""
 
 from __future__ import annotations
 
@@ -58,8 +58,9 @@ NVIDIA = [
     ("sm_89", "kernels.sm_89.cubin", "rtx-4090", 13, 3, 1, 128, 2520, 128, 64, 0.33016),
     ("sm_90", "kernels.sm_90.cubin", "h100-sxm5", 16, 3, 1, 132, 1980, 128, 64, 0.50150),
     ("sm_100", "kernels.sm_100.cubin", "b200", 16, 3, 1, 148, 2111.5, 128, 64, 0.41943),
-    # sm_120: no INT32 line (the 12.9 guide's 64 INT32 cores, notes say all cores): no alu class
-    ("sm_120", "kernels.sm_120.cubin", "rtx-5090", 16, 3, 1, 170, 2407, 128, None, 0.32032),
+    # sm_120: INT32 add 128 results/clk/SM (the 13.4 Best Practices Guide's 12.0 column; AND/OR/XOR and shift
+    # are 64): the alu class runs at its fastest row, 128 / 32 = 4 warp instructions per clock per SM
+    ("sm_120", "kernels.sm_120.cubin", "rtx-5090", 16, 3, 1, 170, 2407, 128, 128, 0.32032),
 ]
 
 
@@ -79,10 +80,9 @@ def test_nvidia_static_floor_by_hand(
     sms: int,
     mhz: float,
     fp32: int,
-    int32: int | None,
+    int32: int,
     want_us: float,
 ) -> None:
-    lines = {"int32_add_results_per_clk_per_sm": int32} if int32 else {}
     _check_wiki(
         gpu,
         sm_count=sms,
@@ -91,7 +91,7 @@ def test_nvidia_static_floor_by_hand(
         issue_inst_per_clk_per_scheduler=1,
         fp32_results_per_clk_per_sm=fp32,
         warp_size=32,
-        **lines,
+        int32_add_results_per_clk_per_sm=int32,
     )
     s = _floor(gpu, ISA / "nvidia" / cubin, "scale")
     warps = GRID * (BLOCK // 32)  # 4096 blocks x 8 warps = 32768
@@ -99,15 +99,10 @@ def test_nvidia_static_floor_by_hand(
     by = _by(s)
     # issue: 4 schedulers x 1 inst/clk = 4 warp instructions per clock per SM
     assert by["issue"] == pytest.approx((issued * warps, 4, issued * warps / (4 * sm_clocks_per_us)))
-    # fma: FP32 results per clock / 32 lanes; alu: the INT32 rows (all 64 here) / 32
+    # fma: FP32 results per clock / 32 lanes; alu: the fastest INT32 row (64, or 128 on sm_120) / 32
     assert by["fma"] == pytest.approx((fma * warps, fp32 / 32, fma * warps / (fp32 / 32 * sm_clocks_per_us)))
-    if int32 is None:
-        assert "alu" not in by  # no cited rate: the class is left out, never guessed
-    else:
-        alu_rate = int32 / 32
-        assert by["alu"] == pytest.approx(
-            (alu * warps, alu_rate, alu * warps / (alu_rate * sm_clocks_per_us))
-        )
+    alu_rate = int32 / 32
+    assert by["alu"] == pytest.approx((alu * warps, alu_rate, alu * warps / (alu_rate * sm_clocks_per_us)))
     assert s.binding == "issue" and s.time_us == by["issue"][2]
     assert s.time_us == pytest.approx(want_us, abs=1e-5)
     assert s.sm_count == sms and s.clock_mhz == pytest.approx(mhz)
@@ -160,23 +155,56 @@ def test_gfx942_static_floor_on_mi300x_by_hand() -> None:
     assert s.lower_bound is not None and "9 predicated forward branch(es)" in s.lower_bound
 
 
-# (arch, GPU, CUs, clock MHz): lds_reduce per wave32 in llvm-objdump -d --mcpu=<arch>: VALU 24
-# (gfx1100: v_add_f32 x8, v_cmpx x7, v_cmp_eq, v_mov x3, v_lshl_or, v_lshlrev x2, v_add_co_u32, v_add_co_ci)
-RDNA = [("gfx1100", "rx-7900-xtx", 96, 2500), ("gfx1201", "rx-9070-xt", 64, 2970)]
+# lds_reduce per wave32 in llvm-objdump -d --mcpu=<arch> (s_nop, s_waitcnt / s_wait_*, s_delay_alu and the
+# barriers left out as scheduler-internal):
+#   VALU 24: v_add_f32 x8, v_cmpx_gt x7, v_mov x3, v_cmp_eq, v_lshl_or, v_lshlrev x2, v_add_co_u32,
+#   v_add_co_ci
+#   LDS 19: ds_store_b32 / ds_write_b32 x9, ds_load_2addr / ds_read2 x5, ds_load / ds_read x3, stride64 x2
+#   branch 10 (s_cbranch_execz x9, s_endpgm), VMEM 2 (global_load, global_store), SALU 22 on gfx1030
+#   (s_mov x8, s_or x8, s_and_saveexec x2, s_lshl_b64, s_load, s_add, s_addc) = 77 issued; no transcendental
+# (arch, GPU of that architecture, CUs, clock MHz, issue rate (None: UNKNOWN in the wiki), VALU lanes/clk)
+RDNA = [
+    ("gfx1030", "rx-6900-xt", 80, 2250, 8, 64),
+    ("gfx1100", "rx-7900-xtx", 96, 2500, None, 128),
+    ("gfx1201", "rx-9070-xt", 64, 2970, None, 128),
+]
 
 
 @pytest.mark.needs_tool("llvm-objdump")
-@pytest.mark.parametrize(("arch", "gpu", "cus", "mhz"), RDNA, ids=[r[0] for r in RDNA])
-def test_rdna_static_floor_by_hand(arch: str, gpu: str, cus: int, mhz: float) -> None:
+@pytest.mark.parametrize(("arch", "gpu", "cus", "mhz", "issue", "lanes"), RDNA, ids=[r[0] for r in RDNA])
+def test_rdna_static_floor_by_hand(
+    arch: str, gpu: str, cus: int, mhz: float, issue: int | None, lanes: int
+) -> None:
     _need_amd(arch)
-    _check_wiki(gpu, cu_count=cus, boost_clock_mhz=mhz, valu_lanes_per_clk_per_cu=128)
+    rates = {"issue_inst_per_clk_per_cu": issue} if issue else {}
+    _check_wiki(
+        gpu,
+        cu_count=cus,
+        boost_clock_mhz=mhz,
+        valu_lanes_per_clk_per_cu=lanes,
+        lds_inst_per_clk_per_cu=1,
+        transcendental_lanes_per_clk_per_cu=16,
+        **rates,
+    )
     s = _floor(gpu, ISA / "amd" / f"k.{arch}.hsaco", "lds_reduce")
     waves = GRID * (BLOCK // 32)  # wave32 code objects: 4096 x 8 = 32768 waves
-    # the only RDNA rate the wiki cites is the VALU's: 128 lanes per clock per CU / 32 = 4 wave32 inst/clk/CU
-    assert _by(s) == {"valu": pytest.approx((24 * waves, 4, 24 * waves / (4 * cus * mhz)))}
-    assert s.binding == "valu"
-    # 24 x 32768 / (4 x 96 x 2500) = 0.8192 µs; / (4 x 64 x 2970) = 1.0343 µs
-    assert s.time_us == pytest.approx({"gfx1100": 0.8192, "gfx1201": 1.03434}[arch], abs=1e-5)
+    cu_clocks_per_us = cus * mhz
+    want = {
+        # VALU: lanes per clock per CU / wave size 32 (64 / 32 = 2 on RDNA 2, 128 / 32 = 4 on RDNA 3/4)
+        "valu": pytest.approx((24 * waves, lanes / 32, 24 * waves / (lanes / 32 * cu_clocks_per_us))),
+        # LDS: one wave32 LDS instruction per clock per CU
+        "lds": pytest.approx((19 * waves, 1, 19 * waves / cu_clocks_per_us)),
+    }
+    if issue:  # RDNA 2: 4 instructions per clock per SIMD32 x 2 SIMD32 = 8 per CU
+        want["issue"] = pytest.approx((77 * waves, 8, 77 * waves / (8 * cu_clocks_per_us)))
+    # no transcendental op in lds_reduce: the 16-lane trans rate gives no row; SALU, VMEM, branch are UNKNOWN
+    assert _by(s) == want
+    assert s.binding == "lds"
+    # 19 x 32768 / (80 x 2250) = 3.45884 µs; / (96 x 2500) = 2.59413 µs; / (64 x 2970) = 3.27542 µs
+    want_us = {"gfx1030": 3.45884, "gfx1100": 2.59413, "gfx1201": 3.27542}[arch]
+    assert s.time_us == pytest.approx(want_us, abs=1e-5)
+    assert s.sm_count == cus and s.unit == "CU" and s.clock_mhz == pytest.approx(mhz)
+    assert s.lower_bound is not None and "9 predicated forward branch(es)" in s.lower_bound
 
 
 @pytest.mark.needs_tool("llvm-objdump")
