@@ -17,7 +17,7 @@ everything needed to choose a cold method that does not depend on the host, laun
 Kernels: bench/cold_probe_kernels.py (issue 33's five, five new ones, a null kernel and two spins).
 Every step is independent (a failure is recorded in `errors`, the rest go on) and the JSON is rewritten
 after each step. Usage: python bench/cold_probe.py --out DIR [--budget-s 160] (wrapper:
-bench/cold_probe_next.sh). Prints a summary table last.
+device/cold_probe_next.sh). Prints a summary table last.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ row sort, a fused qk-RMSNorm + RoPE), every step on its own (one failing keeps t
    floor) and the cold time: which floor binds, the stop target, and whether any time is under a floor.
 A summary table is the last thing printed; every number is also in issue_bound.json.
 
-Usage (repository root, bench/device_env.sh sourced): python3 bench/issue_bound.py --out DIR [--only gating]
+Usage (repository root, device/env.sh sourced): python3 bench/issue_bound.py --out DIR [--only gating]
 The program ncu profiles: python3 bench/issue_bound.py --launch NAME
 """
 

@@ -11,7 +11,7 @@ readings are written to `--trace` (replayed by tests/timing/test_clocks.py) and 
 
 Usage (GPU machine): python bench/paired_bench.py --reps 5 --out res.json --trace trace.json
 The rows issue 24's acceptance still lacks (5 us rows with 8 allocations per side, the 12288^3 GEMM with a
-verdict wall <= 20 s) in one device call: bash bench/paired_bench_next.sh (see there).
+verdict wall <= 20 s) in one device call: bash device/paired_bench_next.sh (see there).
 Prints one row per comparison, the acceptance table (case, verdict, ratio, CI, wall, dropped for
 throttling) and, last, `figure=value unit (median of N, spread ...)`. `--table-from FILE` prints the table
 of a recorded run (no GPU needed).

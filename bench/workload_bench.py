@@ -12,7 +12,7 @@ time goes (CPU seconds of one read on the 2-core development VM, 2026-11-23): de
 the idle causes of workload/idle.py, issue 36: one walk of the timeline, 0.5 of it),
 opportunities 0.09, freeing the decoded events and activities 0.30. tests/workload/test_read_golden.py
 proves the results equal those of the slower reader, and that the replicated trace scales counts exactly.
-On a GPU machine in one device call: bench/workload_read_next.sh (it checks that msgspec is importable).
+On a GPU machine in one device call: device/workload_read_next.sh (it checks that msgspec is importable).
 """
 
 from __future__ import annotations

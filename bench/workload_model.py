@@ -106,7 +106,7 @@ def _setup(device: str = "cuda") -> tuple[Model, list[Any]]:
 
 
 # How a step records no autograd: inference mode (the default, as many serving loops do) or no_grad, the
-# same kernels, which inductor compiles where it fails under inference mode (bench/compile_grad_mode.py)
+# same kernels, which inductor compiles where it fails under inference mode (device/compile_grad_mode.py)
 GRAD_MODES = {"inference": torch.inference_mode, "no_grad": torch.no_grad}
 
 

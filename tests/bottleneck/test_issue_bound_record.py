@@ -51,7 +51,7 @@ def capture(name: str) -> Path:
     path = DIR / f"{name}_raw.csv"
     if not path.is_file():
         pytest.fail(
-            f"missing {path.name} in {DIR}: re-record with `bash bench/issue_bound_next.sh` on an H100"
+            f"missing {path.name} in {DIR}: re-record with `bash device/issue_bound_next.sh` on an H100"
         )
     return path
 

@@ -31,3 +31,16 @@ def test_readme_test_command_is_what_ci_runs():
     assert m, "TEST_COMMAND not found in .ci/run"
     assert m.group(1) in readme, "README must show the exact test command CI runs"
     assert 'bash -c "$TEST_COMMAND"' in ci
+
+
+def test_bench_holds_benchmarks_and_device_holds_device_calls():
+    """bench/ is for benchmarks (and the kernels and models they time); a script for one device call and
+    its environment live in device/, each sourcing device/env.sh (AGENTS.md, "Tests")."""
+    bench = sorted(p.name for p in (REPO / "bench").iterdir() if p.name != "__pycache__")
+    assert bench and all(n.endswith(".py") for n in bench), [n for n in bench if not n.endswith(".py")]
+    calls = sorted((REPO / "device").glob("*_next.sh"))
+    assert calls, "no device/*_next.sh"
+    for script in calls:
+        assert ". device/env.sh" in script.read_text() or "source device/env.sh" in script.read_text(), script
+    listed = (REPO / "device" / "README.md").read_text()
+    assert all(f"`{p.name}`" in listed for p in sorted((REPO / "device").glob("*_next.*"))), "device/README.md"

@@ -17,7 +17,7 @@
 # finish well inside the limit: hacks ~6 minutes then the overhead bench (KP_OVERHEAD_REPS=4
 # KP_NO_BREAKDOWN=1), honest ~8 minutes with KP_SUITE_ONLY=1; each refreshes only the baselines its half
 # needs)
-# The device image has torch but not kernelpilot's dependencies: bench/device_env.sh installs the wheels
+# The device image has torch but not kernelpilot's dependencies: device/env.sh installs the wheels
 # carried in .whl/ (how to make them: its header)
 # Name .whl in the call's `carry`. Files back (at most 8): env.txt, summary.txt (the steps, then the
 # acceptance table), suite.log, overhead.log, breakdown.log, suite.json, exp_failures.txt, details.tgz
@@ -26,7 +26,7 @@
 set -u
 OUT=${1:?usage: bash tests/guard/gpu_run.sh OUT_DIR}
 mkdir -p "$OUT"
-. bench/device_env.sh  # kernelpilot and its dependencies importable (wheels carried in .whl/)
+. device/env.sh  # kernelpilot and its dependencies importable (wheels carried in .whl/)
 python3 -c "import pydantic" 2>/dev/null || { echo "no pydantic: carry .whl" | tee "$OUT/summary.txt"; exit 3; }
 RES=/tmp/guard-results
 rm -rf "$RES" && mkdir -p "$RES"

@@ -1,4 +1,4 @@
-"""Issue 32's acceptance on the recorded H100 run of bench/issue_bound_next.sh (tests/fixtures/roofline/
+"""Issue 32's acceptance on the recorded H100 run of device/issue_bound_next.sh (tests/fixtures/roofline/
 issue_bound: the cubins Triton compiled, their ncu --set full raw pages with the per-pipe counters, and
 issue_bound.json with the launches and `kernelpilot time` figures): the static and the ncu issue floors agree
 within 25 %, no measured time is under the floor, and where the issue floor binds the stop target is it.
@@ -28,7 +28,7 @@ EXPECT = {
     "row_sort": ("row_sort_kernel", "issue"),
     "rope": ("qknorm_rope_kernel", "memory"),
 }
-RERUN = "re-record with `bash bench/issue_bound_next.sh` on an H100 (tests/fixtures/roofline/issue_bound)"
+RERUN = "re-record with `bash device/issue_bound_next.sh` on an H100 (tests/fixtures/roofline/issue_bound)"
 
 
 def _row(name: str) -> dict[str, Any]:

@@ -30,7 +30,7 @@ step() {  # step NAME TIMEOUT CMD...: stdout to $W/NAME.txt, stderr to $W/NAME.e
 
 echo "== $(date -u) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
 git log --oneline -1 2>/dev/null || true
-. bench/device_env.sh  # kernelpilot, its dependencies and cupti-python importable (wheels carried in .whl/)
+. device/env.sh  # kernelpilot, its dependencies and cupti-python importable (wheels carried in .whl/)
 python3 -m pip show nvidia-cuda-cupti cuda-bindings cuda-pathfinder 2>/dev/null | grep -E '^(Name|Version|Location)'
 python3 - <<'EOF' || python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/optional/cuda_pathfinder-*.whl
 import importlib.metadata as m, sys

@@ -1,4 +1,4 @@
-"""The H100 run of bench/workload_remedies_next.sh (fixtures/workload/h100_remedies/, PROVENANCE.md there):
+"""The H100 run of device/workload_remedies_next.sh (fixtures/workload/h100_remedies/, PROVENANCE.md there):
 the measured remedies read back into the result model and say what the recorded text says; the acceptance's
 90 s holds; the fresh prefill trace, read through the gzip path, gives every idle µs a cause and the
 launch-bound idle of the raw events (tests/workload/test_idle.py's independent computation)."""

@@ -7,7 +7,7 @@ set -u
 OUT=${OUT:-/tmp/redteam_smoke}
 mkdir -p "$OUT"
 # shellcheck source=/dev/null
-source bench/device_env.sh
+source device/env.sh
 kp_log "redteam smoke: start"
 timeout 570 python3 tests/guard/redteam/smoke_device.py --out "$OUT" --timeout 90 "$@" > "$OUT/parent.txt" 2>&1
 kp_log "redteam smoke: exit $?"

@@ -3,12 +3,12 @@
 # every kernel's cold figure against ncu gpu__time_duration, warm against CUPTI, CVs, as one table for the
 # machine. Outputs under $OUT (else ./timing_vs_ncu_out): timing_vs_ncu.log (the table ends it),
 # timing_vs_ncu.json (every row with its cold derivation), steps.log.
-# Usage from the repository root: KP_MACHINE=<label> bash bench/timing_vs_ncu_next.sh
-# Needs kernelpilot's dependencies importable: bench/device_env.sh installs the wheels carried in .whl/.
+# Usage from the repository root: KP_MACHINE=<label> bash device/timing_vs_ncu_next.sh
+# Needs kernelpilot's dependencies importable: device/env.sh installs the wheels carried in .whl/.
 set -u
 OUT=${OUT:-$PWD/timing_vs_ncu_out}
 mkdir -p "$OUT"
-. bench/device_env.sh  # kernelpilot and its dependencies importable (wheels carried in .whl/)
+. device/env.sh  # kernelpilot and its dependencies importable (wheels carried in .whl/)
 kp_log "start in $PWD (machine ${KP_MACHINE:-unlabelled})"
 kp_require "import torch, cupy, triton, pydantic, kernelpilot.timing.core; assert torch.cuda.is_available()" \
   "torch with a GPU, cupy, triton, pydantic, kernelpilot"

@@ -14,9 +14,9 @@
 #      summary) does not shrink with workers, so the wall speed-up on 4 GPUs reaches 3.2x only when the
 #      cells take over ~11x that on one GPU (~45 s at 1000 runs is not enough; the cells-phase figure is
 #      the one that isolates scheduling). KP_SWEEP_RUNS=1000 repeats the setting (~3.5 minutes).
-# Usage, from the repository root on the device: bash bench/sweep_gpu_next.sh "$OUT"
-# Device call: run(kind="nvidia-h100-x4", carry=[".whl"], command="bash bench/sweep_gpu_next.sh \"$OUT\"")
-# The image has torch but not kernelpilot's dependencies nor Dask: bench/device_env.sh installs the wheels
+# Usage, from the repository root on the device: bash device/sweep_gpu_next.sh "$OUT"
+# Device call: run(kind="nvidia-h100-x4", carry=[".whl"], command="bash device/sweep_gpu_next.sh \"$OUT\"")
+# The image has torch but not kernelpilot's dependencies nor Dask: device/env.sh installs the wheels
 # carried in .whl/ (its header says how they are made; distributed, dask and their dependencies too:
 #   python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
 #     --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
@@ -27,11 +27,11 @@
 # (every configuration's wall, cells phase, timeline and per-cell medians), overhead_gpu.log,
 # overhead_gpu.json, overhead_cpu.log, steps.log.
 set -u
-OUT=${1:?usage: bash bench/sweep_gpu_next.sh OUT_DIR}
+OUT=${1:?usage: bash device/sweep_gpu_next.sh OUT_DIR}
 mkdir -p "$OUT"
-. bench/device_env.sh  # kernelpilot and its dependencies importable (wheels carried in .whl/)
+. device/env.sh  # kernelpilot and its dependencies importable (wheels carried in .whl/)
 if ! PYTHONPATH="$KP_SITE" python3 -c "import distributed, pydantic" 2>/dev/null; then
-  # a machine where device_env found pydantic already: install the Dask wheels too
+  # a machine where device/env.sh found pydantic already: install the Dask wheels too
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$KP_SITE" \
     .whl/*.whl > "$OUT/steps.log" 2>&1 || true
 fi

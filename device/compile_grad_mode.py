@@ -2,7 +2,7 @@
 torch.no_grad() (what `workload run --try-remedies` advises when the compile remedy fails on an inference-mode
 step: workload/remedies_child.INFERENCE_MODE_HINT).
 
-Usage: python bench/compile_grad_mode.py [--device cpu|cuda] [--mode default|reduce-overhead] [--out FILE]
+Usage: python device/compile_grad_mode.py [--device cpu|cuda] [--mode default|reduce-overhead] [--out FILE]
 Each grad mode in a fresh child process (inductor's caches and dynamo's state apart): eager output, whether
 it is an inference tensor (`remedies_child.runs_in_inference_mode`), then `torch.compile(step, mode=...)`
 called three times: compiled or not, the reason as the remedies child words it (`failure_reason`), the

@@ -8,13 +8,13 @@
 # (under the 600 s of one call).
 # Outputs under $OUT (the device tool's folder; else ./paired_next): bench log and JSON, nvidia-smi before and
 # after, steps.log. The table (case, verdict, ratio, CI, wall, dropped for throttling) ends the log.
-# Usage from the repository root: bash bench/paired_bench_next.sh
-# Needs kernelpilot's dependencies importable (pydantic, nvidia-ml-py): bench/device_env.sh installs the wheels
+# Usage from the repository root: bash device/paired_bench_next.sh
+# Needs kernelpilot's dependencies importable (pydantic, nvidia-ml-py): device/env.sh installs the wheels
 # carried in .whl/ (name it in the call's carry). NVML is only read.
 set -u
 OUT=${OUT:-$PWD/paired_next}
 mkdir -p "$OUT"
-. bench/device_env.sh  # kernelpilot and its dependencies importable (wheels carried in .whl/)
+. device/env.sh  # kernelpilot and its dependencies importable (wheels carried in .whl/)
 kp_log "start in $PWD"
 kp_require "import torch, pydantic, kernelpilot.timing.compare; assert torch.cuda.is_available()" \
   "torch with a GPU, pydantic, kernelpilot"

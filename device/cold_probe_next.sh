@@ -6,12 +6,12 @@
 #               pairs, %globaltimer brackets, CUPTI kernel durations, warm), kernelpilot's current cold/warm and
 #               ncu gpu__time_duration of the same 13 kernels (bench/cold_probe_kernels.py);
 #   ncu.csv     ncu's raw CSV; probe.log the probe's stdout; summary.txt its table; steps.log.
-# Usage from the repository root: bash bench/cold_probe_next.sh   (OUT: the device tool's folder, else ./cold_probe_out)
-# Needs kernelpilot's dependencies importable: bench/device_env.sh installs the wheels carried in .whl/.
+# Usage from the repository root: bash device/cold_probe_next.sh   (OUT: the device tool's folder, else ./cold_probe_out)
+# Needs kernelpilot's dependencies importable: device/env.sh installs the wheels carried in .whl/.
 set -u
 OUT=${OUT:-$PWD/cold_probe_out}
 mkdir -p "$OUT"
-. bench/device_env.sh  # kernelpilot and its dependencies importable (wheels carried in .whl/)
+. device/env.sh  # kernelpilot and its dependencies importable (wheels carried in .whl/)
 kp_log "start in $PWD"
 kp_require "import torch, cupy, triton, pydantic, kernelpilot.timing.core; assert torch.cuda.is_available()" \
   "torch with a GPU, cupy, triton, pydantic, kernelpilot"

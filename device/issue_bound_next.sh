@@ -4,7 +4,7 @@
 # issue-bound; fused qk-RMSNorm + RoPE: memory-bound): correctness, `kernelpilot time` cold + warm, the cubin,
 # one ncu --set full launch with the per-pipe counters (--csv --page raw), and the static vs measured issue
 # floors with the stop target. Offline floors first: bench/issue_bound_offline.py (no GPU).
-# Usage from the repository root: bash bench/issue_bound_next.sh   (carry .whl; $OUT set by the device call)
+# Usage from the repository root: bash device/issue_bound_next.sh   (carry .whl; $OUT set by the device call)
 # Files back (4): issue_bound_files.tgz (the four <kernel>.cubin, the four <name>_raw.csv and issue_bound.json:
 # unpack with `tar -xzf issue_bound_files.tgz -C tests/fixtures/roofline/issue_bound/`), issue_bound.json
 # (every number, the env, each step's error), steps.log (the run's output; the summary table ends it),
@@ -12,7 +12,7 @@
 set -u
 OUT=${OUT:-$PWD/issue_bound_out}
 mkdir -p "$OUT"
-. bench/device_env.sh  # kernelpilot and its dependencies importable (wheels carried in .whl/)
+. device/env.sh  # kernelpilot and its dependencies importable (wheels carried in .whl/)
 kp_log "start in $PWD"
 kp_require "import torch, triton, pydantic, kernelpilot.roofline.issue, kernelpilot.timing.core; \
 assert torch.cuda.is_available()" "torch with a GPU, triton, pydantic, kernelpilot"

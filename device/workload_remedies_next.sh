@@ -15,11 +15,11 @@
 # run's text view go there), decode_remedies.json, decode_remedies.txt (the text view, its remedies block
 # last), decode_no_grad_remedies.json, prefill_run.json, prefill_trace.json.gz, prefill_read.txt,
 # read_bench.log. The summary table is printed last.
-# Usage from the repository root: bash bench/workload_remedies_next.sh
+# Usage from the repository root: bash device/workload_remedies_next.sh
 set -u
 OUT=${OUT:-$PWD/workload_remedies_next}
 mkdir -p "$OUT"
-. bench/device_env.sh  # kernelpilot and its dependencies importable (wheels carried in .whl/)
+. device/env.sh  # kernelpilot and its dependencies importable (wheels carried in .whl/)
 kp_log "start in $PWD; $(nproc) CPUs; $(python3 --version 2>&1)"
 kp_require "import torch, msgspec, pydantic, kernelpilot.workload.remedies, kernelpilot.workload.remedies_child; \
 print(torch.__version__, torch.cuda.get_device_name())" "torch, msgspec, pydantic, kernelpilot"
