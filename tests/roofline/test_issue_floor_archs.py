@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from kernelpilot.isa.api import IsaFileRequest
+from kernelpilot.isa.core import isa_mix
 from kernelpilot.roofline.core import analyze
 from kernelpilot.roofline.models import IssueFloor, RooflineRequest
 from kernelpilot.wiki import load_wiki
@@ -160,22 +162,35 @@ def test_gfx942_static_floor_on_mi300x_by_hand() -> None:
 #   VALU 24: v_add_f32 x8, v_cmpx_gt x7, v_mov x3, v_cmp_eq, v_lshl_or, v_lshlrev x2, v_add_co_u32,
 #   v_add_co_ci
 #   LDS 19: ds_store_b32 / ds_write_b32 x9, ds_load_2addr / ds_read2 x5, ds_load / ds_read x3, stride64 x2
-#   branch 10 (s_cbranch_execz x9, s_endpgm), VMEM 2 (global_load, global_store), SALU 22 on gfx1030
-#   (s_mov x8, s_or x8, s_and_saveexec x2, s_lshl_b64, s_load, s_add, s_addc) = 77 issued; no transcendental
-# (arch, GPU of that architecture, CUs, clock MHz, issue rate (None: UNKNOWN in the wiki), VALU lanes/clk)
+#   branch 10 (s_cbranch_execz x9, s_endpgm), VMEM 2 (global_load, global_store), and SALU:
+#   gfx1030 22 (s_mov x8, s_or x8, s_and_saveexec x2, s_lshl_b64, s_load_dwordx4, s_add_u32, s_addc_u32)
+#     = 77 issued;
+#   gfx1100 24 (s_mov x9, s_or x8, s_and_saveexec x2, s_lshl_b64, s_load_b128, s_add_u32, s_addc_u32,
+#     s_sendmsg) = 79 issued (its 49 s_nop, 20 s_waitcnt, 9 s_delay_alu, 9 s_barrier left out);
+#   gfx1201 23 (s_mov x9, s_or x8, s_and_saveexec x2, s_lshl_b64, s_load_b128, s_add_nc_u64, s_sendmsg)
+#     = 78 issued (its 40 s_nop, 20 s_wait_*, 9 s_delay_alu, 9 s_barrier_signal, 9 s_barrier_wait left out);
+#   no transcendental op
+# (arch, GPU of that architecture, CUs, clock MHz, issue rate (None: UNKNOWN in the wiki), VALU lanes/clk,
+# SALU and issued instructions per wave)
 RDNA = [
-    ("gfx1030", "rx-6900-xt", 80, 2250, 8, 64),
-    ("gfx1100", "rx-7900-xtx", 96, 2500, None, 128),
-    ("gfx1201", "rx-9070-xt", 64, 2970, None, 128),
+    ("gfx1030", "rx-6900-xt", 80, 2250, 8, 64, 22, 77),
+    ("gfx1100", "rx-7900-xtx", 96, 2500, None, 128, 24, 79),
+    ("gfx1201", "rx-9070-xt", 64, 2970, None, 128, 23, 78),
 ]
 
 
 @pytest.mark.needs_tool("llvm-objdump")
-@pytest.mark.parametrize(("arch", "gpu", "cus", "mhz", "issue", "lanes"), RDNA, ids=[r[0] for r in RDNA])
+@pytest.mark.parametrize(
+    ("arch", "gpu", "cus", "mhz", "issue", "lanes", "salu", "issued"), RDNA, ids=[r[0] for r in RDNA]
+)
 def test_rdna_static_floor_by_hand(
-    arch: str, gpu: str, cus: int, mhz: float, issue: int | None, lanes: int
+    arch: str, gpu: str, cus: int, mhz: float, issue: int | None, lanes: int, salu: int, issued: int
 ) -> None:
     _need_amd(arch)
+    # the per-wave counts the floor multiplies, as the mix reads them off the disassembly (comment above)
+    (mix,) = isa_mix(IsaFileRequest(file=str(ISA / "amd" / f"k.{arch}.hsaco"), kernel="lds_reduce")).kernels
+    assert mix.pipe_classes == {"salu": salu, "valu": 24, "vmem": 2, "lds": 19, "branch": 10}
+    assert mix.issued_instructions == issued == salu + 24 + 2 + 19 + 10
     rates = {"issue_inst_per_clk_per_cu": issue} if issue else {}
     _check_wiki(
         gpu,
@@ -196,8 +211,9 @@ def test_rdna_static_floor_by_hand(
         "lds": pytest.approx((19 * waves, 1, 19 * waves / cu_clocks_per_us)),
     }
     if issue:  # RDNA 2: 4 instructions per clock per SIMD32 x 2 SIMD32 = 8 per CU
-        want["issue"] = pytest.approx((77 * waves, 8, 77 * waves / (8 * cu_clocks_per_us)))
-    # no transcendental op in lds_reduce: the 16-lane trans rate gives no row; SALU, VMEM, branch are UNKNOWN
+        want["issue"] = pytest.approx((issued * waves, issue, issued * waves / (issue * cu_clocks_per_us)))
+    # no transcendental op in lds_reduce: the 16-lane trans rate gives no row; SALU, VMEM, branch are UNKNOWN,
+    # and so is the RDNA 3 / 4 issue width (no issue row for gfx1100, gfx1201: the wiki files say why)
     assert _by(s) == want
     assert s.binding == "lds"
     # 19 x 32768 / (80 x 2250) = 3.45884 µs; / (96 x 2500) = 2.59413 µs; / (64 x 2970) = 3.27542 µs
