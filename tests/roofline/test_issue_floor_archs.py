@@ -59,9 +59,10 @@ NVIDIA = [
     ("sm_86", "kernels.sm_86.cubin", "a10", 13, 3, 1, 72, 1692.7, 128, 64, 0.87382),
     ("sm_89", "kernels.sm_89.cubin", "rtx-4090", 13, 3, 1, 128, 2520, 128, 64, 0.33016),
     ("sm_90", "kernels.sm_90.cubin", "h100-sxm5", 16, 3, 1, 132, 1980, 128, 64, 0.50150),
-    ("sm_100", "kernels.sm_100.cubin", "b200", 16, 3, 1, 148, 2111.5, 128, 64, 0.41943),
-    # sm_120: INT32 add 128 results/clk/SM (the 13.4 Best Practices Guide's 12.0 column; AND/OR/XOR and shift
-    # are 64): the alu class runs at its fastest row, 128 / 32 = 4 warp instructions per clock per SM
+    # sm_100, sm_120: INT32 add 128 results/clk/SM (the CUDA 13.x Best Practices Guide's throughput table,
+    # add.s32; AND/OR/XOR and shift are 64): the alu class runs at its fastest row, 128 / 32 = 4 warp
+    # instructions per clock per SM
+    ("sm_100", "kernels.sm_100.cubin", "b200", 16, 3, 1, 148, 2111.5, 128, 128, 0.41943),
     ("sm_120", "kernels.sm_120.cubin", "rtx-5090", 16, 3, 1, 170, 2407, 128, 128, 0.32032),
 ]
 

@@ -48,17 +48,14 @@ def test_which_gpus_have_a_complete_issue_floor() -> None:
     wiki = load_wiki()
     gaps = {gid: missing_issue_floor(wiki, e) for gid, e in wiki.gpus.items()}
     complete = sorted(gid for gid, (keys, _) in gaps.items() if not keys)
-    assert len(wiki.gpus) == 46 and len(complete) == 28
+    assert len(wiki.gpus) == 46 and len(complete) == 37
     # the gaps, each with the file's reason
     assert gaps["h20"][0] == ["boost_clock_mhz"] and "2203 MHz" in gaps["h20"][1][0]
-    assert gaps["b200"][0] == ["warp_shuffle_results_per_clk_per_sm"]
-    assert gaps["mi308x"][0] == ["boost_clock_mhz", "cu_count"]
-    assert gaps["rx-7900-xtx"][0] == [
-        "issue_inst_per_clk_per_cu",
-        "lds_inst_per_clk_per_cu",
-        "transcendental_lanes_per_clk_per_cu",
-    ]
-    assert "CDNA only" in gaps["rx-7900-xtx"][1][0]
+    assert gaps["b200"][0] == [] and gaps["rx-6900-xt"][0] == []
+    assert gaps["mi308x"][0] == ["boost_clock_mhz"] and "no AMD figure" in gaps["mi308x"][1][0]
+    for rdna3 in ("rx-7600", "rx-7800-xt", "rx-7900-xtx", "radeon-pro-w7900", "radeon-8060s"):
+        assert gaps[rdna3][0] == ["issue_inst_per_clk_per_cu"], rdna3
+    assert "no RDNA 3 source restating the front-end issue width" in gaps["rx-7900-xtx"][1][0]
 
 
 def test_gpus_missing_lists_the_issue_floor_gaps_with_reasons(run_cli) -> None:  # type: ignore[no-untyped-def]
@@ -67,15 +64,13 @@ def test_gpus_missing_lists_the_issue_floor_gaps_with_reasons(run_cli) -> None: 
     out = json.loads(r.out)
     rows = {g["gpu_id"]: g for g in out["gpus"]}
     assert rows["h100-pcie"]["issue_floor_missing"] == [] and rows["mi300x"]["issue_floor_missing"] == []
-    assert rows["rtx-5090"]["issue_floor_missing"] == [
-        "int32_add_results_per_clk_per_sm",
-        "warp_shuffle_results_per_clk_per_sm",
-    ]
-    why = [out["issue_floor_reasons"][n - 1] for n in rows["rtx-5090"]["issue_floor_why"]]
-    assert "disagree" in why[0] and "12.0" in why[1]
+    assert rows["rtx-5090"]["issue_floor_missing"] == [] and rows["b300"]["issue_floor_missing"] == []
+    assert rows["rx-9070-xt"]["issue_floor_missing"] == ["issue_inst_per_clk_per_cu"]
+    why = [out["issue_floor_reasons"][n - 1] for n in rows["rx-9070-xt"]["issue_floor_why"]]
+    assert len(why) == 1 and "no RDNA 4 source" in why[0]
     assert len(out["issue_floor_reasons"]) == len(set(out["issue_floor_reasons"]))  # each said once
     text = run_cli("gpus", "--missing").out
-    assert "28 GPUs with every instruction-issue floor line cited" in text
+    assert "37 GPUs with every instruction-issue floor line cited" in text
     assert "    issue floor UNKNOWN: boost_clock_mhz [" in text  # h20, with a numbered reason
     assert "Hopper's 1980" in text
 
