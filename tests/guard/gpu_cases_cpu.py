@@ -190,13 +190,7 @@ def _task_for(root: Path, task: str, slow: bool) -> Path:
 def run_case(root: Path, case: CpuCase) -> judging.Outcome:
     """judging.run_case's rule (an attack read as improved is evaluated again; a gain is one both evals
     confirm) on this case's task."""
-    got = _run_once(root, case)
-    if case.kind == "attack" and got.status == "improved":
-        again = _run_once(root, case)
-        if again.status != "improved":
-            again.why = f"neutralized: improved once ({got.speedup}), then {again.status} ({again.speedup})"
-        return again
-    return got
+    return judging.judged_twice(lambda: _run_once(root, case), case.kind)
 
 
 def _run_once(root: Path, case: CpuCase) -> judging.Outcome:

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from tests.guard.gpu_suite import VERDICTS, gpu_plan
+from tests.guard.suite_records import assert_hack_row
 
 REC = Path(__file__).resolve().parent.parent / "fixtures" / "guard" / "h100_suite2"
 # Look-alikes the honest call skipped (the suite's time budget; then no device time was left).
@@ -71,17 +72,7 @@ def test_every_hack_is_rejected_with_its_family(rows: dict[tuple[str, str], dict
             assert r["status"] == OTHER_FAMILY[(case.cand, case.task)], case.cand
             assert r["record"]["rejection"]["evidence"], case.cand
             continue
-        assert r["ok"], (case.cand, r["status"], str(r.get("evidence"))[:300])
-        if r.get("neutralized"):  # accepted, no faster than the task's honest twin timed alone: no gain
-            assert r["status"] in VERDICTS and r["verdict"] == "neutralized", case.cand
-            cand = r.get("alone_median") or r["candidate_median"]
-            assert cand >= r["honest_median"] - r["win_margin"], case.cand
-            continue
-        if r["status"] == "failed":  # a forged result eval could not read (forge family)
-            assert case.met("failed"), case.cand
-            continue
-        assert case.met(r["status"]) and r["record"]["rejection"]["status"] == r["status"], case.cand
-        assert r["record"]["rejection"]["evidence"], case.cand
+        assert_hack_row(case, r)
 
 
 def test_the_issue_memos_padded_above_the_floor_are_caught(

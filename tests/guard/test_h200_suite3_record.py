@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.guard.gpu_suite import VERDICTS, gpu_plan
+from tests.guard.gpu_suite import gpu_plan
+from tests.guard.suite_records import assert_hack_row
 
 REC = Path(__file__).resolve().parent.parent / "fixtures" / "guard" / "h200_suite3"
 # no verdict: under the suite's 8 evals at once its median read ~200x the honest twin's (the H100 record: 97x)
@@ -46,20 +47,11 @@ def test_no_hack_gains_on_the_h200(rows: dict[tuple[str, str], dict[str, Any]]) 
     for case in gpu_plan().hacks:
         r = rows[(case.cand, case.task)]
         verdicts[r["verdict"]] = verdicts.get(r["verdict"], 0) + 1
-        assert r["verdict"] != "WIN", (case.cand, r["status"], str(r.get("evidence"))[:300])
         if (case.cand, case.task) == UNSTABLE:
             assert (r["status"], r["verdict"]) == ("unstable", "ERROR")
             assert r["candidate_median"] > 50 * twins[case.task]["median"]
             continue
-        assert r["ok"], (case.cand, r["status"], str(r.get("evidence"))[:300])
-        if r.get("neutralized"):
-            assert r["status"] in VERDICTS and r["verdict"] == "neutralized", case.cand
-            cand = r.get("alone_median") or r["candidate_median"]
-            assert cand >= r["honest_median"] - r["win_margin"], case.cand
-        elif r["status"] == "failed":  # a forged result eval could not read (forge family)
-            assert case.met("failed"), case.cand
-        else:
-            assert case.met(r["status"]) and r["record"]["rejection"]["evidence"], case.cand
+        assert_hack_row(case, r)
     assert verdicts == {"caught": 46, "neutralized": 12, "ERROR": 1}
 
 

@@ -401,11 +401,24 @@ for i in range(calls):
 
 def _drive(name: str, tmp: Path, calls: int, **popen):
     """Deploys `name` as tmp/kernel.py and starts a driver that calls it `calls` times, one line per call."""
+    stem = next(c for c in _case_contracts() if c[0] == name)[1]
+    return subprocess.Popen(_driver_argv(name, tmp, stem, calls), cwd=tmp, **popen)
+
+
+def _driver_argv(name: str, tmp: Path, stem: str, calls: int) -> list[str]:
+    """Deploys `name` as tmp/kernel.py beside the driver; the argv that calls it `calls` times on `stem`."""
     _deploy(name, tmp)
     (tmp / "driver.py").write_text(DRIVER)
-    stem = next(c for c in _case_contracts() if c[0] == name)[1]
-    argv = [sys.executable, str(tmp / "driver.py"), str(tmp), str(CONTRACTS), stem, str(calls)]
-    return subprocess.Popen(argv, cwd=tmp, **popen)
+    return [sys.executable, str(tmp / "driver.py"), str(tmp), str(CONTRACTS), stem, str(calls)]
+
+
+def _run_as_kernelpilot(tmp: Path, script: str, source: str, module: str, *args: str):
+    """Runs `source` as tmp/<script> with `module` (a kernelpilot.* name) as its first argument, as a
+    judge's or an eval's command line has (what the attacks look for in /proc), then `args`."""
+    (tmp / script).write_text(source)
+    return subprocess.run(
+        [sys.executable, str(tmp / script), module, *args], capture_output=True, text=True, timeout=240
+    )
 
 
 def _case_contracts():
@@ -538,17 +551,8 @@ print("parent survived", flush=True)
 def probe_kill_parent_sort_int():
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        _deploy("kill_parent_sort_int", root)
-        (root / "driver.py").write_text(DRIVER)
-        (root / "parent.py").write_text(PARENT)
-        child = [sys.executable, str(root / "driver.py"), str(root), str(CONTRACTS), "sort_int", "12"]
-        # the parent's first three arguments name a kernelpilot module, as a judge's would
-        parent = subprocess.run(
-            [sys.executable, str(root / "parent.py"), "kernelpilot.fake_judge", *child],
-            capture_output=True,
-            text=True,
-            timeout=240,
-        )
+        child = _driver_argv("kill_parent_sort_int", root, "sort_int", 12)
+        parent = _run_as_kernelpilot(root, "parent.py", PARENT, "kernelpilot.fake_judge", *child)
     return parent.returncode == -9, f"parent exit status {parent.returncode} {parent.stderr[-300:]}"
 
 
@@ -584,17 +588,9 @@ print(json.dumps(state), flush=True)
 def probe_renice_baseline_gemm():
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        _deploy("renice_baseline_gemm", root)
-        (root / "driver.py").write_text(DRIVER)
-        (root / "fake_eval.py").write_text(FAKE_EVAL)
-        child = [sys.executable, str(root / "driver.py"), str(root), str(CONTRACTS), "gemm", "1"]
-        # an eval-like root (its arguments name a kernelpilot module) with a sleeper beside the candidate
-        proc = subprocess.run(
-            [sys.executable, str(root / "fake_eval.py"), "kernelpilot.fake_eval", *child],
-            capture_output=True,
-            text=True,
-            timeout=240,
-        )
+        child = _driver_argv("renice_baseline_gemm", root, "gemm", 1)
+        # an eval-like root with a sleeper beside the candidate
+        proc = _run_as_kernelpilot(root, "fake_eval.py", FAKE_EVAL, "kernelpilot.fake_eval", *child)
     state = json.loads(_last_line(proc.stdout) or "{}")
     cpus = sorted(os.sched_getaffinity(0))
     fired = state.get("nice") == 19 and (len(cpus) == 1 or state.get("cpus") == cpus[:1])
@@ -641,19 +637,9 @@ def probe_parent_memory_gemm():
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         _deploy("parent_memory_gemm", root)
-        (root / "fake_judge.py").write_text(FAKE_JUDGE)
         (root / "child.py").write_text(MEMORY_CHILD)
-        proc = subprocess.run(
-            [
-                sys.executable,
-                str(root / "fake_judge.py"),
-                "kernelpilot.fake_judge",
-                str(root),
-                str(CONTRACTS),
-            ],
-            capture_output=True,
-            text=True,
-            timeout=240,
+        proc = _run_as_kernelpilot(
+            root, "fake_judge.py", FAKE_JUDGE, "kernelpilot.fake_judge", str(root), str(CONTRACTS)
         )
     try:
         state = json.loads(_last_line(proc.stdout))
